@@ -1,0 +1,36 @@
+#include "sprintrt/error.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <caf/sec.hpp>
+
+#include <set>
+#include <string>
+
+using sprintrt::errc;
+
+TEST_CASE("errors carry their code and message and compare by code") {
+  auto err = sprintrt::make_error(errc::truncated, "BINBYTES needs 10 bytes at offset 4, 2 left");
+  CHECK(err == errc::truncated);
+  CHECK(err != errc::protocol_error);
+  CHECK(err.category() == sprintrt::error_category);
+  CHECK(sprintrt::error_message(err) == "BINBYTES needs 10 bytes at offset 4, 2 left");
+  CHECK(sprintrt::render(err) == "truncated: BINBYTES needs 10 bytes at offset 4, 2 left");
+}
+
+TEST_CASE("render names the code of message-less errors and falls back to CAF for others") {
+  CHECK(sprintrt::render(sprintrt::make_error(errc::timeout)) == "timeout");
+  CHECK(sprintrt::render(caf::error{}) == "none");
+  CHECK(sprintrt::render(caf::make_error(caf::sec::request_timeout)).find("request_timeout") !=
+        std::string::npos);
+  CHECK(sprintrt::error_message(caf::make_error(caf::sec::request_timeout)).empty());
+}
+
+TEST_CASE("every code has a distinct name") {
+  std::set<std::string> names;
+  for (int code = static_cast<int>(errc::protocol_error); code <= static_cast<int>(errc::cancelled);
+       ++code)
+    names.insert(sprintrt::to_string(static_cast<errc>(code)));
+  CHECK(names.size() == static_cast<size_t>(errc::cancelled));
+  CHECK(names.count("unknown_error") == 0);
+}

@@ -1,0 +1,200 @@
+#include "protocol/framing.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace sprintrt::protocol {
+
+const char* to_string(framing f) noexcept {
+  return f == framing::raw ? "raw" : "length_prefixed";
+}
+
+std::optional<framing> parse_framing(std::string_view name) noexcept {
+  if (name == "length_prefixed")
+    return framing::length_prefixed;
+  if (name == "raw")
+    return framing::raw;
+  return std::nullopt;
+}
+
+// -- encoding -------------------------------------------------------------------
+
+size_t begin_frame(byte_buffer& out, framing f) {
+  size_t start = out.size();
+  if (f == framing::length_prefixed) {
+    out.reserve_extra(4);
+    out.set_size(start + 4);
+  }
+  return start;
+}
+
+caf::error end_frame(byte_buffer& out, framing f, size_t start, size_t max_message_size) {
+  size_t header = f == framing::length_prefixed ? 4 : 0;
+  size_t size = out.size() - start - header;
+  if (size > max_message_size || size > default_max_message_size) {
+    out.set_size(start);
+    return make_error(errc::message_too_large,
+                      "message of " + std::to_string(size) +
+                          " bytes exceeds the maximum message size of " +
+                          std::to_string(std::min(max_message_size, default_max_message_size)));
+  }
+  for (size_t i = 0; i < header; ++i)
+    out.data()[start + i] = static_cast<std::byte>((size >> (8 * i)) & 0xff);
+  return {};
+}
+
+// -- decoding -------------------------------------------------------------------
+
+frame_decoder::frame_decoder(framing f, size_t max_message_size)
+    : framing_(f), max_size_(max_message_size), scanner_(max_message_size) {
+  // nop
+}
+
+mutable_byte_span frame_decoder::prepare(size_t hint) {
+  hint = std::max<size_t>(hint, 1);
+  prepared_body_ = false;
+  if (framing_ == framing::length_prefixed && body_size_) {
+    // Read the body in place. Grow with what has arrived (at most doubling),
+    // never to the peer's announced size up front, unless a recycled buffer
+    // already has the room.
+    size_t have = body_.size();
+    size_t remaining = *body_size_ - have;
+    if (body_.spare().empty())
+      body_.reserve(have + std::min(remaining, std::max(hint, have)));
+    prepared_body_ = true;
+    auto room = body_.spare();
+    return room.subspan(0, std::min(room.size(), remaining));
+  }
+  staging_.reserve_extra(hint);
+  return staging_.spare();
+}
+
+caf::error frame_decoder::commit(size_t n) {
+  if (failed_)
+    return failed_;
+  if (framing_ == framing::raw)
+    return commit_raw(n);
+  return commit_length_prefixed(n);
+}
+
+caf::error frame_decoder::feed(byte_span bytes) {
+  while (!bytes.empty()) {
+    auto room = prepare(bytes.size());
+    size_t n = std::min(room.size(), bytes.size());
+    std::memcpy(room.data(), bytes.data(), n);
+    if (auto err = commit(n))
+      return err;
+    bytes = bytes.subspan(n);
+  }
+  return {};
+}
+
+std::optional<byte_buffer> frame_decoder::next() {
+  if (complete_.empty())
+    return std::nullopt;
+  auto result = std::move(complete_.front());
+  complete_.pop_front();
+  return result;
+}
+
+size_t frame_decoder::partial_bytes() const noexcept {
+  if (framing_ == framing::raw)
+    return staging_.size();
+  return header_size_ + body_.size();
+}
+
+void frame_decoder::recycle(byte_buffer&& buffer) {
+  // One spare is enough: a Sprint pipe carries one message at a time.
+  if (!spare_ || spare_->capacity() < buffer.capacity()) {
+    buffer.clear();
+    spare_ = std::move(buffer);
+  }
+}
+
+byte_buffer frame_decoder::take_spare_buffer() {
+  if (!spare_)
+    return byte_buffer{};
+  auto result = std::move(*spare_);
+  spare_.reset();
+  return result;
+}
+
+caf::error frame_decoder::fail(caf::error err) {
+  failed_ = err;
+  return err;
+}
+
+caf::error frame_decoder::commit_length_prefixed(size_t n) {
+  auto finish_message = [this] {
+    complete_.push_back(std::move(body_));
+    body_ = byte_buffer{};
+    body_size_.reset();
+    header_size_ = 0;
+  };
+  if (prepared_body_) {
+    body_.set_size(body_.size() + n);
+    if (body_.size() == *body_size_)
+      finish_message();
+    return {};
+  }
+  // Bytes arrived in `staging_`: split them into prefixes and bodies.
+  staging_.set_size(staging_.size() + n);
+  auto bytes = staging_.bytes();
+  size_t pos = 0;
+  while (pos < bytes.size()) {
+    if (!body_size_) {
+      size_t take = std::min(size_t{4} - header_size_, bytes.size() - pos);
+      std::memcpy(header_ + header_size_, bytes.data() + pos, take);
+      header_size_ += take;
+      pos += take;
+      if (header_size_ < 4)
+        break;
+      uint32_t bits = 0;
+      for (size_t i = 0; i < 4; ++i)
+        bits |= std::to_integer<uint32_t>(header_[i]) << (8 * i);
+      auto size = static_cast<int32_t>(bits);
+      if (size <= 0)
+        return fail(make_error(errc::protocol_error,
+                               "length prefix " + std::to_string(size) + " is not positive"));
+      if (static_cast<size_t>(size) > max_size_)
+        return fail(
+            make_error(errc::message_too_large, "length prefix announces " + std::to_string(size) +
+                                                    " bytes, more than the maximum message size " +
+                                                    std::to_string(max_size_)));
+      body_size_ = static_cast<size_t>(size);
+      body_ = take_spare_buffer();
+      continue;
+    }
+    size_t take = std::min(*body_size_ - body_.size(), bytes.size() - pos);
+    body_.append(bytes.data() + pos, take);
+    pos += take;
+    if (body_.size() == *body_size_)
+      finish_message();
+  }
+  staging_.clear();
+  return {};
+}
+
+caf::error frame_decoder::commit_raw(size_t n) {
+  staging_.set_size(staging_.size() + n);
+  for (;;) {
+    auto end = scanner_.scan(staging_.bytes());
+    if (!end)
+      return fail(std::move(end.error()));
+    if (!*end)
+      return {};
+    // The receive buffer becomes the message; bytes after its STOP (the start
+    // of the next message) move to a fresh receive buffer.
+    auto rest = take_spare_buffer();
+    rest.append(staging_.bytes().subspan(**end));
+    staging_.set_size(**end);
+    complete_.push_back(std::move(staging_));
+    staging_ = std::move(rest);
+    scanner_.reset();
+    if (staging_.empty())
+      return {};
+  }
+}
+
+} // namespace sprintrt::protocol

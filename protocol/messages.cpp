@@ -1,0 +1,365 @@
+#include "protocol/messages.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "protocol/ndarray_access.hpp"
+#include "protocol/utf8.hpp"
+
+namespace sprintrt::protocol {
+
+namespace {
+
+// -- encoding helpers -----------------------------------------------------------
+
+/// Frames one pickle whose top-level value `write_body` writes.
+template <class F>
+caf::error encode_message(byte_buffer& out, const wire_format& fmt, F&& write_body) {
+  size_t start = begin_frame(out, fmt.framing);
+  pickle_writer writer{out};
+  writer.begin();
+  write_body(writer);
+  writer.end();
+  return end_frame(out, fmt.framing, start, fmt.max_message_size);
+}
+
+caf::error check_text(std::string_view what, std::string_view text) {
+  if (!is_valid_utf8(text))
+    return make_error(errc::invalid_input, std::string{what} + " is not valid UTF-8");
+  return {};
+}
+
+// -- decoding helpers -----------------------------------------------------------
+
+caf::error invalid(std::string what) {
+  return make_error(errc::invalid_message, std::move(what));
+}
+
+/// Returns the items of a tuple message, or an error naming `context`.
+caf::expected<const value::items*> tuple_items(const value& message, std::string_view context) {
+  if (!message.is(value::kind::tuple) || message.as_items().empty())
+    return invalid(std::string{context} + ": expected a non-empty tuple, got " + repr(message));
+  return &message.as_items();
+}
+
+/// A str, or bytes read as text (an older parent sends segment names as bytes).
+std::optional<std::string> as_text(const value& x) {
+  if (x.is(value::kind::str))
+    return x.as_str();
+  if (x.is(value::kind::bytes))
+    return x.as_bytes().to_string();
+  return std::nullopt;
+}
+
+/// An int, or a NumPy integer scalar (the old parent sent seg_len as numpy.int32).
+std::optional<int64_t> as_integer(const value& x) {
+  if (x.is(value::kind::integer))
+    return x.as_int();
+  if (x.is(value::kind::numpy_scalar) && !is_floating(x.as_numpy_scalar().type))
+    return x.as_numpy_scalar().to_int();
+  return std::nullopt;
+}
+
+/// A float, an int, or a NumPy scalar (a child may return numpy.float32).
+std::optional<double> as_number(const value& x) {
+  if (x.is(value::kind::floating))
+    return x.as_float();
+  if (x.is(value::kind::integer))
+    return static_cast<double>(x.as_int());
+  if (x.is(value::kind::numpy_scalar))
+    return x.as_numpy_scalar().to_double();
+  return std::nullopt;
+}
+
+std::string shape_string(const std::vector<size_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+/// Checks that `x` is an array of `type` with exactly `shape`.
+caf::error check_array(const value& x, std::string_view what, dtype type,
+                       const std::vector<size_t>& shape) {
+  if (!x.is(value::kind::ndarray))
+    return invalid(std::string{what} + " must be a numpy array, got " + repr(x));
+  const auto& a = x.as_ndarray();
+  if (a.type != type)
+    return invalid(std::string{what} + " must be " + to_string(type) + ", got " +
+                   to_string(a.type));
+  if (a.shape != shape)
+    return invalid(std::string{what} + " has shape " + shape_string(a.shape) + ", expected " +
+                   shape_string(shape));
+  return {};
+}
+
+/// Checks the reply status. Returns the items after "ok"; turns
+/// ("exception", message) into a `child_exception` error carrying message.
+caf::expected<const value::items*> ok_reply(const value& message, std::string_view command,
+                                            size_t arity) {
+  auto items = tuple_items(message, std::string{"reply to "} + std::string{command});
+  if (!items)
+    return items.error();
+  const auto& xs = **items;
+  if (xs[0].is(value::kind::str) && xs[0].as_str() == "exception") {
+    if (xs.size() >= 2)
+      if (auto text = as_text(xs[1]))
+        return make_error(errc::child_exception, *text);
+    return make_error(errc::child_exception, repr(message));
+  }
+  if (!xs[0].is(value::kind::str) || xs[0].as_str() != "ok")
+    return invalid("reply to " + std::string{command} +
+                   " must start with 'ok' or 'exception', got " + repr(message));
+  if (xs.size() != arity + 1)
+    return invalid("reply to " + std::string{command} + " must have " + std::to_string(arity + 1) +
+                   " items, got " + repr(message));
+  return *items;
+}
+
+// -- command decoders -----------------------------------------------------------
+
+caf::expected<command> decode_init(const value::items& xs) {
+  if (xs.size() != 3 || !xs[1].is(value::kind::str) || !as_integer(xs[2]))
+    return invalid("init expects (name: str, version: int), got " + repr(value::tuple(xs)));
+  return init_command{xs[1].as_str(), *as_integer(xs[2])};
+}
+
+caf::expected<command> decode_loss(const value::items& xs) {
+  if (xs.size() != 4)
+    return invalid(
+        "get_loss_and_error_signal expects (segment_name, seg_len, log_posteriors), got " +
+        repr(value::tuple(xs)));
+  auto name = as_text(xs[1]);
+  auto frames = as_integer(xs[2]);
+  if (!name || name->empty())
+    return invalid("get_loss_and_error_signal: segment name must be a non-empty str, got " +
+                   repr(xs[1]));
+  if (!frames || *frames <= 0)
+    return invalid("get_loss_and_error_signal for '" + *name +
+                   "': seg_len must be a positive int, got " + repr(xs[2]));
+  if (!xs[3].is(value::kind::ndarray) || xs[3].as_ndarray().shape.size() != 2)
+    return invalid("get_loss_and_error_signal for '" + *name +
+                   "': log_posteriors must be a 2-d numpy array, got " + repr(xs[3]));
+  const auto& lp = xs[3].as_ndarray();
+  if (lp.shape[1] == 0)
+    return invalid("get_loss_and_error_signal for '" + *name +
+                   "': log_posteriors have no classes (shape " + repr(xs[3]) + ")");
+  std::vector<size_t> expected{static_cast<size_t>(*frames), lp.shape[1]};
+  if (auto err = check_array(xs[3], "get_loss_and_error_signal for '" + *name + "': log_posteriors",
+                             dtype::float32, expected))
+    return err;
+  return loss_command{*name, static_cast<size_t>(*frames), lp};
+}
+
+caf::expected<command> decode_fsa(const value::items& xs) {
+  auto name = xs.size() == 2 ? as_text(xs[1]) : std::nullopt;
+  if (!name || name->empty())
+    return invalid("export_allophone_state_fsa_by_segment_name expects (segment_name: str), got " +
+                   repr(value::tuple(xs)));
+  return fsa_command{*name};
+}
+
+} // namespace
+
+// -- commands -------------------------------------------------------------------
+
+caf::expected<command> decode_command(const value& message) {
+  auto items = tuple_items(message, "command");
+  if (!items)
+    return items.error();
+  const auto& xs = **items;
+  if (!xs[0].is(value::kind::str))
+    return invalid("command name must be a str, got " + repr(xs[0]));
+  const auto& name = xs[0].as_str();
+  if (name == init_command_name)
+    return decode_init(xs);
+  if (name == loss_command_name)
+    return decode_loss(xs);
+  if (name == fsa_command_name)
+    return decode_fsa(xs);
+  if (name == exit_command_name) {
+    if (xs.size() != 1)
+      return invalid("exit takes no arguments, got " + repr(message));
+    return exit_command{};
+  }
+  return invalid("unknown command '" + name + "'");
+}
+
+caf::error encode_init_command(byte_buffer& out, const wire_format& fmt) {
+  return encode_message(out, fmt, [](pickle_writer& w) {
+    w.begin_tuple(3);
+    w.str(init_command_name);
+    w.str(parent_name);
+    w.integer(protocol_version);
+    w.end_tuple(3);
+  });
+}
+
+caf::error encode_loss_command(byte_buffer& out, const wire_format& fmt,
+                               std::string_view segment_name, size_t frames, size_t dim,
+                               const float* log_posteriors, size_t row_stride) {
+  if (auto err = check_text("segment name", segment_name))
+    return err;
+  return encode_message(out, fmt, [&](pickle_writer& w) {
+    w.begin_tuple(4);
+    w.str(loss_command_name);
+    w.str(segment_name);
+    w.integer(static_cast<int64_t>(frames));
+    size_t shape[] = {frames, dim};
+    strided_bytes data{reinterpret_cast<const std::byte*>(log_posteriors), frames,
+                       dim * sizeof(float), row_stride * sizeof(float)};
+    w.ndarray(fmt.array_module, dtype::float32, {shape, 2}, data);
+    w.end_tuple(4);
+  });
+}
+
+caf::error encode_fsa_command(byte_buffer& out, const wire_format& fmt,
+                              std::string_view segment_name) {
+  if (auto err = check_text("segment name", segment_name))
+    return err;
+  return encode_message(out, fmt, [&](pickle_writer& w) {
+    w.begin_tuple(2);
+    w.str(fsa_command_name);
+    w.str(segment_name);
+    w.end_tuple(2);
+  });
+}
+
+caf::error encode_exit_command(byte_buffer& out, const wire_format& fmt) {
+  return encode_message(out, fmt, [](pickle_writer& w) {
+    w.begin_tuple(1);
+    w.str(exit_command_name);
+    w.end_tuple(1);
+  });
+}
+
+// -- replies --------------------------------------------------------------------
+
+caf::expected<init_reply> decode_init_reply(const value& message) {
+  // RETURNN checks len(ret) >= 3; we require exactly the three items.
+  auto items = ok_reply(message, init_command_name, 2);
+  if (!items)
+    return items.error();
+  const auto& xs = **items;
+  auto version = as_integer(xs[2]);
+  if (!xs[1].is(value::kind::str) || !version)
+    return invalid("reply to init must be ('ok', name: str, version: int), got " + repr(message));
+  return init_reply{xs[1].as_str(), *version};
+}
+
+caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames, size_t dim) {
+  auto items = ok_reply(message, loss_command_name, 2);
+  if (!items)
+    return items.error();
+  const auto& xs = **items;
+  auto loss = as_number(xs[1]);
+  if (!loss)
+    return invalid("reply to get_loss_and_error_signal: loss must be a number, got " + repr(xs[1]));
+  if (auto err = check_array(xs[2], "reply to get_loss_and_error_signal: error signal",
+                             dtype::float32, {frames, dim}))
+    return err;
+  return loss_reply{*loss, xs[2].as_ndarray()};
+}
+
+caf::expected<fsa_reply> decode_fsa_reply(const value& message) {
+  auto items = ok_reply(message, fsa_command_name, 4);
+  if (!items)
+    return items.error();
+  const auto& xs = **items;
+  auto num_states = as_integer(xs[1]);
+  auto num_edges = as_integer(xs[2]);
+  if (!num_states || *num_states <= 0 || !num_edges || *num_edges < 0)
+    return invalid("FSA reply: num_states must be a positive int and num_edges a non-negative "
+                   "int, got " +
+                   repr(message));
+  auto edges_count = static_cast<size_t>(*num_edges);
+  if (auto err = check_array(xs[3], "FSA reply: edges", dtype::uint32, {3 * edges_count}))
+    return err;
+  if (auto err = check_array(xs[4], "FSA reply: weights", dtype::float32, {edges_count}))
+    return err;
+  fsa_reply result{static_cast<size_t>(*num_states), edges_count, xs[3].as_ndarray(),
+                   xs[4].as_ndarray()};
+  // Rows 0 and 1 (from, to) must name existing states.
+  for (size_t i = 0; i < 2 * edges_count; ++i) {
+    auto state = element<uint32_t>(result.edges, i);
+    if (state >= result.num_states)
+      return invalid("FSA reply: edge " + std::to_string(i % edges_count) + " has " +
+                     (i < edges_count ? "from" : "to") + " state " + std::to_string(state) +
+                     ", but there are only " + std::to_string(result.num_states) + " states");
+  }
+  return result;
+}
+
+caf::error encode_init_reply(byte_buffer& out, const wire_format& fmt, std::string_view child_name,
+                             int64_t version) {
+  if (auto err = check_text("child name", child_name))
+    return err;
+  return encode_message(out, fmt, [&](pickle_writer& w) {
+    w.begin_tuple(3);
+    w.str("ok");
+    w.str(child_name);
+    w.integer(version);
+    w.end_tuple(3);
+  });
+}
+
+caf::error encode_loss_reply(byte_buffer& out, const wire_format& fmt, double loss, size_t frames,
+                             size_t dim, const float* error_signal, loss_encoding encoding) {
+  return encode_message(out, fmt, [&](pickle_writer& w) {
+    w.begin_tuple(3);
+    w.str("ok");
+    if (encoding == loss_encoding::numpy_float32)
+      w.numpy_scalar(numpy_scalar::of_float(dtype::float32, loss));
+    else
+      w.floating(loss);
+    size_t shape[] = {frames, dim};
+    auto bytes =
+        byte_span{reinterpret_cast<const std::byte*>(error_signal), frames * dim * sizeof(float)};
+    w.ndarray(fmt.array_module, dtype::float32, {shape, 2}, strided_bytes::contiguous(bytes));
+    w.end_tuple(3);
+  });
+}
+
+caf::error encode_fsa_reply(byte_buffer& out, const wire_format& fmt, size_t num_states,
+                            span<const uint32_t> edges, span<const float> weights) {
+  if (edges.size() != 3 * weights.size())
+    return make_error(errc::invalid_input, "FSA with " + std::to_string(weights.size()) +
+                                               " weights needs " +
+                                               std::to_string(3 * weights.size()) +
+                                               " edge values, got " + std::to_string(edges.size()));
+  return encode_message(out, fmt, [&](pickle_writer& w) {
+    w.begin_tuple(5);
+    w.str("ok");
+    w.integer(static_cast<int64_t>(num_states));
+    w.integer(static_cast<int64_t>(weights.size()));
+    size_t edge_shape[] = {edges.size()};
+    size_t weight_shape[] = {weights.size()};
+    w.ndarray(fmt.array_module, dtype::uint32, {edge_shape, 1},
+              strided_bytes::contiguous(as_bytes(edges)));
+    w.ndarray(fmt.array_module, dtype::float32, {weight_shape, 1},
+              strided_bytes::contiguous(as_bytes(weights)));
+    w.end_tuple(5);
+  });
+}
+
+caf::error encode_exception_reply(byte_buffer& out, const wire_format& fmt,
+                                  std::string_view message) {
+  // The message may come from anywhere (e.g. an error naming a non-UTF-8
+  // segment); Python must be able to decode it, so replace what it cannot.
+  std::string text{message};
+  if (!is_valid_utf8(text))
+    for (auto& c : text)
+      if (static_cast<unsigned char>(c) >= 0x80)
+        c = '?';
+  return encode_message(out, fmt, [&](pickle_writer& w) {
+    w.begin_tuple(2);
+    w.str("exception");
+    w.str(text);
+    w.end_tuple(2);
+  });
+}
+
+} // namespace sprintrt::protocol

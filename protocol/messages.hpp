@@ -1,0 +1,166 @@
+#pragma once
+
+/// @file
+/// The typed commands and replies of PROTOCOL.md section 4.
+///
+/// Parent to child, and the child's reply:
+///
+///   ("init", "SprintSubprocessInstance", 1)          -> ("ok", child_name, 1)
+///   ("get_loss_and_error_signal", seg, T, lp[T, D])  -> ("ok", loss, error_signal[T, D])
+///   ("export_allophone_state_fsa_by_segment_name", seg)
+///                              -> ("ok", num_states, num_edges, edges[3*E], weights[E])
+///   ("exit",)                                        -> no reply, the child exits
+///
+/// and `("exception", message)` replaces any reply when the child's handler
+/// failed. Encoders write one framed message into a `byte_buffer` (array data
+/// copied once, straight from the caller's memory); decoders validate a
+/// decoded pickle's arity, types and shapes and return its arrays as they
+/// are in the decoded value (see `ndarray_access.hpp` to get the numbers out).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "common/span.hpp"
+#include "protocol/byte_buffer.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/pickle_value.hpp"
+#include "protocol/pickle_writer.hpp"
+#include "sprintrt/error.hpp"
+
+namespace sprintrt::protocol {
+
+/// The protocol version both sides must speak (`SprintSubprocessInstance.Version`).
+constexpr int64_t protocol_version = 1;
+
+/// The name the parent introduces itself with in `init`.
+constexpr std::string_view parent_name = "SprintSubprocessInstance";
+
+/// Command names.
+constexpr std::string_view init_command_name = "init";
+constexpr std::string_view loss_command_name = "get_loss_and_error_signal";
+constexpr std::string_view fsa_command_name = "export_allophone_state_fsa_by_segment_name";
+constexpr std::string_view exit_command_name = "exit";
+
+/// How messages are put on the wire: framing, the module of the array
+/// constructor, and the size limit.
+struct wire_format {
+  /// Length prefix (current RETURNN) or back-to-back pickles (legacy).
+  protocol::framing framing = framing::length_prefixed;
+  /// `returnn.util.task_system`, or `TaskSystem` for old RETURNN checkouts.
+  std::string array_module{default_array_module};
+  /// Larger messages are a protocol error.
+  size_t max_message_size = default_max_message_size;
+};
+
+// -- commands (parent to child) -------------------------------------------------
+
+/// ("init", name, version)
+struct init_command {
+  std::string client_name;
+  int64_t version = 0;
+};
+
+/// ("get_loss_and_error_signal", segment_name, seg_len, log_posteriors[T, D])
+struct loss_command {
+  std::string segment_name;
+  /// T: equals the posteriors' first dimension and is positive.
+  size_t frames = 0;
+  /// float32 [T, D].
+  ndarray log_posteriors;
+};
+
+/// ("export_allophone_state_fsa_by_segment_name", segment_name)
+struct fsa_command {
+  std::string segment_name;
+};
+
+/// ("exit",)
+struct exit_command {};
+
+/// Any command.
+using command = std::variant<init_command, loss_command, fsa_command, exit_command>;
+
+/// Validates a decoded message as a command. Fails with `invalid_message`
+/// naming what was wrong (an unknown command name included).
+caf::expected<command> decode_command(const value& message);
+
+/// Appends ("init", "SprintSubprocessInstance", 1).
+caf::error encode_init_command(byte_buffer& out, const wire_format& fmt);
+
+/// Appends a loss command for `frames` x `dim` float32 log-posteriors whose
+/// row t starts at `log_posteriors + t * row_stride` (row_stride == dim for
+/// contiguous data; B * D for one segment of a time-major batch).
+caf::error encode_loss_command(byte_buffer& out, const wire_format& fmt,
+                               std::string_view segment_name, size_t frames, size_t dim,
+                               const float* log_posteriors, size_t row_stride);
+
+/// Appends an FSA export command.
+caf::error encode_fsa_command(byte_buffer& out, const wire_format& fmt,
+                              std::string_view segment_name);
+
+/// Appends ("exit",).
+caf::error encode_exit_command(byte_buffer& out, const wire_format& fmt);
+
+// -- replies (child to parent) --------------------------------------------------
+
+/// ("ok", child_name, version)
+struct init_reply {
+  std::string child_name;
+  int64_t version = 0;
+};
+
+/// ("ok", loss, error_signal[T, D])
+struct loss_reply {
+  /// +inf for a segment the child skipped.
+  double loss = 0;
+  /// float32 [T, D], the shape of the posteriors sent.
+  ndarray error_signal;
+};
+
+/// ("ok", num_states, num_edges, edges[3*E], weights[E])
+struct fsa_reply {
+  size_t num_states = 0;
+  size_t num_edges = 0;
+  /// uint32: all `from` states, then all `to` states, then all emission indices.
+  ndarray edges;
+  /// float32: each edge's cost in -log space.
+  ndarray weights;
+};
+
+/// Decodes the reply to `init`. An ("exception", msg) reply gives a
+/// `child_exception` error carrying msg; anything else malformed gives
+/// `invalid_message`. (The version is returned, not checked.)
+caf::expected<init_reply> decode_init_reply(const value& message);
+
+/// Decodes the reply to a loss command for `frames` x `dim` posteriors.
+caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames, size_t dim);
+
+/// Decodes the reply to an FSA export; checks that every edge's states are
+/// below num_states.
+caf::expected<fsa_reply> decode_fsa_reply(const value& message);
+
+/// Appends ("ok", child_name, version).
+caf::error encode_init_reply(byte_buffer& out, const wire_format& fmt, std::string_view child_name,
+                             int64_t version = protocol_version);
+
+/// How a child writes the loss: a Python float (RASR's SprintControl) or a
+/// `numpy.float32` (what some children return).
+enum class loss_encoding : uint8_t { python_float, numpy_float32 };
+
+/// Appends ("ok", loss, error_signal[frames, dim]) from contiguous data.
+caf::error encode_loss_reply(byte_buffer& out, const wire_format& fmt, double loss, size_t frames,
+                             size_t dim, const float* error_signal,
+                             loss_encoding encoding = loss_encoding::python_float);
+
+/// Appends ("ok", num_states, E, edges[3*E], weights[E]); `edges` holds the
+/// 3*E values laid out as all from, all to, all emission.
+caf::error encode_fsa_reply(byte_buffer& out, const wire_format& fmt, size_t num_states,
+                            span<const uint32_t> edges, span<const float> weights);
+
+/// Appends ("exception", message).
+caf::error encode_exception_reply(byte_buffer& out, const wire_format& fmt,
+                                  std::string_view message);
+
+} // namespace sprintrt::protocol

@@ -1,0 +1,581 @@
+#include "protocol/pickle_reader.hpp"
+
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "protocol/pickle_opcodes.hpp"
+#include "protocol/utf8.hpp"
+
+namespace sprintrt::protocol {
+
+namespace {
+
+uint64_t read_le(byte_span bytes) noexcept {
+  uint64_t x = 0;
+  for (size_t i = 0; i < bytes.size(); ++i)
+    x |= static_cast<uint64_t>(bytes[i]) << (8 * i);
+  return x;
+}
+
+std::string_view as_text(byte_span bytes) noexcept {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+/// Resolves a GLOBAL's module and name against the whitelist of PROTOCOL.md
+/// section 3. Returns nothing for every other pair.
+std::optional<callable> resolve_global(std::string_view module, std::string_view name) {
+  if (name == "make_numpy_ndarray_fromstring" &&
+      (module == "returnn.util.task_system" || module == "TaskSystem"))
+    return callable::make_ndarray;
+  if (name == "scalar" && (module == "numpy.core.multiarray" || module == "numpy._core.multiarray"))
+    return callable::numpy_scalar;
+  if (name == "dtype" && module == "numpy")
+    return callable::numpy_dtype;
+  if (name == "encode" && module == "_codecs")
+    return callable::codecs_encode;
+  // Python 3 writes b"" at protocol 2 as a call of bytes() without arguments.
+  if (name == "bytes" && (module == "__builtin__" || module == "builtins"))
+    return callable::builtin_bytes;
+  return std::nullopt;
+}
+
+/// The pickle virtual machine: a stack of values, a stack of marks and a memo,
+/// executing one instruction at a time. Mirrors CPython's `_Unpickler`,
+/// restricted to building values.
+class pickle_machine {
+public:
+  /// Decodes `message`; byte strings share `owner` if given, else are copied.
+  pickle_machine(byte_span message, std::shared_ptr<const void> owner)
+      : message_(message), owner_(std::move(owner)) {}
+
+  caf::expected<value> run() {
+    size_t offset = 0;
+    while (offset < message_.size()) {
+      auto instr = measure_instruction(message_, offset, std::numeric_limits<size_t>::max());
+      if (!instr)
+        return std::move(instr.error());
+      instr_ = *instr;
+      if (!instr_.complete)
+        return fail_truncated();
+      if (instr_.op->code == op::stop)
+        return finish();
+      if (auto err = execute())
+        return err;
+      offset = instr_.end;
+    }
+    return make_error(errc::truncated, "message ends at offset " + std::to_string(message_.size()) +
+                                           " without STOP");
+  }
+
+private:
+  // -- error helpers ----------------------------------------------------------
+
+  /// An error naming the current opcode and its offset.
+  caf::error fail(const std::string& what, errc code = errc::protocol_error) const {
+    return make_error(code, std::string{instr_.op->name} + " at offset " +
+                                std::to_string(instr_.offset) + ": " + what);
+  }
+
+  caf::error fail_truncated() const {
+    std::string what = instr_.needed > 0
+                           ? "needs " + std::to_string(instr_.needed) + " bytes, " +
+                                 std::to_string(message_.size() - instr_.offset) + " left"
+                           : "argument cut off by the end of the message";
+    return fail(what, errc::truncated);
+  }
+
+  // -- stack helpers ----------------------------------------------------------
+
+  /// The number of values above the innermost mark (CPython keeps the part
+  /// below a mark out of reach until POP_MARK, and so do we).
+  size_t reachable() const noexcept { return stack_.size() - (marks_.empty() ? 0 : marks_.back()); }
+
+  /// Checks that `n` values are reachable.
+  caf::error require(size_t n) const {
+    if (reachable() < n)
+      return fail("needs " + std::to_string(n) + " value(s) on the stack, found " +
+                  std::to_string(reachable()));
+    return {};
+  }
+
+  value pop() {
+    auto x = std::move(stack_.back());
+    stack_.pop_back();
+    return x;
+  }
+
+  /// Pops every value above the innermost mark, and the mark.
+  caf::expected<value::items> pop_mark() {
+    if (marks_.empty())
+      return fail("no MARK on the stack");
+    size_t begin = marks_.back();
+    marks_.pop_back();
+    value::items xs(std::make_move_iterator(stack_.begin() + static_cast<ptrdiff_t>(begin)),
+                    std::make_move_iterator(stack_.end()));
+    stack_.resize(begin);
+    return xs;
+  }
+
+  /// Pushes a container after checking the depth limit.
+  caf::error push_container(value x) {
+    if (x.depth() > value::max_depth)
+      return fail("containers nested deeper than " + std::to_string(value::max_depth));
+    stack_.push_back(std::move(x));
+    return {};
+  }
+
+  caf::error push(value x) {
+    stack_.push_back(std::move(x));
+    return {};
+  }
+
+  // -- argument decoding ------------------------------------------------------
+
+  caf::expected<std::string> utf8_argument() const {
+    auto text = as_text(instr_.arg);
+    if (!is_valid_utf8(text))
+      return fail("string is not valid UTF-8");
+    return std::string{text};
+  }
+
+  /// Parses a decimal line argument (INT, PUT, GET).
+  caf::expected<int64_t> decimal_argument() const {
+    auto text = as_text(instr_.arg);
+    if (!text.empty() && text.front() == '+')
+      text.remove_prefix(1);
+    int64_t x = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+    if (ec != std::errc{} || end != text.data() + text.size())
+      return fail("'" + std::string{as_text(instr_.arg)} + "' is not a 64-bit decimal integer");
+    return x;
+  }
+
+  /// LONG1: a little-endian two's complement integer of 0 to 255 bytes.
+  caf::expected<int64_t> long_argument() const {
+    auto bytes = instr_.arg;
+    if (bytes.empty())
+      return int64_t{0};
+    bool negative = (std::to_integer<uint8_t>(bytes[bytes.size() - 1]) & 0x80) != 0;
+    // Bytes beyond the eighth must be pure sign extension.
+    for (size_t i = 8; i < bytes.size(); ++i)
+      if (std::to_integer<uint8_t>(bytes[i]) != (negative ? 0xff : 0x00))
+        return fail("integer does not fit in 64 bits");
+    size_t n = bytes.size() < 8 ? bytes.size() : 8;
+    uint64_t x = read_le(bytes.subspan(0, n));
+    if (n < 8 && negative)
+      x |= ~uint64_t{0} << (8 * n);
+    if (n == 8 && bytes.size() > 8 && ((x >> 63) != 0) != negative)
+      return fail("integer does not fit in 64 bits");
+    return static_cast<int64_t>(x);
+  }
+
+  // -- memo -------------------------------------------------------------------
+
+  caf::error memo_put(int64_t index) {
+    if (stack_.empty() || reachable() == 0)
+      return fail("nothing on the stack to memoize");
+    if (index < 0 || index > std::numeric_limits<uint32_t>::max())
+      return fail("memo index " + std::to_string(index) + " out of range");
+    memo_[static_cast<uint32_t>(index)] = stack_.back();
+    return {};
+  }
+
+  caf::error memo_get(int64_t index) {
+    auto i = memo_.end();
+    if (index >= 0 && index <= std::numeric_limits<uint32_t>::max())
+      i = memo_.find(static_cast<uint32_t>(index));
+    if (i == memo_.end())
+      return fail("memo index " + std::to_string(index) + " was never stored");
+    return push(i->second);
+  }
+
+  // -- calls (REDUCE) ---------------------------------------------------------
+
+  caf::expected<value> call(callable fn, const value::items& args) const {
+    auto arity = [&](size_t n) -> caf::error {
+      if (args.size() != n)
+        return fail(std::string{to_string(fn)} + " takes " + std::to_string(n) +
+                    " arguments, got " + std::to_string(args.size()));
+      return {};
+    };
+    switch (fn) {
+    case callable::make_ndarray: {
+      if (auto err = arity(3))
+        return err;
+      return make_ndarray(args[0], args[1], args[2]);
+    }
+    case callable::numpy_dtype: {
+      // numpy.dtype(code, align, copy); only the code matters.
+      if (auto err = arity(3))
+        return err;
+      if (!args[0].is(value::kind::str))
+        return fail("numpy.dtype expects a type code string, got " + repr(args[0]));
+      auto type = parse_dtype(args[0].as_str());
+      if (!type)
+        return fail("unsupported dtype '" + args[0].as_str() + "'");
+      return value::numpy_dtype(dtype_object{*type});
+    }
+    case callable::numpy_scalar: {
+      if (auto err = arity(2))
+        return err;
+      if (!args[0].is(value::kind::numpy_dtype) || !args[1].is(value::kind::bytes))
+        return fail("numpy scalar expects (dtype, bytes), got " + repr(value::tuple(args)));
+      auto type = args[0].as_numpy_dtype().type;
+      const auto& raw = args[1].as_bytes();
+      if (raw.size() != item_size(type))
+        return fail("numpy." + std::string{to_string(type)} + " scalar needs " +
+                    std::to_string(item_size(type)) + " bytes, got " + std::to_string(raw.size()));
+      numpy_scalar s;
+      s.type = type;
+      std::memcpy(s.raw.data(), raw.data(), raw.size());
+      return value::scalar(s);
+    }
+    case callable::codecs_encode: {
+      if (auto err = arity(2))
+        return err;
+      if (!args[0].is(value::kind::str) || !args[1].is(value::kind::str))
+        return fail("_codecs.encode expects (str, str), got " + repr(value::tuple(args)));
+      const auto& encoding = args[1].as_str();
+      if (encoding != "latin1" && encoding != "latin-1")
+        return fail("_codecs.encode with encoding '" + encoding + "' (only latin1 is allowed)");
+      auto bytes = utf8_to_latin1(args[0].as_str());
+      if (!bytes)
+        return fail("_codecs.encode: text has characters outside latin-1");
+      return value::bytes(bytes_ref::own(std::move(*bytes)));
+    }
+    case callable::builtin_bytes: {
+      if (auto err = arity(0))
+        return err;
+      return value::bytes(bytes_ref{});
+    }
+    }
+    return fail("unreachable callable");
+  }
+
+  /// make_numpy_ndarray_fromstring(data, dtype_name, shape): a zero-copy view.
+  caf::expected<value> make_ndarray(const value& data, const value& type_name,
+                                    const value& shape) const {
+    if (!data.is(value::kind::bytes) || !type_name.is(value::kind::str) ||
+        !shape.is(value::kind::tuple))
+      return fail("make_numpy_ndarray_fromstring expects (bytes, str, tuple), got (" +
+                  std::string{to_string(data.type())} + ", " + to_string(type_name.type()) + ", " +
+                  to_string(shape.type()) + ")");
+    auto type = parse_dtype(type_name.as_str());
+    if (!type)
+      return fail("unsupported dtype '" + type_name.as_str() + "'");
+    ndarray result;
+    result.type = *type;
+    // Multiply with an overflow check against the bytes actually present.
+    size_t limit = data.as_bytes().size() / item_size(*type);
+    size_t elements = 1;
+    for (const auto& extent : shape.as_items()) {
+      if (!extent.is(value::kind::integer) || extent.as_int() < 0)
+        return fail("array shape " + repr(shape) + " is not a tuple of non-negative ints");
+      auto n = static_cast<uint64_t>(extent.as_int());
+      if (n != 0 && elements > limit / n)
+        elements = limit + 1; // more than the data can hold; reported below
+      else
+        elements *= n;
+      result.shape.push_back(static_cast<size_t>(n));
+    }
+    if (elements > limit || elements * item_size(*type) != data.as_bytes().size())
+      return fail("array of shape " + repr(shape) + " and dtype " + to_string(*type) +
+                  " does not match its " + std::to_string(data.as_bytes().size()) + " data bytes");
+    result.data = data.as_bytes();
+    return value::array(std::move(result));
+  }
+
+  /// BUILD on a numpy.dtype: the state tuple's second item is the byte order.
+  caf::error build_dtype(const value& state) {
+    if (!state.is(value::kind::tuple) || state.as_items().size() < 2 ||
+        !state.as_items()[1].is(value::kind::str))
+      return fail("numpy.dtype state must be a tuple with a byte order, got " + repr(state));
+    const auto& order = state.as_items()[1].as_str();
+    if (order != "<" && order != "|" && order != "=")
+      return fail("numpy.dtype with byte order '" + order + "' (only little-endian is supported)");
+    return {};
+  }
+
+  // -- execution --------------------------------------------------------------
+
+  caf::expected<value> finish() {
+    if (instr_.end != message_.size())
+      return fail(std::to_string(message_.size() - instr_.end) + " trailing byte(s) after STOP");
+    if (!marks_.empty())
+      return fail("MARK without matching TUPLE/LIST/DICT/APPENDS/SETITEMS");
+    if (stack_.size() != 1)
+      return fail("the stack holds " + std::to_string(stack_.size()) + " values, expected 1");
+    return pop();
+  }
+
+  caf::error execute() {
+    switch (instr_.op->code) {
+    case op::proto: {
+      auto version = std::to_integer<int>(instr_.arg[0]);
+      if (version < 2 || version > 5)
+        return fail("unsupported pickle protocol " + std::to_string(version));
+      return {};
+    }
+    case op::frame: {
+      // Frames only group instructions for buffered reading; the whole
+      // message is in memory, so we just check the declared size fits.
+      auto size = read_le(instr_.arg);
+      if (size > message_.size() - instr_.end)
+        return fail("frame of " + std::to_string(size) + " bytes, " +
+                        std::to_string(message_.size() - instr_.end) + " left",
+                    errc::truncated);
+      return {};
+    }
+    case op::mark:
+      marks_.push_back(stack_.size());
+      return {};
+    case op::pop:
+      if (reachable() > 0) {
+        stack_.pop_back();
+        return {};
+      }
+      if (!marks_.empty()) {
+        marks_.pop_back();
+        return {};
+      }
+      return fail("the stack is empty");
+    case op::pop_mark:
+      if (auto xs = pop_mark(); !xs)
+        return xs.error();
+      return {};
+    case op::memoize:
+      return memo_put(static_cast<int64_t>(memo_.size()));
+    case op::put:
+    case op::get: {
+      auto index = decimal_argument();
+      if (!index)
+        return index.error();
+      return instr_.op->code == op::put ? memo_put(*index) : memo_get(*index);
+    }
+    case op::binput:
+    case op::long_binput:
+      return memo_put(static_cast<int64_t>(read_le(instr_.arg)));
+    case op::binget:
+    case op::long_binget:
+      return memo_get(static_cast<int64_t>(read_le(instr_.arg)));
+    case op::none:
+      return push(value{});
+    case op::newtrue:
+      return push(value::boolean(true));
+    case op::newfalse:
+      return push(value::boolean(false));
+    case op::binint:
+      return push(value::integer(static_cast<int32_t>(read_le(instr_.arg))));
+    case op::binint1:
+    case op::binint2:
+      return push(value::integer(static_cast<int64_t>(read_le(instr_.arg))));
+    case op::long1: {
+      auto x = long_argument();
+      if (!x)
+        return x.error();
+      return push(value::integer(*x));
+    }
+    case op::int_: {
+      // Protocol 0's booleans are "I01" and "I00".
+      auto text = as_text(instr_.arg);
+      if (text == "01" || text == "00")
+        return push(value::boolean(text == "01"));
+      auto x = decimal_argument();
+      if (!x)
+        return x.error();
+      return push(value::integer(*x));
+    }
+    case op::binfloat: {
+      // Big-endian IEEE 754 double.
+      uint64_t bits = 0;
+      for (size_t i = 0; i < 8; ++i)
+        bits = (bits << 8) | std::to_integer<uint64_t>(instr_.arg[i]);
+      double x;
+      std::memcpy(&x, &bits, sizeof(x));
+      return push(value::floating(x));
+    }
+    case op::short_binunicode:
+    case op::binunicode:
+    case op::binunicode8: {
+      auto text = utf8_argument();
+      if (!text)
+        return text.error();
+      return push(value::str(std::move(*text)));
+    }
+    case op::short_binbytes:
+    case op::binbytes:
+    case op::binbytes8:
+    case op::bytearray8:
+      if (owner_)
+        return push(value::bytes(bytes_ref::shared(instr_.arg, owner_)));
+      return push(value::bytes(
+          bytes_ref::own(std::vector<std::byte>(instr_.arg.begin(), instr_.arg.end()))));
+    case op::empty_tuple:
+      return push(value::tuple({}));
+    case op::tuple: {
+      auto xs = pop_mark();
+      if (!xs)
+        return xs.error();
+      return push_container(value::tuple(std::move(*xs)));
+    }
+    case op::tuple1:
+    case op::tuple2:
+    case op::tuple3: {
+      size_t n = instr_.op->code - op::tuple1 + 1;
+      if (auto err = require(n))
+        return err;
+      value::items xs(std::make_move_iterator(stack_.end() - static_cast<ptrdiff_t>(n)),
+                      std::make_move_iterator(stack_.end()));
+      stack_.resize(stack_.size() - n);
+      return push_container(value::tuple(std::move(xs)));
+    }
+    case op::empty_list:
+      return push(value::list({}));
+    case op::list: {
+      auto xs = pop_mark();
+      if (!xs)
+        return xs.error();
+      return push_container(value::list(std::move(*xs)));
+    }
+    case op::empty_dict:
+      return push(value::dict({}));
+    case op::dict: {
+      auto xs = pop_mark();
+      if (!xs)
+        return xs.error();
+      if (xs->size() % 2 != 0)
+        return fail("odd number of items for a dict");
+      auto result = value::dict({});
+      for (size_t i = 0; i < xs->size(); i += 2)
+        if (!result.set_item((*xs)[i], (*xs)[i + 1]))
+          return fail("a dict cannot contain itself");
+      return push_container(std::move(result));
+    }
+    case op::append: {
+      if (auto err = require(2))
+        return err;
+      auto x = pop();
+      return append_to_top({std::move(x)});
+    }
+    case op::appends: {
+      auto xs = pop_mark();
+      if (!xs)
+        return xs.error();
+      return append_to_top(std::move(*xs));
+    }
+    case op::setitem: {
+      if (auto err = require(3))
+        return err;
+      auto x = pop();
+      auto key = pop();
+      return set_items_of_top({std::move(key), std::move(x)});
+    }
+    case op::setitems: {
+      auto xs = pop_mark();
+      if (!xs)
+        return xs.error();
+      if (xs->size() % 2 != 0)
+        return fail("odd number of items for SETITEMS");
+      return set_items_of_top(std::move(*xs));
+    }
+    case op::global: {
+      auto text = as_text(instr_.arg);
+      auto nl = text.find('\n');
+      return push_global(text.substr(0, nl), text.substr(nl + 1));
+    }
+    case op::stack_global: {
+      if (auto err = require(2))
+        return err;
+      auto name = pop();
+      auto module = pop();
+      if (!module.is(value::kind::str) || !name.is(value::kind::str))
+        return fail("module and name must be strings");
+      return push_global(module.as_str(), name.as_str());
+    }
+    case op::reduce: {
+      if (auto err = require(2))
+        return err;
+      auto args = pop();
+      auto fn = pop();
+      if (!fn.is(value::kind::global))
+        return fail("cannot call a " + std::string{to_string(fn.type())});
+      if (!args.is(value::kind::tuple))
+        return fail("call arguments must be a tuple, got " + repr(args));
+      auto result = call(fn.as_global(), args.as_items());
+      if (!result)
+        return result.error();
+      return push(std::move(*result));
+    }
+    case op::build: {
+      if (auto err = require(2))
+        return err;
+      auto state = pop();
+      if (!stack_.back().is(value::kind::numpy_dtype))
+        return fail("BUILD is only supported on numpy.dtype, not on " + repr(stack_.back()));
+      return build_dtype(state);
+    }
+    default:
+      return fail("opcode not executable here");
+    }
+  }
+
+  caf::error push_global(std::string_view module, std::string_view name) {
+    auto fn = resolve_global(module, name);
+    if (!fn)
+      return fail("global '" + std::string{module} + " " + std::string{name} + "' is not allowed");
+    return push(value::global(*fn));
+  }
+
+  caf::error append_to_top(value::items xs) {
+    if (auto err = require(1))
+      return err;
+    auto& target = stack_.back();
+    if (!target.is(value::kind::list))
+      return fail("cannot append to a " + std::string{to_string(target.type())});
+    for (auto& x : xs)
+      if (!target.append(std::move(x)))
+        return fail("appending to a list that is already nested, or to itself");
+    if (target.depth() > value::max_depth)
+      return fail("containers nested deeper than " + std::to_string(value::max_depth));
+    return {};
+  }
+
+  caf::error set_items_of_top(value::items xs) {
+    if (auto err = require(1))
+      return err;
+    auto& target = stack_.back();
+    if (!target.is(value::kind::dict))
+      return fail("cannot set items of a " + std::string{to_string(target.type())});
+    for (size_t i = 0; i < xs.size(); i += 2)
+      if (!target.set_item(std::move(xs[i]), std::move(xs[i + 1])))
+        return fail("setting items of a dict that is already nested, or to itself");
+    if (target.depth() > value::max_depth)
+      return fail("containers nested deeper than " + std::to_string(value::max_depth));
+    return {};
+  }
+
+  byte_span message_;
+  std::shared_ptr<const void> owner_;
+  instruction instr_;
+  std::vector<value> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint32_t, value> memo_;
+};
+
+} // namespace
+
+caf::expected<value> read_pickle(byte_span message) {
+  return pickle_machine{message, nullptr}.run();
+}
+
+caf::expected<value> read_pickle(std::shared_ptr<const byte_buffer> message) {
+  auto bytes = message->bytes();
+  return pickle_machine{bytes, std::move(message)}.run();
+}
+
+} // namespace sprintrt::protocol

@@ -1,0 +1,15 @@
+#pragma once
+
+/// @file
+/// The subcommands of the `sprintrt` tool. Each lives in its own file and
+/// registers itself on the application; its callback runs the command and
+/// leaves the process exit code in `exit_code`.
+
+#include <CLI/CLI.hpp>
+
+namespace sprintrt::cli {
+
+/// `sprintrt pickle-dump FILE [--framing F]`: decodes captured pipe traffic.
+void add_pickle_dump_command(CLI::App& app, int& exit_code);
+
+} // namespace sprintrt::cli

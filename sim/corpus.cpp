@@ -1,0 +1,116 @@
+#include "sim/corpus.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <istream>
+#include <sstream>
+
+namespace sprintrt::sim {
+
+namespace {
+
+bool is_blank(char c) {
+  return c == ' ' || c == '\t';
+}
+
+bool only_white_space(std::string_view line) {
+  return line.find_first_not_of(" \t\v\f") == std::string_view::npos;
+}
+
+} // namespace
+
+caf::expected<corpus> corpus::from_file(const std::string& path) {
+  std::ifstream in{path};
+  if (!in)
+    return make_error(errc::io_error,
+                      "cannot open corpus file '" + path + "': " + std::strerror(errno));
+  return from_stream(in, path);
+}
+
+caf::expected<corpus> corpus::from_string(std::string_view text, std::string source) {
+  std::istringstream in{std::string{text}};
+  return from_stream(in, std::move(source));
+}
+
+caf::expected<corpus> corpus::from_stream(std::istream& in, std::string source) {
+  corpus result;
+  result.source_ = std::move(source);
+  // The line each segment was defined on, for the duplicate message.
+  std::vector<size_t> lines;
+  std::string buffer;
+  size_t line_number = 0;
+  const auto fail = [&](const std::string& what) {
+    return make_error(errc::invalid_input,
+                      result.source_ + ":" + std::to_string(line_number) + ": " + what);
+  };
+  while (std::getline(in, buffer)) {
+    ++line_number;
+    std::string_view line{buffer};
+    if (!line.empty() && line.back() == '\r')
+      line.remove_suffix(1);
+    if (only_white_space(line) || line.front() == '#')
+      continue;
+    const size_t tab = line.find('\t');
+    if (tab == std::string_view::npos)
+      return fail("no TAB between the segment name and the labels (expected NAME<TAB>LABELS)");
+    const std::string name{line.substr(0, tab)};
+    if (name.empty())
+      return fail("empty segment name before the TAB");
+    if (name.find(' ') != std::string::npos)
+      return fail("segment name '" + name +
+                  "' contains a space (the name and the labels must be separated by a TAB)");
+    if (auto known = result.index_.find(name); known != result.index_.end())
+      return fail("duplicate segment '" + name + "', first defined on line " +
+                  std::to_string(lines[known->second]));
+    const size_t offset = result.labels_.size();
+    std::string_view rest = line.substr(tab + 1);
+    size_t label_number = 0;
+    while (true) {
+      while (!rest.empty() && is_blank(rest.front()))
+        rest.remove_prefix(1);
+      if (rest.empty())
+        break;
+      size_t length = 0;
+      while (length < rest.size() && !is_blank(rest[length]))
+        ++length;
+      const std::string_view token = rest.substr(0, length);
+      rest.remove_prefix(length);
+      ++label_number;
+      uint32_t label = 0;
+      const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), label);
+      if (ec == std::errc::result_out_of_range)
+        return fail("label number " + std::to_string(label_number) + " of segment '" + name +
+                    "' is " + std::string{token} + ", larger than 4294967295");
+      if (ec != std::errc{} || end != token.data() + token.size())
+        return fail("label number " + std::to_string(label_number) + " of segment '" + name +
+                    "' is '" + std::string{token} + "', not a non-negative integer");
+      result.labels_.push_back(label);
+    }
+    result.index_.emplace(name, result.names_.size());
+    result.names_.push_back(name);
+    result.ranges_.push_back({offset, result.labels_.size() - offset});
+    lines.push_back(line_number);
+  }
+  if (in.bad())
+    return make_error(errc::io_error, "cannot read corpus '" + result.source_ + "' after line " +
+                                          std::to_string(line_number));
+  return result;
+}
+
+caf::expected<span<const uint32_t>> corpus::labels(std::string_view segment) const {
+  const auto i = index_.find(segment);
+  if (i == index_.end())
+    return make_error(errc::unknown_segment, "segment '" + std::string{segment} +
+                                                 "' is not in corpus '" + source_ + "' (" +
+                                                 std::to_string(names_.size()) + " segments)");
+  const auto& range = ranges_[i->second];
+  return span<const uint32_t>{labels_.data() + range.offset, range.count};
+}
+
+bool corpus::contains(std::string_view segment) const {
+  return index_.find(segment) != index_.end();
+}
+
+} // namespace sprintrt::sim

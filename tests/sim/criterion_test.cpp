@@ -1,0 +1,87 @@
+#include "sim/criterion.hpp"
+
+#include <memory>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "sim/ctc_topology.hpp"
+#include "sim/hmm_topology.hpp"
+#include "sim_test_support.hpp"
+
+using namespace sprintrt::sim;
+using sprintrt::errc;
+using sprintrt::error_message;
+using test::unwrap;
+
+namespace {
+
+criterion make_ctc_criterion() {
+  return criterion{unwrap(corpus::from_string("a\t1 2 2\nb\t3\nbad\t0 1\n")),
+                   std::make_shared<ctc_topology>(0)};
+}
+
+} // namespace
+
+TEST_CASE("the criterion computes a segment's full-sum from its corpus labels") {
+  auto crit = make_ctc_criterion();
+  CHECK(crit.fsa_topology().name() == "ctc");
+  CHECK(crit.segments().size() == 3);
+  std::mt19937 rng{31};
+  const auto log_posteriors = test::random_log_posteriors(6, 4, rng);
+  row_matrix_f error_signal(6, 4);
+  const auto result = unwrap(crit.loss_and_error_signal("a", log_posteriors, error_signal));
+  CHECK(result.loss == Approx(test::ctc_by_definition({1, 2, 2}, 0, log_posteriors)).epsilon(1e-9));
+  // Again, now from the cached FSA.
+  row_matrix_f again(6, 4);
+  CHECK(unwrap(crit.loss_and_error_signal("a", log_posteriors, again)).loss == result.loss);
+  CHECK(again == error_signal);
+}
+
+TEST_CASE("the criterion exports the topology's FSA of a segment") {
+  auto crit = make_ctc_criterion();
+  const auto exported = unwrap(crit.segment_fsa("b"));
+  const auto built = unwrap(ctc_topology{0}.build("b", std::vector<uint32_t>{3}));
+  CHECK(exported.num_states() == built.num_states());
+  CHECK(exported.edges() == built.edges());
+}
+
+TEST_CASE("the criterion aligns a segment") {
+  hmm_options options;
+  auto crit = criterion{unwrap(corpus::from_string("s\t2 1\n")),
+                        std::make_shared<hmm_topology>(unwrap(hmm_topology::make(options)))};
+  row_matrix_f log_posteriors = row_matrix_f::Constant(4, 3, -10.0f);
+  for (Eigen::Index t = 0; t < 4; ++t)
+    log_posteriors(t, t < 3 ? 2 : 1) = -0.01f;
+  const auto alignment = unwrap(crit.align("s", log_posteriors));
+  CHECK(alignment.emissions == std::vector<uint32_t>{2, 2, 2, 1});
+}
+
+TEST_CASE("the criterion reports unknown segments and topology errors") {
+  auto crit = make_ctc_criterion();
+  row_matrix_f log_posteriors = row_matrix_f::Zero(3, 4);
+  row_matrix_f error_signal(3, 4);
+  auto unknown = crit.loss_and_error_signal("zzz", log_posteriors, error_signal);
+  REQUIRE(!unknown);
+  CHECK(unknown.error() == errc::unknown_segment);
+  CHECK(error_message(unknown.error()).find("'zzz'") != std::string::npos);
+  CHECK(!crit.segment_fsa("zzz"));
+  CHECK(crit.align("zzz", log_posteriors).error() == errc::unknown_segment);
+  // Label 0 is the blank.
+  auto bad = crit.segment_fsa("bad");
+  REQUIRE(!bad);
+  CHECK(error_message(bad.error()) == "segment 'bad': label number 1 is 0, the CTC blank index");
+}
+
+TEST_CASE("a warmed-up criterion computes a known segment without allocating") {
+  auto crit = make_ctc_criterion();
+  std::mt19937 rng{32};
+  const auto log_posteriors = test::random_log_posteriors(8, 4, rng);
+  row_matrix_f error_signal(8, 4);
+  unwrap(crit.loss_and_error_signal("a", log_posteriors, error_signal));
+  unwrap(crit.loss_and_error_signal("b", log_posteriors, error_signal));
+  const size_t before = test::allocation_count();
+  const auto result = crit.loss_and_error_signal("a", log_posteriors, error_signal);
+  CHECK(test::allocation_count() == before);
+  CHECK(result);
+}

@@ -241,7 +241,9 @@ json to_json(const value& x) {
 caf::expected<value> from_json(const json& j) {
   if (!j.is_object() || j.size() != 1)
     return bad("a typed value is an object with one key", j);
-  const auto& [key, body] = *j.items().begin();
+  auto first = j.begin();
+  const std::string& key = first.key();
+  const json& body = first.value();
   if (key == "none")
     return value{};
   if (key == "bool" && body.is_boolean())

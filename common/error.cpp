@@ -55,6 +55,14 @@ std::string error_message(const caf::error& err) {
   return {};
 }
 
+caf::error with_context(const std::string& context, const caf::error& err) {
+  if (!err || err.category() != error_category)
+    return err;
+  auto message = error_message(err);
+  return make_error(static_cast<errc>(err.code()),
+                    message.empty() ? context : context + ": " + message);
+}
+
 std::string render(const caf::error& err) {
   if (!err)
     return "none";

@@ -63,6 +63,11 @@ caf::error make_error(errc code, std::string message);
 /// or an empty string.
 std::string error_message(const caf::error& err);
 
+/// Returns `err` with `context` put in front of its message ("worker 2:
+/// segment 'x': <message>"), keeping its code. Errors of other categories are
+/// returned unchanged.
+caf::error with_context(const std::string& context, const caf::error& err);
+
 /// Renders any error for humans: "protocol_error: <message>" for sprintrt
 /// errors, CAF's own rendering otherwise, "none" for no error.
 std::string render(const caf::error& err);

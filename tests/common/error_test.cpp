@@ -34,3 +34,15 @@ TEST_CASE("every code has a distinct name") {
   CHECK(names.size() == static_cast<size_t>(errc::cancelled));
   CHECK(names.count("unknown_error") == 0);
 }
+
+TEST_CASE("with_context prefixes the message and keeps the code") {
+  auto err = sprintrt::make_error(errc::child_exception, "KeyError: 'x'");
+  auto wrapped = sprintrt::with_context("worker 2: segment 'x'", err);
+  CHECK(wrapped == errc::child_exception);
+  CHECK(sprintrt::error_message(wrapped) == "worker 2: segment 'x': KeyError: 'x'");
+  CHECK(sprintrt::error_message(
+            sprintrt::with_context("ctx", sprintrt::make_error(errc::timeout))) == "ctx");
+  auto foreign = caf::make_error(caf::sec::request_timeout);
+  CHECK(sprintrt::with_context("ctx", foreign) == foreign);
+  CHECK_FALSE(sprintrt::with_context("ctx", caf::error{}));
+}

@@ -1,0 +1,154 @@
+#pragma once
+
+/// @file
+/// The options of a Sprint worker pool: RETURNN's `sprint_opts`, as JSON.
+///
+/// RETURNN's keys keep their names and meaning (`sprintExecPath`,
+/// `sprintConfigStr`, `minPythonControlVersion`, `sprintControlConfig`,
+/// `usePythonSegmentOrder`, `numInstances`); sprintrt adds its own (`pymodPath`,
+/// `pymodName`, `framing`, `arrayGlobalModule`, `initTimeout`, `replyTimeout`,
+/// `exitGrace`, `maxRetries`, `env`, `remote`). Timeouts are seconds.
+///
+/// A string value `config:NAME` stands for the top-level key NAME of the same
+/// JSON document (RETURNN's `config:` indirection); keys referenced that way
+/// may appear in the document besides the options. Only top-level option
+/// values are references, and a referenced value may not be one itself. Any
+/// other unknown key (with a suggestion when one is close), a duplicate key,
+/// and any value of the wrong type, is an `invalid_options` error naming the
+/// key. `null` for an optional key means its default.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sprintrt/error.hpp"
+
+namespace sprintrt {
+
+/// Changes to the environment a Sprint child starts with (the original forced
+/// its child's Theano onto the CPU; this is the generic form).
+struct environment_changes {
+  /// Variables to set (or overwrite).
+  std::map<std::string, std::string> set;
+  /// Variables to remove.
+  std::vector<std::string> unset;
+
+  friend bool operator==(const environment_changes& x, const environment_changes& y) {
+    return x.set == y.set && x.unset == y.unset;
+  }
+};
+
+/// A host and port where a remote worker pool (`sprintrt serve`) listens.
+struct remote_endpoint {
+  /// A host name or address (non-empty).
+  std::string host;
+  /// The TCP port, 1 to 65535.
+  uint16_t port = 0;
+
+  friend bool operator==(const remote_endpoint& x, const remote_endpoint& y) {
+    return x.host == y.host && x.port == y.port;
+  }
+};
+
+/// A piece of one Sprint argument: literal text, or an environment variable
+/// (`$VAR` or `${VAR}`) expanded when a child starts.
+struct word_piece {
+  /// What a piece is: text to keep as it is, or a variable to expand.
+  enum kind_type : uint8_t { literal, variable };
+  /// This piece's kind.
+  kind_type kind = literal;
+  /// The text, or the variable's name.
+  std::string text;
+
+  friend bool operator==(const word_piece& x, const word_piece& y) {
+    return x.kind == y.kind && x.text == y.text;
+  }
+};
+
+/// One Sprint argument after shell-like splitting: its pieces, concatenated.
+/// Words are canonical (adjacent literals merged, no empty literal pieces), so
+/// equal text gives equal words; the empty argument has no pieces.
+using config_word = std::vector<word_piece>;
+
+/// How messages are delimited on the pipes (see PROTOCOL.md section 2).
+enum class pipe_framing : uint8_t {
+  /// An int32 length, then the pickle (current RETURNN).
+  length_prefixed,
+  /// Pickles back to back (RETURNN before 2023).
+  raw,
+};
+
+/// Validated options of one worker pool. Two equal values select the same
+/// pool (the original's singleton per `sprint_opts`).
+struct sprint_options {
+  /// `sprintExecPath` (required): the Sprint executable, started without a shell.
+  std::string sprint_exec_path;
+  /// `sprintConfigStr`: the Sprint arguments. A JSON string is split like a
+  /// POSIX shell splits words (quotes, backslashes; `$VAR`/`${VAR}` outside
+  /// single quotes become variables); a JSON list gives one argument per
+  /// element (with `$VAR`/`${VAR}` likewise, and `$$` for a literal `$`).
+  /// Variables are expanded when a child starts, each word to exactly one
+  /// argument (unset variables to ""), against the child's environment.
+  std::vector<config_word> sprint_config;
+  /// `minPythonControlVersion` (2): passed to Sprint's PythonControl.
+  int min_python_control_version = 2;
+  /// `sprintControlConfig`: extra `key:value` items of the pymod config
+  /// string, values rendered as Python's `%s` would (true -> "True", 1e-05).
+  /// Keys have no ',' or ':', values no ','; the keys sprintrt sets itself
+  /// (`c2p_fd`, `p2c_fd`, `minPythonControlVersion`,
+  /// `EnableAutoNumpySharedMemPickling`) are refused.
+  std::map<std::string, std::string> sprint_control_config;
+  /// `usePythonSegmentOrder` (true): also pass the segment-order flags.
+  bool use_python_segment_order = true;
+  /// `numInstances` (1): the most children a pool runs.
+  size_t num_instances = 1;
+  /// `pymodPath` (""): the directory Sprint loads the Python module from, i.e.
+  /// the root of a RETURNN checkout for real RASR.
+  std::string pymod_path;
+  /// `pymodName` ("returnn.sprint.control"; legacy: "SprintControl").
+  std::string pymod_name = "returnn.sprint.control";
+  /// `framing` ("length_prefixed" or "raw").
+  pipe_framing framing = pipe_framing::length_prefixed;
+  /// `arrayGlobalModule` ("returnn.util.task_system"; legacy "TaskSystem"):
+  /// the module of the array constructor in pickles we write.
+  std::string array_global_module = "returnn.util.task_system";
+  /// `initTimeout` (60 s): the child must answer `init` within this time.
+  /// Timeouts are numbers of seconds > 0 and at most 1e9, fractions allowed,
+  /// kept in milliseconds rounded up (0.0001 s is 1 ms).
+  std::chrono::milliseconds init_timeout{60'000};
+  /// `replyTimeout` (600 s): the child must answer each request within this.
+  std::chrono::milliseconds reply_timeout{600'000};
+  /// `exitGrace` (5 s): how long a child may take to exit after `exit`
+  /// before it is killed.
+  std::chrono::milliseconds exit_grace{5'000};
+  /// `maxRetries` (2): how often a request is resent after its child failed
+  /// (died, hung, broke the protocol) before it fails.
+  size_t max_retries = 2;
+  /// `env`: {"set": {...}, "unset": [...]}. Names are non-empty without '=';
+  /// a name may not be both set and unset; `unset` is kept sorted and
+  /// without repetitions.
+  environment_changes env;
+  /// `remote`: [{"host": ..., "port": ...}, ...]; empty for local children.
+  std::vector<remote_endpoint> remote;
+
+  friend bool operator==(const sprint_options& x, const sprint_options& y);
+  friend bool operator!=(const sprint_options& x, const sprint_options& y) { return !(x == y); }
+};
+
+/// Parses options from the text of a JSON document (see the file comment).
+caf::expected<sprint_options> parse_options(std::string_view json_text);
+
+/// Reads and parses a JSON options file; errors name the file.
+caf::expected<sprint_options> load_options(const std::string& path);
+
+/// Renders options as canonical JSON (sorted keys, every option present,
+/// `config:` references resolved, `sprintConfigStr` as a list of words in the
+/// list form, timeouts as seconds): equal options give equal strings, so this
+/// keys registries and prints in diagnostics; `parse_options` reads it back
+/// to equal options.
+std::string to_json_string(const sprint_options& opts);
+
+} // namespace sprintrt

@@ -1,0 +1,75 @@
+#include "runtime/sprint_args.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdlib>
+
+namespace sprintrt::runtime {
+
+std::string python_float_text(double value) {
+  std::array<char, 64> buffer{};
+  const auto end = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value,
+                                 std::chars_format::scientific)
+                       .ptr;
+  std::string_view text{buffer.data(), static_cast<size_t>(end - buffer.data())};
+  std::string result;
+  if (text.front() == '-') {
+    result += '-';
+    text.remove_prefix(1);
+  }
+  const size_t e = text.find('e');
+  std::string digits{text.substr(0, e)};
+  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
+  const int exponent = std::stoi(std::string{text.substr(e + 1)});
+  if (exponent < -4 || exponent >= 16) {
+    result += digits.front();
+    if (digits.size() > 1)
+      result += "." + digits.substr(1);
+    const auto magnitude = std::to_string(std::abs(exponent));
+    result += std::string{"e"} + (exponent < 0 ? '-' : '+') + (magnitude.size() < 2 ? "0" : "") +
+              magnitude;
+  } else if (exponent < 0) {
+    result += "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+  } else {
+    const auto int_digits = static_cast<size_t>(exponent) + 1;
+    if (digits.size() <= int_digits)
+      result += digits + std::string(int_digits - digits.size(), '0') + ".0";
+    else
+      result += digits.substr(0, int_digits) + "." + digits.substr(int_digits);
+  }
+  return result;
+}
+
+std::string pymod_config_string(const sprint_options& opts, int c2p_fd, int p2c_fd) {
+  std::string result =
+      "c2p_fd:" + std::to_string(c2p_fd) + ",p2c_fd:" + std::to_string(p2c_fd) +
+      ",minPythonControlVersion:" + std::to_string(opts.min_python_control_version);
+  for (const auto& [key, value] : opts.sprint_control_config)
+    result += "," + key + ":" + value;
+  return result;
+}
+
+std::vector<std::string> build_sprint_args(const sprint_options& opts, int c2p_fd, int p2c_fd,
+                                           const env_lookup& lookup) {
+  const auto config = pymod_config_string(opts, c2p_fd, p2c_fd);
+  std::vector<std::string> args{
+      opts.sprint_exec_path,
+      "--*.python-control-enabled=true",
+      "--*.pymod-path=" + opts.pymod_path,
+      "--*.pymod-name=" + opts.pymod_name,
+      "--*.pymod-config=" + config,
+  };
+  if (opts.use_python_segment_order) {
+    args.push_back("--*.python-segment-order=true");
+    args.push_back("--*.python-segment-order-pymod-path=" + opts.pymod_path);
+    args.push_back("--*.python-segment-order-pymod-name=" + opts.pymod_name);
+    args.push_back("--*.python-segment-order-config=" + config);
+    args.push_back("--*.python-segment-order-allow-copy=false");
+  }
+  for (const auto& word : opts.sprint_config)
+    args.push_back(expand_word(word, lookup));
+  return args;
+}
+
+} // namespace sprintrt::runtime

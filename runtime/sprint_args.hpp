@@ -1,0 +1,40 @@
+#pragma once
+
+/// @file
+/// The command line of a Sprint child (PROTOCOL.md section 1).
+
+#include <string>
+#include <vector>
+
+#include "runtime/shell_words.hpp"
+#include "sprintrt/options.hpp"
+
+namespace sprintrt::runtime {
+
+/// The value of `--*.pymod-config` (and `--*.python-segment-order-config`):
+/// "c2p_fd:C,p2c_fd:P,minPythonControlVersion:V", then ",k:v" for every item
+/// of `sprintControlConfig` in key order. `EnableAutoNumpySharedMemPickling`
+/// is never added: sprintrt does not read shared-memory arrays. `c2p_fd` is
+/// the child's fd number of the c2p pipe's write end, `p2c_fd` of the p2c
+/// pipe's read end.
+std::string pymod_config_string(const sprint_options& opts, int c2p_fd, int p2c_fd);
+
+/// Renders a double as Python's `str(float)` (and so `"%s" % v`) does, which
+/// is how RETURNN put `sprintControlConfig` values into the pymod config
+/// string: the shortest text that reads back to the same double, in fixed
+/// notation ("2.0", "0.0001", "1000000000000000.0") for decimal exponents
+/// -4 to 15 and in exponent notation with at least two exponent digits
+/// otherwise ("1e-05", "1.5e+16").
+std::string python_float_text(double value);
+
+/// The full argument vector of a Sprint child, `argv[0]` (the executable)
+/// first, in the order of PROTOCOL.md section 1: the PythonControl flags, the
+/// five segment-order flags if `use_python_segment_order`, then the words of
+/// `sprintConfigStr` with their variables expanded by `lookup` (each word one
+/// argument; see `expand_word`). Pass `environment_lookup` of the child's
+/// environment so that variables expand as the child would see them (see
+/// child_environment.hpp).
+std::vector<std::string> build_sprint_args(const sprint_options& opts, int c2p_fd, int p2c_fd,
+                                           const env_lookup& lookup);
+
+} // namespace sprintrt::runtime

@@ -1,0 +1,321 @@
+#include "runtime/sprint_channel.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <optional>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <spdlog/spdlog.h>
+
+#include "protocol/framing.hpp"
+#include "runtime/child_reaper.hpp"
+#include "runtime/child_spawn.hpp"
+#include "runtime/io_thread.hpp"
+#include "runtime/output_tail.hpp"
+
+extern char** environ;
+
+namespace sprintrt::runtime {
+
+namespace asio = boost::asio;
+using descriptor = asio::posix::stream_descriptor;
+
+// -- child_down -------------------------------------------------------------------
+
+bool child_down::clean_exit() const noexcept {
+  return pid >= 0 && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+}
+
+int child_down::exit_code() const noexcept {
+  if (pid < 0)
+    return 0;
+  if (WIFEXITED(wait_status))
+    return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status))
+    return -WTERMSIG(wait_status);
+  return 0;
+}
+
+std::string child_down::describe() const {
+  if (pid < 0)
+    return "was never started";
+  if (WIFEXITED(wait_status))
+    return "exited with status " + std::to_string(WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status))
+    return "was killed by signal " + std::to_string(WTERMSIG(wait_status)) + " (" +
+           ::strsignal(WTERMSIG(wait_status)) + ")";
+  return "ended with wait status " + std::to_string(wait_status);
+}
+
+// -- the channel, on the io thread ------------------------------------------------
+
+/// All state lives here and is touched only on the io thread. Pending Asio
+/// operations hold a shared_ptr to it, so it outlives every handler.
+struct sprint_channel::impl : std::enable_shared_from_this<impl> {
+  impl(io_thread& io_thread, sprint_options options, std::string child_name,
+       channel_events callbacks)
+      : io(io_thread), opts(std::move(options)), name(std::move(child_name)),
+        events(std::move(callbacks)),
+        decoder(opts.framing == pipe_framing::raw ? protocol::framing::raw
+                                                  : protocol::framing::length_prefixed),
+        tail(name), timer(io.context()) {}
+
+  io_thread& io;
+  sprint_options opts;
+  std::string name;
+  channel_events events;
+  protocol::frame_decoder decoder;
+  output_tail tail;
+  asio::steady_timer timer;
+  std::optional<descriptor> to_child;
+  std::optional<descriptor> from_child;
+  std::optional<descriptor> output;
+  std::array<char, 4096> output_chunk;
+  pid_t pid = -1;
+  std::deque<protocol::byte_buffer> writes;
+  bool writing = false;
+  /// `stop` was called: close the pipe to the child once `writes` is empty.
+  bool stopping = false;
+  /// The down report was made; nothing else happens.
+  bool finished = false;
+  caf::error cause;
+
+  void start() {
+    auto child = spawn_sprint_child(opts, environ);
+    if (!child) {
+      cause = std::move(child.error());
+      finish(-1);
+      return;
+    }
+    pid = child->pid;
+    to_child.emplace(io.context(), child->to_child.release());
+    from_child.emplace(io.context(), child->from_child.release());
+    output.emplace(io.context(), child->output.release());
+    spdlog::debug("[{}] started pid {}", name, pid);
+    if (events.started)
+      events.started(pid, child->argv);
+    read_messages();
+    read_output();
+    pump_writes();
+    io.reaper().watch(pid, [self = shared_from_this()](int status) { self->finish(status); });
+  }
+
+  // -- writing ----------------------------------------------------------------------
+
+  void pump_writes() {
+    if (writing || !to_child)
+      return;
+    if (writes.empty()) {
+      // After `exit`, EOF tells a child that does not parse it that we are done.
+      if (stopping)
+        to_child.reset();
+      return;
+    }
+    writing = true;
+    auto& front = writes.front();
+    asio::async_write(*to_child, asio::buffer(front.data(), front.size()),
+                      [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                        self->writing = false;
+                        if (self->finished)
+                          return;
+                        auto done = std::move(self->writes.front());
+                        self->writes.pop_front();
+                        if (ec) {
+                          self->fail(make_error(errc::child_failed,
+                                                "writing to the child failed: " + ec.message()));
+                          return;
+                        }
+                        if (self->events.sent)
+                          self->events.sent(std::move(done));
+                        self->pump_writes();
+                      });
+  }
+
+  // -- reading ----------------------------------------------------------------------
+
+  void read_messages() {
+    if (!from_child)
+      return;
+    auto room = decoder.prepare(64 * 1024);
+    from_child->async_read_some(
+        asio::buffer(room.data(), room.size()),
+        [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+          if (self->finished)
+            return;
+          if (ec == asio::error::eof) {
+            self->on_end_of_messages();
+            return;
+          }
+          if (ec) {
+            self->fail(
+                make_error(errc::child_failed, "reading from the child failed: " + ec.message()));
+            return;
+          }
+          if (self->received(n))
+            self->read_messages();
+        });
+  }
+
+  /// Commits `n` bytes received in place; false after a framing error.
+  bool received(size_t n) { return accepted(decoder.commit(n)); }
+
+  /// Reports the messages completed by the last commit or feed, or fails the
+  /// channel if the stream broke the framing (it cannot be trusted after).
+  bool accepted(caf::error framing_error) {
+    if (framing_error) {
+      fail(
+          make_error(errc::child_failed, "the child broke the protocol: " + render(framing_error)));
+      return false;
+    }
+    while (auto message = decoder.next())
+      if (events.message)
+        events.message(std::move(*message));
+    return true;
+  }
+
+  void on_end_of_messages() {
+    from_child.reset();
+    if (stopping)
+      return;
+    std::string what = "the child closed its pipe";
+    if (decoder.partial_bytes() > 0)
+      what += " in the middle of a message (" + std::to_string(decoder.partial_bytes()) +
+              " bytes received)";
+    if (!cause)
+      cause = make_error(errc::child_failed, what);
+    // Usually the child is exiting; give it the grace period to do so, so its
+    // own exit status shows up in the report rather than our SIGKILL.
+    kill_after(opts.exit_grace);
+  }
+
+  void read_output() {
+    if (!output)
+      return;
+    output->async_read_some(
+        asio::buffer(output_chunk),
+        [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+          if (self->finished || ec)
+            return; // EOF or closed: the child's output ended
+          self->tail.append({self->output_chunk.data(), n});
+          self->read_output();
+        });
+  }
+
+  // -- ending -----------------------------------------------------------------------
+
+  void fail(caf::error err) {
+    if (finished)
+      return;
+    if (!cause)
+      cause = std::move(err);
+    if (pid >= 0)
+      io.reaper().kill(pid);
+  }
+
+  void kill_after(std::chrono::milliseconds delay) {
+    timer.expires_after(delay);
+    timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec && !self->finished && self->pid >= 0)
+        self->io.reaper().kill(self->pid);
+    });
+  }
+
+  void stop(std::chrono::milliseconds grace, protocol::byte_buffer exit_message) {
+    if (finished || stopping)
+      return;
+    stopping = true;
+    writes.push_back(std::move(exit_message));
+    pump_writes();
+    if (pid >= 0)
+      kill_after(grace);
+  }
+
+  /// Reads whatever is left in a non-blocking pipe of a dead child.
+  template <class OnBytes>
+  static void drain(std::optional<descriptor>& fd, OnBytes&& on_bytes) {
+    if (!fd)
+      return;
+    std::array<char, 65536> chunk;
+    for (;;) {
+      ssize_t n = ::read(fd->native_handle(), chunk.data(), chunk.size());
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0 || !on_bytes(chunk.data(), static_cast<size_t>(n)))
+        return;
+    }
+  }
+
+  /// The child was reaped (or never started): report what is left, close
+  /// every descriptor, and make the one down report.
+  void finish(int wait_status) {
+    if (finished)
+      return;
+    // The child's last messages and output may still sit in the pipes.
+    drain(from_child, [this](const char* bytes, size_t n) {
+      return accepted(decoder.feed({reinterpret_cast<const std::byte*>(bytes), n}));
+    });
+    drain(output, [this](const char* bytes, size_t n) {
+      tail.append({bytes, n});
+      return true;
+    });
+    tail.flush();
+    finished = true;
+    timer.cancel();
+    to_child.reset();
+    from_child.reset();
+    output.reset();
+    writes.clear();
+    child_down report{std::move(cause), pid, wait_status, tail.text()};
+    if (pid >= 0)
+      spdlog::debug("[{}] pid {} {}", name, pid, report.describe());
+    if (events.down)
+      events.down(std::move(report));
+  }
+};
+
+// -- the handle -------------------------------------------------------------------
+
+sprint_channel sprint_channel::open(io_thread& io, sprint_options opts, std::string name,
+                                    channel_events events) {
+  auto p = std::make_shared<impl>(io, std::move(opts), std::move(name), std::move(events));
+  asio::post(io.context(), [p] { p->start(); });
+  return sprint_channel{std::move(p)};
+}
+
+void sprint_channel::send(protocol::byte_buffer message) const {
+  asio::post(impl_->io.context(), [p = impl_, m = std::move(message)]() mutable {
+    if (p->finished)
+      return;
+    p->writes.push_back(std::move(m));
+    p->pump_writes();
+  });
+}
+
+void sprint_channel::recycle(protocol::byte_buffer buffer) const {
+  asio::post(impl_->io.context(),
+             [p = impl_, b = std::move(buffer)]() mutable { p->decoder.recycle(std::move(b)); });
+}
+
+void sprint_channel::kill(caf::error cause) const {
+  asio::post(impl_->io.context(),
+             [p = impl_, c = std::move(cause)]() mutable { p->fail(std::move(c)); });
+}
+
+void sprint_channel::stop(std::chrono::milliseconds grace,
+                          protocol::byte_buffer exit_message) const {
+  asio::post(impl_->io.context(), [p = impl_, grace, m = std::move(exit_message)]() mutable {
+    p->stop(grace, std::move(m));
+  });
+}
+
+} // namespace sprintrt::runtime

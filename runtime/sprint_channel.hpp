@@ -1,0 +1,99 @@
+#pragma once
+
+/// @file
+/// The pipes to one Sprint child, driven on the io thread.
+///
+/// A channel starts the child, writes messages to it, splits what it sends
+/// back into messages (`frame_decoder`), forwards its output to the log, and
+/// reaps it. Everything it learns it reports through callbacks that run on
+/// the io thread (the worker actor turns them into messages to itself). Its
+/// life ends in exactly one `down` report, after the child was reaped and
+/// every descriptor closed: whether the child exited by itself, was stopped
+/// with `exit`, or was killed after a failure.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "protocol/byte_buffer.hpp"
+#include "sprintrt/error.hpp"
+#include "sprintrt/options.hpp"
+
+namespace sprintrt::runtime {
+
+class io_thread;
+
+/// How a child's channel ended.
+struct child_down {
+  /// Why: none when the child exited by itself or after `stop`; otherwise the
+  /// first failure (spawn error, pipe error, framing error, unexpected end of
+  /// the pipe, or the cause passed to `kill`).
+  caf::error cause;
+  /// The child's pid; -1 if it was never started.
+  pid_t pid = -1;
+  /// The status from waitpid; meaningless if the child was never started.
+  int wait_status = 0;
+  /// The last 64 KiB of the child's output (stdout and stderr).
+  std::string output;
+
+  /// Returns whether the child exited with status 0.
+  bool clean_exit() const noexcept;
+
+  /// Returns the exit status if the child exited, or minus the signal that
+  /// killed it; 0 if it was never started.
+  int exit_code() const noexcept;
+
+  /// Describes the end: "exited with status 3", "was killed by signal 9
+  /// (Killed)", "was never started".
+  std::string describe() const;
+};
+
+/// What a channel reports, on the io thread.
+struct channel_events {
+  /// The child runs, with this pid and argument list.
+  std::function<void(pid_t pid, const std::vector<std::string>& argv)> started;
+  /// A complete message from the child (the pickle, without framing).
+  std::function<void(protocol::byte_buffer message)> message;
+  /// A message was written; its buffer comes back for reuse.
+  std::function<void(protocol::byte_buffer buffer)> sent;
+  /// The channel ended (see `child_down`); nothing follows.
+  std::function<void(child_down)> down;
+};
+
+/// A handle to the channel of one Sprint child. Every member function may be
+/// called from any thread: it posts its work to the io thread. Dropping the
+/// handle neither stops nor kills the child; `io_thread::stop` does, at the
+/// latest.
+class sprint_channel {
+public:
+  /// Starts a child for `opts` on `io`'s thread; `name` labels its log lines.
+  /// A failure to start is reported as `down` with an `spawn_failed` cause.
+  static sprint_channel open(io_thread& io, sprint_options opts, std::string name,
+                             channel_events events);
+
+  /// Writes `message` (framed) after the ones before it.
+  void send(protocol::byte_buffer message) const;
+
+  /// Hands a buffer from `events.message` back for reuse.
+  void recycle(protocol::byte_buffer buffer) const;
+
+  /// Kills the child now (SIGKILL); `cause` becomes the down report's cause
+  /// unless a failure came first.
+  void kill(caf::error cause) const;
+
+  /// Stops the child gracefully: writes `exit_message` after any queued
+  /// messages, closes the pipe to the child, and kills the child if it has
+  /// not exited after `grace`. Messages the child still sends are reported.
+  void stop(std::chrono::milliseconds grace, protocol::byte_buffer exit_message) const;
+
+private:
+  struct impl;
+  explicit sprint_channel(std::shared_ptr<impl> p) : impl_(std::move(p)) {}
+  std::shared_ptr<impl> impl_;
+};
+
+} // namespace sprintrt::runtime

@@ -49,15 +49,17 @@ public:
   /// `segment` (a copy of the cached one).
   caf::expected<fsa> segment_fsa(std::string_view segment);
 
+  /// Returns the cached FSA of `segment`, building it on first use: what
+  /// `segment_fsa` copies, without the copy (a server exports it straight from
+  /// here). The pointer stays valid for the criterion's lifetime (map nodes do
+  /// not move). Errors as `segment_fsa`.
+  caf::expected<const fsa*> cached_fsa(std::string_view segment);
+
   /// The Viterbi alignment of `segment` over `log_posteriors` [T, D].
   caf::expected<viterbi_alignment> align(std::string_view segment,
                                          const log_posteriors_ref& log_posteriors);
 
 private:
-  /// Returns the cached FSA of `segment`, building it on first use. The
-  /// pointer stays valid for the criterion's lifetime (map nodes do not move).
-  caf::expected<const fsa*> cached_fsa(std::string_view segment);
-
   corpus corpus_;
   std::shared_ptr<const topology> topology_;
   std::map<std::string, fsa, std::less<>> fsas_;

@@ -1,0 +1,109 @@
+#include "sim/fault_injection.hpp"
+
+#include <array>
+#include <variant>
+
+namespace sprintrt::sim {
+
+namespace {
+
+struct fault_name {
+  fault_kind kind;
+  const char* name;
+};
+
+constexpr std::array<fault_name, 7> fault_names{{
+    {fault_kind::none, "none"},
+    {fault_kind::crash, "crash"},
+    {fault_kind::hang, "hang"},
+    {fault_kind::garbage, "garbage"},
+    {fault_kind::exit_at_start, "exit-at-start"},
+    {fault_kind::no_init_reply, "no-init-reply"},
+    {fault_kind::bad_version, "bad-version"},
+}};
+
+/// The body of the garbage reply. 0xff and 0xfe are no pickle opcodes, so
+/// Python's unpickler fails with "invalid load key" on the first byte and our
+/// reader with an unknown-opcode error; the text helps whoever dumps the pipe.
+constexpr std::array<unsigned char, 28> garbage_body{
+    0xff, 0xfe, 's', 'p', 'r', 'i', 'n', 't', '-', 's', 'i', 'm', ' ',  'g',
+    'a',  'r',  'b', 'a', 'g', 'e', ' ', 'r', 'e', 'p', 'l', 'y', '\n', 0x00};
+
+} // namespace
+
+const char* to_string(fault_kind kind) noexcept {
+  for (const auto& entry : fault_names)
+    if (entry.kind == kind)
+      return entry.name;
+  return "?";
+}
+
+std::optional<fault_kind> parse_fault_kind(std::string_view name) noexcept {
+  for (const auto& entry : fault_names)
+    if (name == entry.name)
+      return entry.kind;
+  return std::nullopt;
+}
+
+bool counts_requests(fault_kind kind) noexcept {
+  return kind == fault_kind::crash || kind == fault_kind::hang || kind == fault_kind::garbage;
+}
+
+const char* to_string(fault_action action) noexcept {
+  switch (action) {
+  case fault_action::serve:
+    return "serve";
+  case fault_action::crash:
+    return "crash";
+  case fault_action::hang:
+    return "hang";
+  case fault_action::garbage:
+    return "garbage";
+  }
+  return "?";
+}
+
+int64_t fault_injector::init_reply_version() const noexcept {
+  return options_.kind == fault_kind::bad_version ? protocol::protocol_version + 1
+                                                  : protocol::protocol_version;
+}
+
+fault_action fault_injector::on_request(const protocol::command& request) noexcept {
+  if (std::holds_alternative<protocol::init_command>(request))
+    return options_.kind == fault_kind::no_init_reply ? fault_action::hang : fault_action::serve;
+  auto segment = requested_segment(request);
+  if (!segment)
+    return fault_action::serve;
+  if (options_.crash_segment && *segment == *options_.crash_segment)
+    return fault_action::crash;
+  if (counts_requests(options_.kind) && served_ == options_.after && !garbage_sent_) {
+    switch (options_.kind) {
+    case fault_kind::crash:
+      return fault_action::crash;
+    case fault_kind::hang:
+      return fault_action::hang;
+    default:
+      garbage_sent_ = true;
+      return fault_action::garbage;
+    }
+  }
+  ++served_;
+  return fault_action::serve;
+}
+
+std::optional<std::string_view> requested_segment(const protocol::command& request) noexcept {
+  if (const auto* loss = std::get_if<protocol::loss_command>(&request))
+    return std::string_view{loss->segment_name};
+  if (const auto* fsa = std::get_if<protocol::fsa_command>(&request))
+    return std::string_view{fsa->segment_name};
+  return std::nullopt;
+}
+
+void append_garbage_reply(protocol::byte_buffer& out, protocol::framing framing) {
+  size_t start = protocol::begin_frame(out, framing);
+  out.append(garbage_body.data(), garbage_body.size());
+  // The body is far below any size limit: end_frame cannot fail here.
+  (void)protocol::end_frame(out, framing, start);
+}
+
+} // namespace sprintrt::sim

@@ -1,0 +1,133 @@
+#pragma once
+
+/// @file
+/// Fault injection for the simulated Sprint: the failures a parent must
+/// survive (a child that crashes, hangs, answers garbage, never starts, never
+/// answers `init`, speaks another protocol version, is slow), chosen on the
+/// command line so that the parent's failure handling is testable against a
+/// real process. This file decides *what* happens when; `sprint-sim` carries
+/// it out on its pipes.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "protocol/byte_buffer.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/messages.hpp"
+#include "sim/sprint_sim_exit.hpp"
+
+namespace sprintrt::sim {
+
+/// The process-level fault of `--*.fault=NAME`.
+enum class fault_kind : uint8_t {
+  /// No fault.
+  none,
+  /// After answering `fault-after` loss/FSA requests, read the next one and
+  /// exit with `sprint_sim_exit::crash` without replying.
+  crash,
+  /// After answering `fault-after` loss/FSA requests, read the next one and
+  /// never reply (sleep until killed).
+  hang,
+  /// After answering `fault-after` loss/FSA requests, answer the next one
+  /// with a framed message that is not a pickle, then keep serving.
+  garbage,
+  /// Exit with `sprint_sim_exit::exit_at_start` before reading anything.
+  exit_at_start,
+  /// Read `init`, never answer it (sleep until killed).
+  no_init_reply,
+  /// Answer `init` with protocol version 2 instead of 1, then keep serving.
+  bad_version,
+};
+
+/// Returns the option spelling of `kind`: "none", "crash", "hang", "garbage",
+/// "exit-at-start", "no-init-reply", "bad-version".
+const char* to_string(fault_kind kind) noexcept;
+
+/// Parses the option spelling of a fault kind (see `to_string`).
+std::optional<fault_kind> parse_fault_kind(std::string_view name) noexcept;
+
+/// Returns whether `kind` fires after a number of answered requests, i.e.
+/// whether `fault-after` applies to it (crash, hang, garbage).
+bool counts_requests(fault_kind kind) noexcept;
+
+/// The fault-injection options of `sprint-sim`.
+struct fault_options {
+  /// `--*.fault=NAME`.
+  fault_kind kind = fault_kind::none;
+  /// `--*.fault-after=N`: how many loss/FSA requests are answered normally
+  /// before a counting fault fires.
+  size_t after = 0;
+  /// `--*.crash-segment=NAME`: crash whenever a loss/FSA request names this
+  /// segment, regardless of `kind` and `after`.
+  std::optional<std::string> crash_segment;
+  /// `--*.delay-ms=N`: how long to wait before each reply to a loss/FSA
+  /// request.
+  std::chrono::milliseconds delay{0};
+};
+
+/// What to do with a request that was just read.
+enum class fault_action : uint8_t {
+  /// Answer it normally (after `reply_delay()` for loss/FSA requests).
+  serve,
+  /// Exit with `sprint_sim_exit::crash` without replying.
+  crash,
+  /// Never reply: sleep until killed.
+  hang,
+  /// Reply with `append_garbage_reply` instead of the real reply.
+  garbage,
+};
+
+/// Returns "serve", "crash", "hang" or "garbage".
+const char* to_string(fault_action action) noexcept;
+
+/// Decides, request by request, when the configured faults fire. Counts the
+/// loss and FSA requests it lets through; `init`, `exit` and malformed
+/// messages do not count.
+class fault_injector {
+public:
+  /// An injector for `options`.
+  explicit fault_injector(fault_options options) : options_(std::move(options)) {}
+
+  /// Returns the options.
+  const fault_options& options() const noexcept { return options_; }
+
+  /// Returns whether the process must exit before reading anything.
+  bool exits_at_start() const noexcept { return options_.kind == fault_kind::exit_at_start; }
+
+  /// Returns the protocol version to answer `init` with: 2 for
+  /// `bad-version`, else `protocol::protocol_version`.
+  int64_t init_reply_version() const noexcept;
+
+  /// Decides what to do with `request`, which was just read: `hang` for
+  /// `init` under `no-init-reply`; for loss and FSA requests `crash` when
+  /// they name the crash segment, the counting fault once `after` of them
+  /// were served (`garbage` fires once, then serving resumes), else `serve`.
+  fault_action on_request(const protocol::command& request) noexcept;
+
+  /// Returns the delay before each reply to a loss/FSA request.
+  std::chrono::milliseconds reply_delay() const noexcept { return options_.delay; }
+
+  /// Returns the number of loss/FSA requests served so far.
+  size_t served() const noexcept { return served_; }
+
+private:
+  fault_options options_;
+  size_t served_ = 0;
+  bool garbage_sent_ = false;
+};
+
+/// Returns the segment a loss or FSA request names, or nothing for other
+/// commands.
+std::optional<std::string_view> requested_segment(const protocol::command& request) noexcept;
+
+/// Appends a message framed like any other (a valid length prefix in
+/// `length_prefixed` framing) whose body is not a pickle: its first byte is
+/// no pickle opcode, so any unpickler fails on it at once.
+void append_garbage_reply(protocol::byte_buffer& out, protocol::framing framing);
+
+} // namespace sprintrt::sim

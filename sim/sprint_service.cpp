@@ -1,0 +1,138 @@
+#include "sim/sprint_service.hpp"
+
+#include <utility>
+#include <variant>
+
+#include <spdlog/spdlog.h>
+
+#include "protocol/ndarray_access.hpp"
+#include "sim/matrix_views.hpp"
+
+namespace sprintrt::sim {
+
+namespace {
+
+/// The text of an exception reply: the error's own message, which names the
+/// segment or command (the parent adds the command and segment itself).
+std::string exception_text(const caf::error& err) {
+  auto text = error_message(err);
+  return text.empty() ? render(err) : text;
+}
+
+} // namespace
+
+sprint_service::sprint_service(criterion segments_criterion, service_options options)
+    : criterion_(std::move(segments_criterion)), options_(std::move(options)) {}
+
+service_action sprint_service::handle(const protocol::value& message, protocol::byte_buffer& out) {
+  auto request = protocol::decode_command(message);
+  if (!request) {
+    reply_error(request.error(), out);
+    return service_action::reply;
+  }
+  return handle(*request, out);
+}
+
+service_action sprint_service::handle(const protocol::command& request,
+                                      protocol::byte_buffer& out) {
+  if (std::holds_alternative<protocol::exit_command>(request))
+    return service_action::exit;
+  if (const auto* init = std::get_if<protocol::init_command>(&request))
+    answer_init(*init, out);
+  else if (const auto* loss = std::get_if<protocol::loss_command>(&request))
+    answer_loss(*loss, out);
+  else
+    answer_fsa(std::get<protocol::fsa_command>(request), out);
+  return service_action::reply;
+}
+
+void sprint_service::reply_exception(std::string_view message, protocol::byte_buffer& out) {
+  // An exception reply is a short text: far below any sensible size limit.
+  if (auto err = protocol::encode_exception_reply(out, options_.wire, message))
+    spdlog::error("cannot encode the exception reply '{}': {}", message, render(err));
+}
+
+void sprint_service::reply_error(const caf::error& err, protocol::byte_buffer& out) {
+  reply_exception(exception_text(err), out);
+}
+
+void sprint_service::check_encoded(caf::error encoded, protocol::byte_buffer& out) {
+  // The failed encoder has removed its partial message from `out`.
+  if (encoded)
+    reply_error(encoded, out);
+}
+
+void sprint_service::answer_init(const protocol::init_command& request,
+                                 protocol::byte_buffer& out) {
+  if (request.version != protocol::protocol_version)
+    spdlog::warn("init from '{}' asks for protocol version {}, this child speaks version {}; "
+                 "answering anyway (the parent checks the version)",
+                 request.client_name, request.version, protocol::protocol_version);
+  check_encoded(protocol::encode_init_reply(out, options_.wire, options_.child_name,
+                                            options_.init_reply_version),
+                out);
+}
+
+void sprint_service::answer_loss(const protocol::loss_command& request,
+                                 protocol::byte_buffer& out) {
+  const auto& log_posteriors = request.log_posteriors;
+  // decode_command checks all this; a command made by hand may not be.
+  if (log_posteriors.type != protocol::dtype::float32 || log_posteriors.shape.size() != 2 ||
+      log_posteriors.shape[0] != request.frames ||
+      log_posteriors.data.size() != log_posteriors.num_elements() * sizeof(float)) {
+    reply_exception("get_loss_and_error_signal for '" + request.segment_name +
+                        "': log_posteriors must be float32 [seg_len, D]",
+                    out);
+    return;
+  }
+  const size_t frames = log_posteriors.shape[0];
+  const size_t dim = log_posteriors.shape[1];
+  const size_t count = frames * dim;
+  const float* data = protocol::aligned_data<float>(log_posteriors);
+  if (data == nullptr) {
+    posteriors_.resize(count);
+    protocol::copy_rows(log_posteriors, posteriors_.data(), dim);
+    data = posteriors_.data();
+  }
+  error_signal_.resize(count);
+  const auto rows = static_cast<Eigen::Index>(frames);
+  const auto cols = static_cast<Eigen::Index>(dim);
+  Eigen::Map<const row_matrix_f> input{data, rows, cols};
+  Eigen::Map<row_matrix_f> error_signal{error_signal_.data(), rows, cols};
+  auto result = criterion_.loss_and_error_signal(request.segment_name, input, error_signal);
+  if (!result) {
+    reply_error(result.error(), out);
+    return;
+  }
+  check_encoded(protocol::encode_loss_reply(out, options_.wire, result->loss, frames, dim,
+                                            error_signal_.data(), options_.loss_encoding),
+                out);
+}
+
+void sprint_service::answer_fsa(const protocol::fsa_command& request, protocol::byte_buffer& out) {
+  auto automaton = criterion_.cached_fsa(request.segment_name);
+  if (!automaton) {
+    reply_error(automaton.error(), out);
+    return;
+  }
+  const fsa& exported = **automaton;
+  check_encoded(protocol::encode_fsa_reply(out, options_.wire, exported.num_states(),
+                                           exported.flat_edges(), exported.weights()),
+                out);
+}
+
+std::string describe(const protocol::command& request) {
+  if (const auto* init = std::get_if<protocol::init_command>(&request))
+    return std::string{protocol::init_command_name} + " '" + init->client_name + "' version " +
+           std::to_string(init->version);
+  if (const auto* loss = std::get_if<protocol::loss_command>(&request)) {
+    const auto& shape = loss->log_posteriors.shape;
+    return std::string{protocol::loss_command_name} + " '" + loss->segment_name + "' [" +
+           std::to_string(shape[0]) + " x " + std::to_string(shape[1]) + "]";
+  }
+  if (const auto* fsa = std::get_if<protocol::fsa_command>(&request))
+    return std::string{protocol::fsa_command_name} + " '" + fsa->segment_name + "'";
+  return std::string{protocol::exit_command_name};
+}
+
+} // namespace sprintrt::sim

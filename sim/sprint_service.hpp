@@ -1,0 +1,105 @@
+#pragma once
+
+/// @file
+/// The Sprint side of the protocol (PROTOCOL.md section 4) over a criterion:
+/// takes one decoded message, computes the answer and appends the framed
+/// reply. Pure: no file descriptors, no processes; `sprint-sim` puts it on a
+/// pair of pipes, tests call it directly.
+///
+/// Replies:
+/// - `init`: ("ok", child name, 1). A command version other than 1 is
+///   answered all the same, with a warning in the log: the version check is
+///   the parent's (it compares the version in our reply), and an answer gives
+///   it a clear error where silence would give it a timeout.
+/// - `get_loss_and_error_signal`: ("ok", loss, error_signal[T, D]) from the
+///   criterion's full-sum (loss +inf and zeros for a skipped segment).
+/// - `export_allophone_state_fsa_by_segment_name`: ("ok", num_states,
+///   num_edges, edges[3*E], weights[E]) of the criterion's FSA.
+/// - `exit`: no reply; the caller exits.
+/// - Anything that fails (unknown segment, NaN or +inf posteriors, a label
+///   beyond the posteriors' width, an unknown command, a malformed message):
+///   ("exception", message), and the service keeps serving, like RETURNN's
+///   SprintControl, which answers a failing handler with its exception.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/byte_buffer.hpp"
+#include "protocol/messages.hpp"
+#include "sim/criterion.hpp"
+#include "sprintrt/error.hpp"
+
+namespace sprintrt::sim {
+
+/// How the service writes its replies.
+struct service_options {
+  /// Framing, array constructor module and size limit of the replies.
+  protocol::wire_format wire;
+  /// A Python float (as RASR's SprintControl) or a numpy.float32.
+  protocol::loss_encoding loss_encoding = protocol::loss_encoding::python_float;
+  /// The child name in the `init` reply.
+  std::string child_name = "sprint-sim";
+  /// The version in the `init` reply (a fault injection answers 2).
+  int64_t init_reply_version = protocol::protocol_version;
+};
+
+/// What the caller does after the service handled a message.
+enum class service_action : uint8_t {
+  /// Send what the service appended to the output buffer.
+  reply,
+  /// Exit with status 0: the parent sent `exit`. Nothing was appended.
+  exit,
+};
+
+/// Answers protocol commands with a criterion. Keeps its work buffers (the
+/// posteriors copy, the error signal) between requests, so that a warmed-up
+/// service answers a loss request of a known segment without allocating
+/// beyond the reply buffer's growth. Not thread-safe.
+class sprint_service {
+public:
+  /// A service computing with `segments_criterion`, replying per `options`.
+  sprint_service(criterion segments_criterion, service_options options);
+
+  /// Returns the options.
+  const service_options& options() const noexcept { return options_; }
+
+  /// Returns the criterion.
+  const criterion& segments_criterion() const noexcept { return criterion_; }
+
+  /// Decodes `message` (a pickle as `protocol::read_pickle` returns it) as a
+  /// command and handles it; a malformed command is answered with an
+  /// exception reply.
+  service_action handle(const protocol::value& message, protocol::byte_buffer& out);
+
+  /// Handles a decoded command, appending its framed reply to `out`.
+  service_action handle(const protocol::command& request, protocol::byte_buffer& out);
+
+  /// Appends ("exception", the message of `err`): how every failure is
+  /// answered, also those found before a command could be decoded (a body
+  /// that is not a pickle).
+  void reply_error(const caf::error& err, protocol::byte_buffer& out);
+
+private:
+  void answer_init(const protocol::init_command& request, protocol::byte_buffer& out);
+  void answer_loss(const protocol::loss_command& request, protocol::byte_buffer& out);
+  void answer_fsa(const protocol::fsa_command& request, protocol::byte_buffer& out);
+  // Appends ("exception", message).
+  void reply_exception(std::string_view message, protocol::byte_buffer& out);
+  // Replies with `encoded`'s error if encoding a reply failed.
+  void check_encoded(caf::error encoded, protocol::byte_buffer& out);
+
+  criterion criterion_;
+  service_options options_;
+  /// Posteriors whose data in the message is not aligned for float, copied.
+  std::vector<float> posteriors_;
+  /// The error signal of the current request.
+  std::vector<float> error_signal_;
+};
+
+/// Describes a command for a log line: its name, the segment and the
+/// posteriors' shape ("get_loss_and_error_signal 'a/1' [12 x 40]").
+std::string describe(const protocol::command& request);
+
+} // namespace sprintrt::sim

@@ -1,0 +1,127 @@
+#pragma once
+
+/// @file
+/// The command line of `sprint-sim`, the simulated Sprint executable.
+///
+/// A parent starts Sprint with RASR-style arguments `--SELECTOR.NAME=VALUE`
+/// (PROTOCOL.md section 1). `sprint-sim` has no component hierarchy, so the
+/// selector does not matter: the parameter name is the part of the key after
+/// its last '.' (`--*.corpus=x`, `--corpus=x` and `--*.trainer.corpus=x` all
+/// set `corpus`; a name never contains '.', and the value after the first
+/// '=' may contain anything). When a parameter is given twice, the last one
+/// wins, as in RASR.
+///
+/// Parameters (defaults in brackets):
+///
+/// - `python-control-enabled`: required, must be true (real RASR talks over
+///   the pipes only then).
+/// - `pymod-config`: required,
+///   `c2p_fd:C,p2c_fd:P[,minPythonControlVersion:V][,k:v...]`.
+/// - `pymod-path`, `pymod-name`: accepted, recorded, ignored.
+/// - `python-segment-order` (bool), `python-segment-order-pymod-path`,
+///   `python-segment-order-pymod-name`, `python-segment-order-config`,
+///   `python-segment-order-allow-copy` (bool): accepted, ignored.
+/// - `corpus`: required, the corpus file (see `corpus.hpp`).
+/// - `topology`: `ctc` or `hmm` [ctc].
+/// - `blank-index`: the CTC blank column [0].
+/// - `hmm-loop-cost`, `hmm-forward-cost`, `hmm-silence-loop-cost`,
+///   `hmm-silence-entry-cost`, `hmm-silence-exit-cost`: HMM costs in -log
+///   space [those of `hmm_options`]; `inf` forbids the transition.
+/// - `hmm-silence-index`: the HMM silence column, or `none` [none].
+/// - `framing`: `length_prefixed` or `raw` [length_prefixed].
+/// - `array-module`: the module of the array constructor in replies
+///   [returnn.util.task_system].
+/// - `loss-type`: `float` (a Python float) or `numpy-float32` [float].
+/// - `name`: the child name in the `init` reply [sprint-sim].
+/// - `log-level`: trace, debug, info, warn, error, critical, off [warn].
+/// - `fault`: none, crash, hang, garbage, exit-at-start, no-init-reply,
+///   bad-version [none] (see `fault_injection.hpp`).
+/// - `fault-after`: loss/FSA requests answered before crash, hang or garbage
+///   fire [0].
+/// - `crash-segment`: crash whenever this segment is requested.
+/// - `delay-ms`: wait before each loss/FSA reply [0].
+///
+/// Booleans are true/false, yes/no, on/off or 1/0 (any case). Any other
+/// parameter is accepted with a warning (real Sprint configs pass many);
+/// an argument that does not start with `--` or has no `=` is an error.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <spdlog/common.h>
+
+#include "sim/fault_injection.hpp"
+#include "sim/hmm_topology.hpp"
+#include "sim/sprint_service.hpp"
+#include "sim/topology.hpp"
+#include "sprintrt/error.hpp"
+
+namespace sprintrt::sim {
+
+/// The PythonControl version `sprint-sim` claims to be (RASR's current one):
+/// a parent asking for more with `minPythonControlVersion` is refused.
+constexpr int python_control_version = 5;
+
+/// The `pymod-config` string: how the parent's pipes reach the child.
+struct python_control_config {
+  /// `c2p_fd`: the child's end of the child-to-parent pipe (it writes).
+  int c2p_fd = -1;
+  /// `p2c_fd`: the child's end of the parent-to-child pipe (it reads).
+  int p2c_fd = -1;
+  /// `minPythonControlVersion`, when given.
+  std::optional<int> min_version;
+  /// Every other `key:value` item (e.g. EnableAutoNumpySharedMemPickling),
+  /// accepted and ignored.
+  std::map<std::string, std::string> extra;
+};
+
+/// Which topology builds the segments' FSAs.
+enum class topology_kind : uint8_t { ctc, hmm };
+
+/// Everything `sprint-sim` was told on its command line.
+struct sprint_sim_config {
+  /// `pymod-config`.
+  python_control_config python_control;
+  /// `pymod-path` and `pymod-name` (what real RASR would load).
+  std::string pymod_path;
+  std::string pymod_name;
+  /// `python-segment-order`.
+  bool python_segment_order = false;
+  /// `corpus`: the corpus file.
+  std::string corpus_path;
+  /// `topology`.
+  topology_kind topology = topology_kind::ctc;
+  /// `blank-index` (CTC).
+  uint32_t blank_index = 0;
+  /// `hmm-*` (HMM).
+  hmm_options hmm;
+  /// `framing`, `array-module`, `loss-type`, `name`.
+  service_options service;
+  /// `log-level`.
+  spdlog::level::level_enum log_level = spdlog::level::warn;
+  /// `fault`, `fault-after`, `crash-segment`, `delay-ms`.
+  fault_options faults;
+  /// What to tell the user on stderr once logging is set up: unknown
+  /// parameters, options that do not apply to the chosen topology.
+  std::vector<std::string> warnings;
+};
+
+/// Parses `sprint-sim`'s arguments, without the program name. Errors are
+/// `invalid_options` and quote the offending argument.
+caf::expected<sprint_sim_config> parse_sprint_sim_config(const std::vector<std::string>& args);
+
+/// Parses a `pymod-config` value like RETURNN's SprintControl does: items
+/// separated by ',', each `key:value` split at its first ':', empty items
+/// skipped, the last of repeated keys wins. `c2p_fd` and `p2c_fd` are
+/// required, distinct, non-negative; `minPythonControlVersion` must not
+/// exceed `python_control_version`.
+caf::expected<python_control_config> parse_python_control_config(std::string_view text);
+
+/// Builds the topology `config` selects (the HMM's costs are checked here).
+caf::expected<std::shared_ptr<const topology>> make_topology(const sprint_sim_config& config);
+
+} // namespace sprintrt::sim

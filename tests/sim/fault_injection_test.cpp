@@ -1,0 +1,139 @@
+#include "sim/fault_injection.hpp"
+
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "protocol/pickle_reader.hpp"
+
+using namespace sprintrt::sim;
+using sprintrt::errc;
+namespace protocol = sprintrt::protocol;
+
+namespace {
+
+protocol::command loss(const std::string& segment) {
+  return protocol::loss_command{segment, 1, {}};
+}
+
+protocol::command fsa(const std::string& segment) {
+  return protocol::fsa_command{segment};
+}
+
+const protocol::command init = protocol::init_command{"SprintSubprocessInstance", 1};
+const protocol::command exit_request = protocol::exit_command{};
+
+/// Runs `requests` through an injector for `options`, returning the actions.
+std::vector<fault_action> actions(fault_options options,
+                                  const std::vector<protocol::command>& requests) {
+  fault_injector faults{std::move(options)};
+  std::vector<fault_action> result;
+  for (const auto& request : requests)
+    result.push_back(faults.on_request(request));
+  return result;
+}
+
+constexpr auto serve = fault_action::serve;
+
+} // namespace
+
+TEST_CASE("fault kinds have the option spellings") {
+  for (auto kind :
+       {fault_kind::none, fault_kind::crash, fault_kind::hang, fault_kind::garbage,
+        fault_kind::exit_at_start, fault_kind::no_init_reply, fault_kind::bad_version}) {
+    INFO(to_string(kind));
+    CHECK(parse_fault_kind(to_string(kind)) == kind);
+  }
+  CHECK(std::string{to_string(fault_kind::exit_at_start)} == "exit-at-start");
+  CHECK_FALSE(parse_fault_kind("exit_at_start"));
+  CHECK(counts_requests(fault_kind::garbage));
+  CHECK_FALSE(counts_requests(fault_kind::bad_version));
+  CHECK(std::string{to_string(fault_action::garbage)} == "garbage");
+}
+
+TEST_CASE("without faults every request is served") {
+  fault_injector faults{fault_options{}};
+  CHECK_FALSE(faults.exits_at_start());
+  CHECK(faults.init_reply_version() == 1);
+  CHECK(actions({}, {init, loss("a"), fsa("a"), exit_request}) ==
+        std::vector<fault_action>{serve, serve, serve, serve});
+}
+
+TEST_CASE("crash and hang fire on the request after `after` loss/FSA requests") {
+  for (auto kind : {fault_kind::crash, fault_kind::hang}) {
+    INFO(to_string(kind));
+    const auto fired = kind == fault_kind::crash ? fault_action::crash : fault_action::hang;
+    fault_options options;
+    options.kind = kind;
+    options.after = 2;
+    // init and exit do not count.
+    CHECK(actions(options, {init, loss("a"), exit_request, fsa("b"), loss("c")}) ==
+          std::vector<fault_action>{serve, serve, serve, serve, fired});
+    options.after = 0;
+    CHECK(actions(options, {init, fsa("a")}) == std::vector<fault_action>{serve, fired});
+  }
+}
+
+TEST_CASE("garbage fires once, then serving resumes") {
+  fault_options options;
+  options.kind = fault_kind::garbage;
+  options.after = 1;
+  fault_injector faults{options};
+  CHECK(faults.on_request(loss("a")) == serve);
+  CHECK(faults.on_request(loss("b")) == fault_action::garbage);
+  CHECK(faults.on_request(loss("c")) == serve);
+  CHECK(faults.on_request(fsa("d")) == serve);
+  CHECK(faults.served() == 3);
+}
+
+TEST_CASE("the crash segment crashes whenever it is requested") {
+  fault_options options;
+  options.crash_segment = "bad";
+  CHECK(actions(options, {loss("a"), fsa("bad")}) ==
+        std::vector<fault_action>{serve, fault_action::crash});
+  CHECK(actions(options, {loss("bad")}) == std::vector<fault_action>{fault_action::crash});
+  // Also before a counting fault would fire.
+  options.kind = fault_kind::hang;
+  options.after = 5;
+  CHECK(actions(options, {loss("a"), loss("bad")}) ==
+        std::vector<fault_action>{serve, fault_action::crash});
+}
+
+TEST_CASE("the start and init faults") {
+  fault_options options;
+  options.kind = fault_kind::exit_at_start;
+  CHECK(fault_injector{options}.exits_at_start());
+  options.kind = fault_kind::no_init_reply;
+  CHECK(actions(options, {init, loss("a")}) ==
+        std::vector<fault_action>{fault_action::hang, serve});
+  options.kind = fault_kind::bad_version;
+  fault_injector bad_version{options};
+  CHECK(bad_version.init_reply_version() == 2);
+  CHECK(bad_version.on_request(init) == serve);
+}
+
+TEST_CASE("requested_segment names the segment of loss and FSA requests only") {
+  CHECK(requested_segment(loss("x")) == std::string_view{"x"});
+  CHECK(requested_segment(fsa("y")) == std::string_view{"y"});
+  CHECK_FALSE(requested_segment(init));
+  CHECK_FALSE(requested_segment(exit_request));
+}
+
+TEST_CASE("the garbage reply is framed but is not a pickle") {
+  protocol::byte_buffer out;
+  append_garbage_reply(out, protocol::framing::length_prefixed);
+  protocol::frame_decoder decoder{protocol::framing::length_prefixed};
+  REQUIRE_FALSE(decoder.feed(out.bytes()));
+  auto message = decoder.next();
+  REQUIRE(message);
+  auto decoded = protocol::read_pickle(message->bytes());
+  REQUIRE_FALSE(decoded);
+  CHECK(decoded.error() == errc::protocol_error);
+  // Without a length prefix the reader fails on the first byte already.
+  protocol::byte_buffer raw;
+  append_garbage_reply(raw, protocol::framing::raw);
+  CHECK(raw.size() + 4 == out.size());
+  protocol::frame_decoder raw_decoder{protocol::framing::raw};
+  CHECK(raw_decoder.feed(raw.bytes()) == errc::protocol_error);
+}

@@ -1,0 +1,325 @@
+#include "sim/sprint_sim_config.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "sim/ctc_topology.hpp"
+#include "sim_test_support.hpp"
+
+using namespace sprintrt::sim;
+using sprintrt::errc;
+using sprintrt::error_message;
+using test::unwrap;
+
+namespace {
+
+using args = std::vector<std::string>;
+
+/// The arguments RETURNN's SprintSubprocessInstance builds (PROTOCOL.md
+/// section 1), for fds 7 (c2p) and 4 (p2c).
+args returnn_args(bool segment_order) {
+  const std::string config = "c2p_fd:7,p2c_fd:4,minPythonControlVersion:2";
+  args result{
+      "--*.python-control-enabled=true",
+      "--*.pymod-path=/opt/returnn",
+      "--*.pymod-name=returnn.sprint.control",
+      "--*.pymod-config=" + config,
+  };
+  if (segment_order)
+    result.insert(result.end(), {
+                                    "--*.python-segment-order=true",
+                                    "--*.python-segment-order-pymod-path=/opt/returnn",
+                                    "--*.python-segment-order-pymod-name=returnn.sprint.control",
+                                    "--*.python-segment-order-config=" + config,
+                                    "--*.python-segment-order-allow-copy=false",
+                                });
+  return result;
+}
+
+/// The minimal valid arguments plus `extra`.
+args minimal(std::initializer_list<std::string> extra = {}) {
+  args result{"--*.python-control-enabled=true", "--*.pymod-config=c2p_fd:7,p2c_fd:4",
+              "--*.corpus=corpus.txt"};
+  result.insert(result.end(), extra);
+  return result;
+}
+
+/// Parses `xs`, which must fail, and returns the error message.
+std::string parse_error(const args& xs) {
+  auto config = parse_sprint_sim_config(xs);
+  REQUIRE_FALSE(config);
+  CHECK(config.error() == errc::invalid_options);
+  return error_message(config.error());
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("sprint-sim accepts the arguments RETURNN passes to Sprint") {
+  for (bool segment_order : {false, true}) {
+    INFO("segment order: " << segment_order);
+    auto xs = returnn_args(segment_order);
+    xs.insert(xs.end(), {"--*.corpus=/data/corpus.txt", "--*.topology=hmm",
+                         "--*.hmm-silence-index=0", "--*.log-channel.file=/dev/null"});
+    const auto config = unwrap(parse_sprint_sim_config(xs));
+    CHECK(config.python_control.c2p_fd == 7);
+    CHECK(config.python_control.p2c_fd == 4);
+    CHECK(config.python_control.min_version == 2);
+    CHECK(config.python_control.extra.empty());
+    CHECK(config.pymod_path == "/opt/returnn");
+    CHECK(config.pymod_name == "returnn.sprint.control");
+    CHECK(config.python_segment_order == segment_order);
+    CHECK(config.corpus_path == "/data/corpus.txt");
+    CHECK(config.topology == topology_kind::hmm);
+    CHECK(config.hmm.silence_index == 0u);
+    // The unknown RASR parameter is accepted with a warning, and nothing else warns.
+    REQUIRE(config.warnings.size() == 1);
+    CHECK(contains(config.warnings[0], "'--*.log-channel.file=/dev/null'"));
+  }
+}
+
+TEST_CASE("sprint-sim's defaults") {
+  const auto config = unwrap(parse_sprint_sim_config(minimal()));
+  CHECK_FALSE(config.python_control.min_version);
+  CHECK(config.topology == topology_kind::ctc);
+  CHECK(config.blank_index == 0);
+  CHECK(config.hmm.loop_cost == hmm_options{}.loop_cost);
+  CHECK_FALSE(config.hmm.silence_index);
+  CHECK(config.service.wire.framing == sprintrt::protocol::framing::length_prefixed);
+  CHECK(config.service.wire.array_module == "returnn.util.task_system");
+  CHECK(config.service.loss_encoding == sprintrt::protocol::loss_encoding::python_float);
+  CHECK(config.service.child_name == "sprint-sim");
+  CHECK(config.log_level == spdlog::level::warn);
+  CHECK(config.faults.kind == fault_kind::none);
+  CHECK(config.faults.after == 0);
+  CHECK_FALSE(config.faults.crash_segment);
+  CHECK(config.faults.delay.count() == 0);
+  CHECK(config.warnings.empty());
+}
+
+TEST_CASE("the selector before the parameter name does not matter, the last value wins") {
+  for (const auto& arg : {"--corpus=a.txt", "--*.corpus=a.txt", "--*.trainer.corpus=a.txt",
+                          "--neural-network-trainer.corpus=a.txt"}) {
+    INFO(arg);
+    auto xs = minimal({arg});
+    CHECK(unwrap(parse_sprint_sim_config(xs)).corpus_path == "a.txt");
+  }
+  // The value may contain '=' and '.'.
+  CHECK(unwrap(parse_sprint_sim_config(minimal({"--*.name=a=b.c"}))).service.child_name == "a=b.c");
+  CHECK(unwrap(parse_sprint_sim_config(minimal({"--*.blank-index=3", "--*.blank-index=5"})))
+            .blank_index == 5);
+  // An RASR parameter whose last component is not ours is not ours.
+  const auto config = unwrap(parse_sprint_sim_config(minimal({"--*.corpus.file=x.xml"})));
+  CHECK(config.corpus_path == "corpus.txt");
+  CHECK(config.warnings.size() == 1);
+}
+
+TEST_CASE("sprint-sim's own options") {
+  const auto config = unwrap(parse_sprint_sim_config(minimal({
+      "--*.topology=ctc",
+      "--*.blank-index=9",
+      "--*.framing=raw",
+      "--*.array-module=TaskSystem",
+      "--*.loss-type=numpy-float32",
+      "--*.name=sim-7",
+      "--*.log-level=debug",
+  })));
+  CHECK(config.blank_index == 9);
+  CHECK(config.service.wire.framing == sprintrt::protocol::framing::raw);
+  CHECK(config.service.wire.array_module == "TaskSystem");
+  CHECK(config.service.loss_encoding == sprintrt::protocol::loss_encoding::numpy_float32);
+  CHECK(config.service.child_name == "sim-7");
+  CHECK(config.log_level == spdlog::level::debug);
+  CHECK(config.warnings.empty());
+}
+
+TEST_CASE("the HMM options map onto hmm_options") {
+  const auto config = unwrap(parse_sprint_sim_config(minimal({
+      "--*.topology=hmm",
+      "--*.hmm-loop-cost=0.25",
+      "--*.hmm-forward-cost=1.5",
+      "--*.hmm-silence-index=3",
+      "--*.hmm-silence-loop-cost=0.125",
+      "--*.hmm-silence-entry-cost=inf",
+      "--*.hmm-silence-exit-cost=2",
+  })));
+  CHECK(config.hmm.loop_cost == 0.25f);
+  CHECK(config.hmm.forward_cost == 1.5f);
+  CHECK(config.hmm.silence_index == 3u);
+  CHECK(config.hmm.silence_loop_cost == 0.125f);
+  CHECK(std::isinf(config.hmm.silence_entry_cost));
+  CHECK(config.hmm.silence_exit_cost == 2.0f);
+  CHECK(config.warnings.empty());
+  const auto topology = unwrap(make_topology(config));
+  CHECK(topology->name() == "hmm");
+  const auto none = unwrap(parse_sprint_sim_config(
+      minimal({"--*.topology=hmm", "--*.hmm-silence-index=3", "--*.hmm-silence-index=none"})));
+  CHECK_FALSE(none.hmm.silence_index);
+}
+
+TEST_CASE("options of the other topology are ignored with a warning") {
+  const auto ctc = unwrap(parse_sprint_sim_config(
+      minimal({"--*.hmm-loop-cost=1", "--*.hmm-loop-cost=2", "--*.hmm-silence-index=0"})));
+  REQUIRE(ctc.warnings.size() == 2);
+  CHECK(ctc.warnings[0] == "--*.hmm-loop-cost does not apply to topology=ctc: ignored");
+  CHECK(ctc.warnings[1] == "--*.hmm-silence-index does not apply to topology=ctc: ignored");
+  const auto hmm =
+      unwrap(parse_sprint_sim_config(minimal({"--*.blank-index=2", "--*.topology=hmm"})));
+  REQUIRE(hmm.warnings.size() == 1);
+  CHECK(hmm.warnings[0] == "--*.blank-index does not apply to topology=hmm: ignored");
+}
+
+TEST_CASE("make_topology builds the chosen topology") {
+  const auto ctc =
+      unwrap(make_topology(unwrap(parse_sprint_sim_config(minimal({"--*.blank-index=3"})))));
+  REQUIRE(ctc->name() == "ctc");
+  CHECK(dynamic_cast<const ctc_topology&>(*ctc).blank_index() == 3);
+  auto bad =
+      unwrap(parse_sprint_sim_config(minimal({"--*.topology=hmm", "--*.hmm-loop-cost=nan"})));
+  auto topology = make_topology(bad);
+  REQUIRE_FALSE(topology);
+  CHECK(topology.error() == errc::invalid_options);
+}
+
+TEST_CASE("the fault options") {
+  const auto config = unwrap(parse_sprint_sim_config(minimal({
+      "--*.fault=garbage",
+      "--*.fault-after=3",
+      "--*.crash-segment=corpus/rec/seg-2",
+      "--*.delay-ms=250",
+  })));
+  CHECK(config.faults.kind == fault_kind::garbage);
+  CHECK(config.faults.after == 3);
+  CHECK(config.faults.crash_segment == std::string{"corpus/rec/seg-2"});
+  CHECK(config.faults.delay.count() == 250);
+  for (auto kind : {"crash", "hang", "exit-at-start", "no-init-reply", "bad-version", "none"}) {
+    INFO(kind);
+    const auto x = unwrap(parse_sprint_sim_config(minimal({std::string{"--*.fault="} + kind})));
+    CHECK(to_string(x.faults.kind) == std::string{kind});
+  }
+  // fault-after before fault is fine: the whole is checked at the end.
+  CHECK(parse_sprint_sim_config(minimal({"--*.fault-after=1", "--*.fault=crash"})));
+}
+
+TEST_CASE("pymod-config is parsed like SprintControl parses it") {
+  const auto config = unwrap(parse_python_control_config(
+      "c2p_fd:5,p2c_fd:6,minPythonControlVersion:5,EnableAutoNumpySharedMemPickling:True,,"
+      "x:a:b"));
+  CHECK(config.c2p_fd == 5);
+  CHECK(config.p2c_fd == 6);
+  CHECK(config.min_version == 5);
+  CHECK(config.extra.at("EnableAutoNumpySharedMemPickling") == "True");
+  CHECK(config.extra.at("x") == "a:b");
+  // Python's int() allows white space; the last of repeated keys wins.
+  const auto repeated = unwrap(parse_python_control_config("c2p_fd: 3 ,p2c_fd:4,c2p_fd:8"));
+  CHECK(repeated.c2p_fd == 8);
+  // The shared-memory flag is accepted, with a warning: arrays must be inline.
+  const auto shm = unwrap(parse_sprint_sim_config(
+      {"--*.python-control-enabled=true",
+       "--*.pymod-config=c2p_fd:7,p2c_fd:4,EnableAutoNumpySharedMemPickling:True",
+       "--*.corpus=c.txt"}));
+  REQUIRE(shm.warnings.size() == 1);
+  CHECK(contains(shm.warnings[0], "EnableAutoNumpySharedMemPickling"));
+}
+
+TEST_CASE("pymod-config errors") {
+  auto error = [](const char* text) {
+    auto config = parse_python_control_config(text);
+    REQUIRE_FALSE(config);
+    CHECK(config.error() == errc::invalid_options);
+    return error_message(config.error());
+  };
+  CHECK(error("c2p_fd:5,p2c_fd:6,minPythonControlVersion:6") ==
+        "minPythonControlVersion 6 is higher than this PythonControl's version 5");
+  CHECK(error("p2c_fd:6") == "pymod-config lacks c2p_fd (the pipe the child writes)");
+  CHECK(error("c2p_fd:6") == "pymod-config lacks p2c_fd (the pipe the child reads)");
+  CHECK(error("") == "pymod-config lacks c2p_fd (the pipe the child writes)");
+  CHECK(error("c2p_fd:x,p2c_fd:6") == "pymod-config c2p_fd 'x' is not an integer");
+  CHECK(error("c2p_fd:5,p2c_fd:6,minPythonControlVersion:2.0") ==
+        "pymod-config minPythonControlVersion '2.0' is not an integer");
+  CHECK(error("c2p_fd:5,p2c_fd:99999999999") == "pymod-config p2c_fd '99999999999' is not an "
+                                                "integer");
+  CHECK(error("c2p_fd:-1,p2c_fd:6") ==
+        "pymod-config file descriptors must not be negative, got c2p_fd -1 and p2c_fd 6");
+  CHECK(error("c2p_fd:6,p2c_fd:6") == "pymod-config c2p_fd and p2c_fd are both 6");
+  CHECK(error("c2p_fd:5,p2c_fd:6,verbose") == "pymod-config item 'verbose' is not key:value");
+}
+
+TEST_CASE("required parameters") {
+  CHECK(contains(parse_error({"--*.pymod-config=c2p_fd:7,p2c_fd:4", "--*.corpus=c.txt"}),
+                 "--*.python-control-enabled=true is required"));
+  CHECK(contains(parse_error({"--*.python-control-enabled=false",
+                              "--*.pymod-config=c2p_fd:7,p2c_fd:4", "--*.corpus=c.txt"}),
+                 "--*.python-control-enabled=true is required"));
+  CHECK(contains(parse_error({"--*.python-control-enabled=true", "--*.corpus=c.txt"}),
+                 "--*.pymod-config=c2p_fd:C,p2c_fd:P,... is required"));
+  CHECK(parse_error({"--*.python-control-enabled=true", "--*.pymod-config=c2p_fd:7,p2c_fd:4"}) ==
+        "--*.corpus=FILE is required");
+  // The pymod-config errors come with the argument.
+  CHECK(parse_error(minimal({"--*.pymod-config=c2p_fd:7,p2c_fd:4,minPythonControlVersion:9"})) ==
+        "argument '--*.pymod-config=c2p_fd:7,p2c_fd:4,minPythonControlVersion:9': "
+        "minPythonControlVersion 9 is higher than this PythonControl's version 5");
+}
+
+TEST_CASE("malformed arguments") {
+  CHECK(parse_error(minimal({"corpus.txt"})) ==
+        "argument 'corpus.txt': expected RASR style --SELECTOR.NAME=VALUE");
+  CHECK(parse_error(minimal({"-x=1"})) ==
+        "argument '-x=1': expected RASR style --SELECTOR.NAME=VALUE");
+  CHECK(parse_error(minimal({"--help"})) ==
+        "argument '--help': expected RASR style --SELECTOR.NAME=VALUE");
+  CHECK(parse_error(minimal({"--*.=1"})) == "argument '--*.=1': the parameter name is empty");
+  CHECK(parse_error(minimal({"--=1"})) == "argument '--=1': the parameter name is empty");
+}
+
+TEST_CASE("bad option values name the argument and what was expected") {
+  struct bad_case {
+    const char* arg;
+    const char* expected;
+  };
+  const bad_case cases[] = {
+      {"--*.python-control-enabled=maybe", "expected true or false"},
+      {"--*.python-segment-order=2", "expected true or false"},
+      {"--*.python-segment-order-allow-copy=", "expected true or false"},
+      {"--*.corpus=", "expected a file name"},
+      {"--*.topology=rnnt", "expected ctc or hmm"},
+      {"--*.blank-index=-1", "expected a column index (0 to 2^32-1)"},
+      {"--*.blank-index=4294967296", "expected a column index (0 to 2^32-1)"},
+      {"--*.blank-index=1x", "expected a column index (0 to 2^32-1)"},
+      {"--*.hmm-silence-index=a", "expected a column index (0 to 2^32-1) or none"},
+      {"--*.hmm-loop-cost=cheap", "expected a cost in -log space (a number, or inf)"},
+      {"--*.hmm-forward-cost=", "expected a cost in -log space (a number, or inf)"},
+      {"--*.framing=lines", "expected length_prefixed or raw"},
+      {"--*.array-module=", "expected a Python module name such as returnn.util.task_system"},
+      {"--*.array-module=a\nb", "expected a Python module name such as returnn.util.task_system"},
+      {"--*.array-module=.x", "expected a Python module name such as returnn.util.task_system"},
+      {"--*.loss-type=double", "expected float or numpy-float32"},
+      {"--*.name=", "expected a non-empty UTF-8 name"},
+      {"--*.name=\xff", "expected a non-empty UTF-8 name"},
+      {"--*.log-level=loud", "expected trace, debug, info, warn, error, critical or off"},
+      {"--*.fault=explode", "expected none, crash, hang, garbage, exit-at-start, no-init-reply or "
+                            "bad-version"},
+      {"--*.fault-after=-1", "expected a number of requests"},
+      {"--*.crash-segment=", "expected a segment name"},
+      {"--*.delay-ms=3600001", "expected milliseconds from 0 to 3600000"},
+      {"--*.delay-ms=fast", "expected milliseconds from 0 to 3600000"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.arg);
+    CHECK(parse_error(minimal({c.arg})) == "argument '" + std::string{c.arg} + "': " + c.expected);
+  }
+}
+
+TEST_CASE("fault-after applies to the counting faults only") {
+  CHECK(parse_error(minimal({"--*.fault-after=2"})) ==
+        "--*.fault-after applies to fault=crash, hang or garbage only, not to fault=none");
+  CHECK(parse_error(minimal({"--*.fault=exit-at-start", "--*.fault-after=2"})) ==
+        "--*.fault-after applies to fault=crash, hang or garbage only, not to "
+        "fault=exit-at-start");
+}

@@ -1,0 +1,101 @@
+// sprint-sim: a simulated Sprint executable. It takes the arguments a parent
+// gives real RASR (PROTOCOL.md section 1) plus its own (sim/sprint_sim_config.hpp),
+// serves the Sprint control protocol on the two inherited pipes with a real
+// full-sum criterion, and can inject faults so that a parent's failure handling
+// is testable. It never touches stdin and never writes to stdout: everything it
+// has to say goes to stderr, one line each, prefixed "sprint-sim[pid]".
+
+#include <csignal>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "sim/corpus.hpp"
+#include "sim/criterion.hpp"
+#include "sim/fault_injection.hpp"
+#include "sim/sprint_service.hpp"
+#include "sim/sprint_sim_config.hpp"
+#include "sim/sprint_sim_exit.hpp"
+#include "tools/sprint-sim/pipe_io.hpp"
+#include "tools/sprint-sim/pipe_server.hpp"
+
+namespace {
+
+using namespace sprintrt;
+using sim::sprint_sim_exit;
+
+constexpr const char* usage =
+    "usage: sprint-sim --*.python-control-enabled=true "
+    "--*.pymod-config=c2p_fd:C,p2c_fd:P[,minPythonControlVersion:V] --*.corpus=FILE "
+    "[--*.NAME=VALUE ...]\n(the parameters are listed in sim/sprint_sim_config.hpp)\n";
+
+/// Logs to stderr only, every line flushed at once (a parent keeps the tail
+/// of a failing child's stderr).
+void set_up_logging(spdlog::level::level_enum level) {
+  auto logger = spdlog::stderr_logger_mt("sprint-sim");
+  logger->set_pattern("%Y-%m-%d %H:%M:%S.%e sprint-sim[%P] %l: %v");
+  logger->set_level(level);
+  logger->flush_on(spdlog::level::trace);
+  spdlog::set_default_logger(logger);
+}
+
+int status(sprint_sim_exit code) {
+  return static_cast<int>(code);
+}
+
+int fail(const std::string& what, const caf::error& err) {
+  spdlog::error("{}: {}", what, render(err));
+  return status(sprint_sim_exit::failure);
+}
+
+int run(const sim::sprint_sim_config& config) {
+  sim::fault_injector faults{config.faults};
+  if (faults.exits_at_start()) {
+    spdlog::warn("fault injection: exiting with status {} at start",
+                 status(sprint_sim_exit::exit_at_start));
+    return status(sprint_sim_exit::exit_at_start);
+  }
+  const auto& pipes = config.python_control;
+  if (auto err = sim_tool::prepare_pipe_end(pipes.p2c_fd, sim_tool::pipe_direction::read, "p2c_fd"))
+    return fail("pymod-config", err);
+  if (auto err =
+          sim_tool::prepare_pipe_end(pipes.c2p_fd, sim_tool::pipe_direction::write, "c2p_fd"))
+    return fail("pymod-config", err);
+  auto corpus = sim::corpus::from_file(config.corpus_path);
+  if (!corpus)
+    return fail("corpus", corpus.error());
+  auto topology = sim::make_topology(config);
+  if (!topology)
+    return fail("topology", topology.error());
+  auto options = config.service;
+  options.init_reply_version = faults.init_reply_version();
+  spdlog::info("serving {} segments of '{}' with the {} topology, {} framing, on fds {} (read) "
+               "and {} (write)",
+               corpus->size(), config.corpus_path, (*topology)->name(),
+               protocol::to_string(options.wire.framing), pipes.p2c_fd, pipes.c2p_fd);
+  sim::sprint_service service{sim::criterion{std::move(*corpus), std::move(*topology)},
+                              std::move(options)};
+  sim_tool::pipe_server server{pipes.p2c_fd, pipes.c2p_fd, service, faults};
+  return status(server.run());
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  auto config = sim::parse_sprint_sim_config(args);
+  if (!config) {
+    std::cerr << "sprint-sim: " << error_message(config.error()) << "\n" << usage;
+    return status(sprint_sim_exit::failure);
+  }
+  set_up_logging(config->log_level);
+  for (const auto& warning : config->warnings)
+    spdlog::warn("{}", warning);
+  // A parent that goes away shows as EPIPE on write, which we log, rather
+  // than as a silent death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
+  return run(*config);
+}

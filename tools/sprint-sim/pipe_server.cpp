@@ -1,0 +1,129 @@
+#include "tools/sprint-sim/pipe_server.hpp"
+
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "protocol/pickle_reader.hpp"
+#include "tools/sprint-sim/pipe_io.hpp"
+
+namespace sprintrt::sim_tool {
+
+using sim::sprint_sim_exit;
+
+pipe_server::pipe_server(int p2c_fd, int c2p_fd, sim::sprint_service& service,
+                         sim::fault_injector& faults)
+    : p2c_fd_(p2c_fd), c2p_fd_(c2p_fd), service_(service), faults_(faults),
+      decoder_(service.options().wire.framing, service.options().wire.max_message_size) {}
+
+sprint_sim_exit pipe_server::run() {
+  for (;;) {
+    if (auto status = handle_pending())
+      return *status;
+    auto room = decoder_.prepare();
+    auto n = read_some(p2c_fd_, room);
+    if (!n) {
+      spdlog::error("reading requests: {}", render(n.error()));
+      return sprint_sim_exit::failure;
+    }
+    if (*n == 0) {
+      if (decoder_.partial_bytes() > 0)
+        spdlog::error("the parent closed the request pipe in the middle of a message ({} bytes "
+                      "of it received) without sending exit",
+                      decoder_.partial_bytes());
+      else
+        spdlog::error("the parent closed the request pipe without sending exit");
+      return sprint_sim_exit::failure;
+    }
+    if (auto err = decoder_.commit(*n)) {
+      // Messages that were complete before the bad bytes are answered first,
+      // as a parent reading message by message would see it.
+      if (auto status = handle_pending())
+        return *status;
+      spdlog::error("the request pipe does not carry {} messages: {}",
+                    protocol::to_string(decoder_.mode()), render(err));
+      return sprint_sim_exit::framing_error;
+    }
+  }
+}
+
+std::optional<sprint_sim_exit> pipe_server::handle_pending() {
+  while (auto message = decoder_.next())
+    if (auto status = handle(std::move(*message)))
+      return status;
+  return std::nullopt;
+}
+
+std::optional<sprint_sim_exit> pipe_server::handle(protocol::byte_buffer&& message) {
+  const auto start = std::chrono::steady_clock::now();
+  const size_t number = ++requests_;
+  // Decoded arrays point into the message buffer: no copy of the posteriors.
+  auto buffer = std::make_shared<protocol::byte_buffer>(std::move(message));
+  reply_.clear();
+  description_ = "malformed message";
+  std::optional<sprint_sim_exit> status;
+  {
+    auto decoded = protocol::read_pickle(std::shared_ptr<const protocol::byte_buffer>{buffer});
+    if (decoded) {
+      status = answer(*decoded, number);
+    } else {
+      spdlog::warn("request {}: not a valid pickle: {}", number, render(decoded.error()));
+      service_.reply_error(decoded.error(), reply_);
+    }
+  }
+  // The decoded value is gone: the buffer is ours alone again, reuse it.
+  if (buffer.use_count() == 1)
+    decoder_.recycle(std::move(*buffer));
+  if (status)
+    return status;
+  if (auto err = write_all(c2p_fd_, reply_.bytes())) {
+    spdlog::error("request {}: cannot send the reply: {}", number, render(err));
+    return sprint_sim_exit::failure;
+  }
+  if (spdlog::should_log(spdlog::level::debug)) {
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+    spdlog::debug("request {}: {}: replied {} bytes in {:.3f} ms", number, description_,
+                  reply_.size(), took.count());
+  }
+  return std::nullopt;
+}
+
+std::optional<sprint_sim_exit> pipe_server::answer(const protocol::value& message, size_t number) {
+  auto request = protocol::decode_command(message);
+  if (!request) {
+    spdlog::warn("request {}: {}", number, render(request.error()));
+    service_.reply_error(request.error(), reply_);
+    return std::nullopt;
+  }
+  if (spdlog::should_log(spdlog::level::debug))
+    description_ = sim::describe(*request);
+  switch (faults_.on_request(*request)) {
+  case sim::fault_action::serve:
+    if (service_.handle(*request, reply_) == sim::service_action::exit) {
+      spdlog::info("request {}: exit", number);
+      return sprint_sim_exit::ok;
+    }
+    break;
+  case sim::fault_action::crash:
+    spdlog::warn("fault injection: crashing on request {} ({}) with status {}", number,
+                 sim::describe(*request), static_cast<int>(sprint_sim_exit::crash));
+    return sprint_sim_exit::crash;
+  case sim::fault_action::hang:
+    spdlog::warn("fault injection: never answering request {} ({})", number,
+                 sim::describe(*request));
+    sleep_until_killed();
+  case sim::fault_action::garbage:
+    spdlog::warn("fault injection: answering request {} ({}) with garbage", number,
+                 sim::describe(*request));
+    sim::append_garbage_reply(reply_, service_.options().wire.framing);
+    break;
+  }
+  if (sim::requested_segment(*request) && faults_.reply_delay().count() > 0)
+    std::this_thread::sleep_for(faults_.reply_delay());
+  return std::nullopt;
+}
+
+} // namespace sprintrt::sim_tool

@@ -12,4 +12,8 @@ namespace sprintrt::cli {
 /// `sprintrt pickle-dump FILE [--framing F]`: decodes captured pipe traffic.
 void add_pickle_dump_command(CLI::App& app, int& exit_code);
 
+/// `sprintrt doctor --config OPTIONS.json [--segment S --frames T --dim D]`:
+/// checks a Sprint set-up step by step.
+void add_doctor_command(CLI::App& app, int& exit_code);
+
 } // namespace sprintrt::cli

@@ -1,0 +1,554 @@
+#include "actors/sprint_worker.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <variant>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "protocol/messages.hpp"
+#include "protocol/ndarray_access.hpp"
+#include "protocol/pickle_reader.hpp"
+#include "runtime/output_tail.hpp"
+#include "runtime/sprint_channel.hpp"
+
+namespace sprintrt {
+
+namespace {
+
+// -- internal messages ------------------------------------------------------------
+//
+// The channel reports on the io thread; these messages carry its reports to
+// the worker. Each carries the generation (the how-many-th child) it is
+// about, so that reports of a child that was already replaced are ignored.
+
+using started_atom = caf::atom_constant<caf::atom("started")>;
+using received_atom = caf::atom_constant<caf::atom("received")>;
+using sent_atom = caf::atom_constant<caf::atom("sent")>;
+using down_atom = caf::atom_constant<caf::atom("down")>;
+using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
+using restart_atom = caf::atom_constant<caf::atom("restart")>;
+
+/// A message buffer moving between the io thread and the worker (CAF message
+/// elements must be copyable; the pointer is, the megabytes are not copied).
+using message_buffer = std::shared_ptr<protocol::byte_buffer>;
+
+} // namespace
+
+} // namespace sprintrt
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sprintrt::message_buffer)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sprintrt::runtime::child_down)
+
+namespace sprintrt {
+
+namespace {
+
+/// The worker's full interface: the public one plus the internal reports.
+using worker_impl =
+    sprint_worker_actor::extend<caf::reacts_to<started_atom, uint64_t, int32_t>,
+                                caf::reacts_to<received_atom, uint64_t, message_buffer>,
+                                caf::reacts_to<sent_atom, uint64_t, message_buffer>,
+                                caf::reacts_to<down_atom, uint64_t, runtime::child_down>,
+                                caf::reacts_to<timeout_atom, uint64_t, uint64_t>,
+                                caf::reacts_to<restart_atom, uint64_t>>;
+
+using clock = std::chrono::steady_clock;
+
+/// A request waiting for, or being served by, the child.
+struct pending_request {
+  /// Requests of both kinds: a loss job, or an FSA export.
+  std::variant<segment_job, std::string> what;
+  caf::typed_response_promise<double> loss_promise;
+  caf::typed_response_promise<segment_fsa> fsa_promise;
+  /// How many children failed while serving it.
+  size_t failures = 0;
+  /// Matches its reply timeout.
+  uint64_t sequence = 0;
+  clock::time_point sent_at;
+
+  bool is_loss() const noexcept { return std::holds_alternative<segment_job>(what); }
+
+  const std::string& segment() const {
+    return is_loss() ? std::get<segment_job>(what).segment : std::get<std::string>(what);
+  }
+
+  std::string_view command() const {
+    return is_loss() ? protocol::loss_command_name : protocol::fsa_command_name;
+  }
+
+  void fail(const caf::error& err) {
+    if (is_loss())
+      loss_promise.deliver(err);
+    else
+      fsa_promise.deliver(err);
+  }
+};
+
+/// Where a worker is in a child's life.
+enum class phase {
+  /// No child: the next request starts one.
+  down,
+  /// The child was started; its `init` reply is pending.
+  starting,
+  /// The child waits for a request.
+  idle,
+  /// One request is in flight.
+  busy,
+  /// `exit` was sent; the worker ends when the child is down.
+  stopping,
+};
+
+struct worker_state {
+  static inline const char* name = "sprint_worker";
+
+  sprint_options opts;
+  runtime::io_thread* io = nullptr;
+  std::string label;
+  protocol::wire_format format;
+  std::optional<runtime::sprint_channel> channel;
+  /// The how-many-th child this is.
+  uint64_t generation = 0;
+  phase current = phase::down;
+  std::deque<pending_request> queue;
+  std::optional<pending_request> in_flight;
+  uint64_t next_sequence = 1;
+  /// A write buffer back from the channel, reused for the next message.
+  protocol::byte_buffer spare;
+  /// Consecutive children that failed before answering `init`.
+  size_t start_failures = 0;
+  clock::time_point started_at;
+  worker_stats stats;
+  std::vector<caf::typed_response_promise<int32_t>> stop_promises;
+  caf::error exit_reason;
+
+  ~worker_state() {
+    // Normally the worker ends after its child is down. If it was killed
+    // instead (an untrappable exit), the child still must not outlive it.
+    if (channel && current != phase::down)
+      channel->kill(make_error(errc::cancelled, label + " terminated"));
+  }
+};
+
+using worker_pointer = worker_impl::stateful_pointer<worker_state>;
+
+// -- helpers ----------------------------------------------------------------------
+
+/// Describes how a child ended, with the last lines of its output.
+std::string describe_down(const runtime::child_down& down) {
+  std::string text;
+  if (down.cause) {
+    auto message = error_message(down.cause);
+    text = (message.empty() ? render(down.cause) : message) + "; ";
+  }
+  text += "Sprint child";
+  if (down.pid >= 0)
+    text += " pid " + std::to_string(down.pid);
+  text += " " + down.describe();
+  auto lines = runtime::last_lines(down.output, 20);
+  if (!lines.empty())
+    text += "; its output ended with:\n" + lines;
+  return text;
+}
+
+/// Whether retrying cannot help: the program is missing, or speaks another
+/// protocol version.
+bool permanent(const caf::error& cause) {
+  return cause == errc::spawn_failed || cause == errc::invalid_message;
+}
+
+protocol::byte_buffer take_buffer(worker_state& st) {
+  auto buf = std::move(st.spare);
+  buf.clear();
+  return buf;
+}
+
+caf::error check_job(const segment_job& job) {
+  const auto& in = job.log_posteriors;
+  const auto& out = job.error_signal;
+  if (job.segment.empty())
+    return make_error(errc::invalid_input, "segment name is empty");
+  if (!in.valid())
+    return make_error(errc::invalid_input, "segment '" + job.segment +
+                                               "': log-posteriors slice is empty or outside its "
+                                               "storage");
+  if (!out.valid() || out.rows != in.rows || out.cols != in.cols)
+    return make_error(errc::invalid_input,
+                      "segment '" + job.segment + "': error signal slice must be a valid " +
+                          std::to_string(in.rows) + " x " + std::to_string(in.cols) + " matrix");
+  return {};
+}
+
+void start_child(worker_pointer self);
+void dispatch(worker_pointer self);
+
+/// Sends one framed message to the current child.
+void send_to_child(worker_pointer self, protocol::byte_buffer message) {
+  self->state.channel->send(std::move(message));
+}
+
+/// Ends a request with an error, counting it.
+void fail_request(worker_pointer self, pending_request& req, const caf::error& err) {
+  ++self->state.stats.requests_failed;
+  // The error names the worker, the command and the segment.
+  spdlog::warn("{}", render(err));
+  req.fail(err);
+}
+
+/// Channel events become messages to the worker; the worker may be gone by
+/// the time they are sent, so only a weak handle is kept.
+runtime::channel_events make_events(worker_pointer self, uint64_t generation) {
+  auto weak = caf::actor_cast<caf::weak_actor_ptr>(self);
+  auto send = [weak](auto&&... xs) {
+    if (auto strong = weak.lock())
+      caf::anon_send(caf::actor_cast<caf::actor>(strong), std::forward<decltype(xs)>(xs)...);
+  };
+  runtime::channel_events events;
+  events.started = [send, generation](pid_t pid, const std::vector<std::string>&) {
+    send(started_atom::value, generation, static_cast<int32_t>(pid));
+  };
+  events.message = [send, generation](protocol::byte_buffer msg) {
+    send(received_atom::value, generation, std::make_shared<protocol::byte_buffer>(std::move(msg)));
+  };
+  events.sent = [send, generation](protocol::byte_buffer buf) {
+    send(sent_atom::value, generation, std::make_shared<protocol::byte_buffer>(std::move(buf)));
+  };
+  events.down = [send, generation](runtime::child_down down) {
+    send(down_atom::value, generation, std::move(down));
+  };
+  return events;
+}
+
+void start_child(worker_pointer self) {
+  auto& st = self->state;
+  ++st.generation;
+  st.current = phase::starting;
+  st.started_at = clock::now();
+  st.channel =
+      runtime::sprint_channel::open(*st.io, st.opts, st.label, make_events(self, st.generation));
+  auto init = take_buffer(st);
+  if (auto err = protocol::encode_init_command(init, st.format)) {
+    st.channel->kill(err);
+    return;
+  }
+  send_to_child(self, std::move(init));
+  self->delayed_send(self, st.opts.init_timeout, timeout_atom::value, st.generation, uint64_t{0});
+}
+
+/// Handles a child that is down while the worker still needs it: retries or
+/// fails what it was doing, and starts another child if there is work.
+void on_child_lost(worker_pointer self, const runtime::child_down& down) {
+  auto& st = self->state;
+  bool was_starting = st.current == phase::starting;
+  st.current = phase::down;
+  st.channel.reset();
+  st.stats.pid = -1;
+  caf::error cause = down.cause ? down.cause : make_error(errc::child_failed, "");
+  auto what = describe_down(down);
+  auto error_for = [&](const pending_request& req) {
+    return make_error(cause == errc::timeout ? errc::timeout : errc::child_failed,
+                      st.label + ": " + std::string{req.command()} + " of segment '" +
+                          req.segment() + "': " + what);
+  };
+  if (st.in_flight) {
+    auto req = std::move(*st.in_flight);
+    st.in_flight.reset();
+    if (++req.failures > st.opts.max_retries || permanent(cause)) {
+      fail_request(self, req, error_for(req));
+    } else {
+      spdlog::warn("{}: {}; resending segment '{}' (attempt {} of {})", st.label, what,
+                   req.segment(), req.failures + 1, st.opts.max_retries + 1);
+      st.queue.push_front(std::move(req));
+    }
+  } else if (was_starting) {
+    ++st.start_failures;
+    if (st.start_failures > st.opts.max_retries || permanent(cause)) {
+      // Nothing works without a child: fail everything that waits.
+      auto failed = make_error(cause == errc::timeout ? errc::timeout : errc::child_failed,
+                               st.label + ": the Sprint child could not be started: " + what);
+      spdlog::error("{}", render(failed));
+      for (auto& req : st.queue)
+        fail_request(self, req, failed);
+      st.queue.clear();
+      st.start_failures = 0;
+      return;
+    }
+    spdlog::warn("{}: the Sprint child failed to start: {}", st.label, what);
+  } else {
+    spdlog::warn("{}: {}", st.label, what);
+  }
+  if (st.queue.empty())
+    return;
+  // Back off 100 ms, 200 ms, 400 ms, ... up to 5 s after consecutive failures.
+  size_t failures = std::max<size_t>({1, st.start_failures, st.queue.front().failures});
+  auto delay = std::chrono::milliseconds{
+      std::min<int64_t>(5000, int64_t{100} << std::min<size_t>(failures - 1, 6))};
+  self->delayed_send(self, delay, restart_atom::value, st.generation);
+}
+
+/// Handles the reply to `init`.
+void on_init_reply(worker_pointer self, const protocol::value& msg) {
+  auto& st = self->state;
+  auto reply = protocol::decode_init_reply(msg);
+  if (!reply) {
+    st.channel->kill(make_error(errc::child_failed, "bad reply to init: " + render(reply.error())));
+    return;
+  }
+  if (reply->version != protocol::protocol_version) {
+    st.channel->kill(
+        make_error(errc::invalid_message, "the child speaks protocol version " +
+                                              std::to_string(reply->version) + ", expected " +
+                                              std::to_string(protocol::protocol_version)));
+    return;
+  }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - st.started_at);
+  spdlog::info("{}: Sprint child '{}' pid {} ready after {} ms", st.label, reply->child_name,
+               st.stats.pid, ms.count());
+  st.current = phase::idle;
+  st.start_failures = 0;
+  dispatch(self);
+}
+
+/// Handles the reply to the request in flight.
+void on_request_reply(worker_pointer self, const protocol::value& msg) {
+  auto& st = self->state;
+  auto req = std::move(*st.in_flight);
+  st.in_flight.reset();
+  st.current = phase::idle;
+  st.stats.busy_ns +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - req.sent_at).count();
+  auto context =
+      st.label + ": " + std::string{req.command()} + " of segment '" + req.segment() + "'";
+  if (req.is_loss()) {
+    const auto& job = std::get<segment_job>(req.what);
+    auto reply = protocol::decode_loss_reply(msg, job.log_posteriors.rows, job.log_posteriors.cols);
+    if (!reply) {
+      fail_request(self, req, with_context(context, reply.error()));
+    } else {
+      const auto& out = job.error_signal;
+      protocol::copy_rows(reply->error_signal, out.row(0), out.row_stride);
+      ++st.stats.requests_served;
+      req.loss_promise.deliver(reply->loss);
+    }
+  } else {
+    auto reply = protocol::decode_fsa_reply(msg);
+    if (!reply) {
+      fail_request(self, req, with_context(context, reply.error()));
+    } else {
+      segment_fsa fsa;
+      fsa.num_states = reply->num_states;
+      fsa.edges.resize(3 * reply->num_edges);
+      fsa.weights.resize(reply->num_edges);
+      protocol::copy_rows(reply->edges, fsa.edges.data(), fsa.edges.size());
+      protocol::copy_rows(reply->weights, fsa.weights.data(), fsa.weights.size());
+      ++st.stats.requests_served;
+      req.fsa_promise.deliver(std::move(fsa));
+    }
+  }
+  dispatch(self);
+}
+
+/// Sends the next queued request if the child is idle; starts a child if
+/// there is none.
+void dispatch(worker_pointer self) {
+  auto& st = self->state;
+  if (st.queue.empty())
+    return;
+  if (st.current == phase::down) {
+    start_child(self);
+    return;
+  }
+  if (st.current != phase::idle)
+    return;
+  auto req = std::move(st.queue.front());
+  st.queue.pop_front();
+  auto message = take_buffer(st);
+  caf::error err;
+  if (req.is_loss()) {
+    const auto& in = std::get<segment_job>(req.what).log_posteriors;
+    err = protocol::encode_loss_command(message, st.format, req.segment(), in.rows, in.cols,
+                                        in.row(0), in.row_stride);
+  } else {
+    err = protocol::encode_fsa_command(message, st.format, req.segment());
+  }
+  if (err) {
+    fail_request(self, req, with_context(st.label + ": segment '" + req.segment() + "'", err));
+    st.spare = std::move(message);
+    dispatch(self);
+    return;
+  }
+  req.sequence = st.next_sequence++;
+  req.sent_at = clock::now();
+  st.current = phase::busy;
+  self->delayed_send(self, st.opts.reply_timeout, timeout_atom::value, st.generation, req.sequence);
+  st.in_flight = std::move(req);
+  send_to_child(self, std::move(message));
+}
+
+/// Begins a graceful stop: fails waiting requests, sends `exit`.
+void begin_stop(worker_pointer self, caf::error reason) {
+  auto& st = self->state;
+  if (st.current == phase::stopping)
+    return;
+  st.exit_reason = std::move(reason);
+  auto cancelled = make_error(errc::cancelled, st.label + " stopped before serving the request");
+  if (st.in_flight)
+    st.in_flight->fail(cancelled);
+  st.in_flight.reset();
+  for (auto& req : st.queue)
+    req.fail(cancelled);
+  st.queue.clear();
+  if (!st.channel || st.current == phase::down) {
+    for (auto& promise : st.stop_promises)
+      promise.deliver(int32_t{0});
+    st.current = phase::down;
+    self->quit(st.exit_reason);
+    return;
+  }
+  st.current = phase::stopping;
+  auto exit = take_buffer(st);
+  if (protocol::encode_exit_command(exit, st.format))
+    exit.clear(); // cannot happen for a 1-tuple; the pipe still closes
+  st.channel->stop(st.opts.exit_grace, std::move(exit));
+}
+
+} // namespace
+
+sprint_worker_actor spawn_sprint_worker(caf::actor_system& system, runtime::io_thread& io,
+                                        sprint_options opts, std::string name) {
+  auto impl = system.spawn([opts = std::move(opts), name = std::move(name),
+                            &io](worker_pointer self) mutable -> worker_impl::behavior_type {
+    auto& st = self->state;
+    st.opts = std::move(opts);
+    st.io = &io;
+    st.label = std::move(name);
+    st.format.framing = st.opts.framing == pipe_framing::raw ? protocol::framing::raw
+                                                             : protocol::framing::length_prefixed;
+    st.format.array_module = st.opts.array_global_module;
+    self->set_exit_handler([self](caf::exit_msg& msg) { begin_stop(self, msg.reason); });
+    start_child(self);
+    return {
+        [self](compute_atom, segment_job& job) -> caf::result<double> {
+          auto& st = self->state;
+          if (auto err = check_job(job))
+            return err;
+          if (st.current == phase::stopping)
+            return make_error(errc::cancelled, st.label + " is stopping");
+          pending_request req;
+          req.what = std::move(job);
+          req.loss_promise = self->make_response_promise<double>();
+          auto promise = req.loss_promise;
+          st.queue.push_back(std::move(req));
+          dispatch(self);
+          return promise;
+        },
+        [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
+          auto& st = self->state;
+          if (segment.empty())
+            return make_error(errc::invalid_input, "segment name is empty");
+          if (st.current == phase::stopping)
+            return make_error(errc::cancelled, st.label + " is stopping");
+          pending_request req;
+          req.what = std::move(segment);
+          req.fsa_promise = self->make_response_promise<segment_fsa>();
+          auto promise = req.fsa_promise;
+          st.queue.push_back(std::move(req));
+          dispatch(self);
+          return promise;
+        },
+        [self](stats_atom) { return self->state.stats; },
+        [self](stop_atom) -> caf::result<int32_t> {
+          auto promise = self->make_response_promise<int32_t>();
+          self->state.stop_promises.push_back(promise);
+          begin_stop(self, caf::exit_reason::normal);
+          return promise;
+        },
+        [self](started_atom, uint64_t generation, int32_t pid) {
+          if (generation != self->state.generation)
+            return;
+          if (self->state.generation > 1)
+            ++self->state.stats.restarts;
+          self->state.stats.pid = pid;
+        },
+        [self](received_atom, uint64_t generation, message_buffer& buffer) {
+          auto& st = self->state;
+          if (generation != st.generation)
+            return;
+          {
+            // Decode in place: arrays point into the buffer, shared, not copied.
+            auto msg = protocol::read_pickle(std::shared_ptr<const protocol::byte_buffer>{buffer});
+            if (!msg) {
+              if (st.current != phase::stopping)
+                st.channel->kill(
+                    make_error(errc::child_failed,
+                               "the child sent a malformed message: " + render(msg.error())));
+            } else if (st.current == phase::starting) {
+              on_init_reply(self, *msg);
+            } else if (st.current == phase::busy && st.in_flight) {
+              on_request_reply(self, *msg);
+            } else if (st.current != phase::stopping) {
+              st.channel->kill(
+                  make_error(errc::child_failed,
+                             "the child sent a message nobody asked for: " + protocol::repr(*msg)));
+            }
+          }
+          // Nothing refers to the buffer any more: the channel may reuse it.
+          if (buffer.use_count() == 1 && st.channel)
+            st.channel->recycle(std::move(*buffer));
+        },
+        [self](sent_atom, uint64_t, message_buffer& buffer) {
+          if (buffer.use_count() == 1)
+            self->state.spare = std::move(*buffer);
+        },
+        [self](down_atom, uint64_t generation, runtime::child_down& down) {
+          auto& st = self->state;
+          if (generation != st.generation)
+            return;
+          if (st.current == phase::stopping) {
+            if (!down.clean_exit())
+              spdlog::warn("{}: {}", st.label, describe_down(down));
+            for (auto& promise : st.stop_promises)
+              promise.deliver(static_cast<int32_t>(down.exit_code()));
+            st.current = phase::down;
+            st.channel.reset();
+            self->quit(st.exit_reason);
+            return;
+          }
+          on_child_lost(self, down);
+        },
+        [self](timeout_atom, uint64_t generation, uint64_t sequence) {
+          auto& st = self->state;
+          if (generation != st.generation || !st.channel)
+            return;
+          if (st.current == phase::starting && sequence == 0) {
+            st.channel->kill(
+                make_error(errc::timeout, "no reply to init within " +
+                                              std::to_string(st.opts.init_timeout.count()) +
+                                              " ms (initTimeout)"));
+          } else if (st.current == phase::busy && st.in_flight &&
+                     st.in_flight->sequence == sequence) {
+            st.channel->kill(make_error(
+                errc::timeout, "no reply within " + std::to_string(st.opts.reply_timeout.count()) +
+                                   " ms (replyTimeout)"));
+          }
+        },
+        [self](restart_atom, uint64_t generation) {
+          auto& st = self->state;
+          if (generation == st.generation && st.current == phase::down)
+            dispatch(self);
+        },
+    };
+  });
+  return caf::actor_cast<sprint_worker_actor>(impl);
+}
+
+} // namespace sprintrt

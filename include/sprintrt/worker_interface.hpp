@@ -1,0 +1,55 @@
+#pragma once
+
+/// @file
+/// The typed message interface of a Sprint worker: one actor that owns one
+/// Sprint child (and restarts it when it fails).
+
+#include <cstdint>
+#include <string>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "sprintrt/segment.hpp"
+
+namespace sprintrt {
+
+/// Compute a segment's loss and error signal.
+using compute_atom = caf::atom_constant<caf::atom("compute")>;
+/// Export a segment's FSA.
+using fsa_atom = caf::atom_constant<caf::atom("fsa")>;
+/// Report counters.
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+/// Stop gracefully.
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
+
+/// A worker owning one Sprint child.
+///
+/// - `(compute, job) -> loss`: sends the job's log-posteriors, writes the
+///   error signal into `job.error_signal`, replies with the loss (+inf for a
+///   segment Sprint skipped). Errors: `invalid_input` (bad slices),
+///   `child_exception` (Sprint raised), `child_failed` / `timeout` (the child
+///   failed more often than `maxRetries` allows, or could not start),
+///   `cancelled` (the worker stopped first).
+/// - `(fsa, segment) -> segment_fsa`: exports the segment's automaton.
+/// - `(stats) -> worker_stats`.
+/// - `(stop) -> exit code`: sends `exit`, waits up to `exitGrace` for the child
+///   to exit (then kills it), replies with its exit status (or minus the
+///   signal that killed it), and terminates. Pending requests fail with
+///   `cancelled`. An exit message (e.g. at system shutdown) stops the worker
+///   the same way.
+///
+/// Requests are served one at a time, in arrival order.
+using sprint_worker_actor =
+    caf::typed_actor<caf::replies_to<compute_atom, segment_job>::with<double>,
+                     caf::replies_to<fsa_atom, std::string>::with<segment_fsa>,
+                     caf::replies_to<stats_atom>::with<worker_stats>,
+                     caf::replies_to<stop_atom>::with<int32_t>>;
+
+} // namespace sprintrt
+
+// Jobs point into shared memory: they are for actors in one process. Remote
+// pools move tensors as raw bytes instead.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sprintrt::segment_job)

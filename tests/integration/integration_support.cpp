@@ -1,0 +1,171 @@
+#include "tests/integration/integration_support.hpp"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
+
+#include "actors/sprint_worker.hpp"
+#include "sim/corpus.hpp"
+#include "sim/criterion.hpp"
+#include "sim/ctc_topology.hpp"
+
+namespace sprintrt::test {
+
+temp_dir::temp_dir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "sprintrt-test-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr)
+    throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+}
+
+temp_dir::~temp_dir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string corpus_path(const temp_dir& dir) {
+  return dir.path() + "/corpus.txt";
+}
+
+std::vector<test_segment> write_corpus(const temp_dir& dir, size_t count, uint32_t num_labels,
+                                       uint64_t seed) {
+  std::mt19937_64 gen{seed};
+  std::uniform_int_distribution<uint32_t> label{1, num_labels - 1};
+  std::uniform_int_distribution<size_t> length{1, 4};
+  std::vector<test_segment> segments;
+  std::ofstream out{corpus_path(dir)};
+  for (size_t i = 0; i < count; ++i) {
+    test_segment seg{"corpus/rec/seg-" + std::to_string(i), {}};
+    size_t n = length(gen);
+    out << seg.name << '\t';
+    for (size_t k = 0; k < n; ++k) {
+      seg.labels.push_back(label(gen));
+      out << (k > 0 ? " " : "") << seg.labels.back();
+    }
+    out << '\n';
+    segments.push_back(std::move(seg));
+  }
+  return segments;
+}
+
+sprint_options sim_options(const std::string& corpus, const std::vector<std::string>& params,
+                           pipe_framing framing) {
+  sprint_options opts;
+  opts.sprint_exec_path = SPRINTRT_SPRINT_SIM_PATH;
+  auto word = [](std::string text) {
+    return config_word{word_piece{word_piece::literal, std::move(text)}};
+  };
+  opts.sprint_config.push_back(word("--*.corpus=" + corpus));
+  opts.sprint_config.push_back(word("--*.topology=ctc"));
+  opts.sprint_config.push_back(word(std::string{"--*.framing="} +
+                                    (framing == pipe_framing::raw ? "raw" : "length_prefixed")));
+  for (const auto& param : params)
+    opts.sprint_config.push_back(word("--*." + param));
+  opts.framing = framing;
+  opts.init_timeout = std::chrono::seconds{20};
+  opts.reply_timeout = std::chrono::seconds{20};
+  opts.exit_grace = std::chrono::seconds{5};
+  return opts;
+}
+
+std::vector<float> random_log_posteriors(size_t frames, size_t dim, uint64_t seed) {
+  std::mt19937_64 gen{seed};
+  std::normal_distribution<float> logit{0.0f, 2.0f};
+  std::vector<float> lp(frames * dim);
+  for (size_t t = 0; t < frames; ++t) {
+    float* row = lp.data() + t * dim;
+    float max = -INFINITY;
+    for (size_t d = 0; d < dim; ++d)
+      max = std::max(max, row[d] = logit(gen));
+    double sum = 0;
+    for (size_t d = 0; d < dim; ++d)
+      sum += std::exp(row[d] - max);
+    float log_z = max + static_cast<float>(std::log(sum));
+    for (size_t d = 0; d < dim; ++d)
+      row[d] -= log_z;
+  }
+  return lp;
+}
+
+reference_result reference_loss(const std::string& corpus, const std::string& segment,
+                                const std::vector<float>& log_posteriors, size_t dim) {
+  auto segments = sim::corpus::from_file(corpus);
+  if (!segments)
+    throw std::runtime_error(render(segments.error()));
+  sim::criterion crit{std::move(*segments), std::make_shared<sim::ctc_topology>(0)};
+  size_t frames = log_posteriors.size() / dim;
+  reference_result result{0, std::vector<float>(log_posteriors.size())};
+  Eigen::Map<const sim::row_matrix_f> lp{log_posteriors.data(), static_cast<Eigen::Index>(frames),
+                                         static_cast<Eigen::Index>(dim)};
+  Eigen::Map<sim::row_matrix_f> es{result.error_signal.data(), static_cast<Eigen::Index>(frames),
+                                   static_cast<Eigen::Index>(dim)};
+  auto r = crit.loss_and_error_signal(segment, lp, es);
+  if (!r)
+    throw std::runtime_error(render(r.error()));
+  result.loss = r->loss;
+  return result;
+}
+
+caf::actor_system_config& test_runtime::make_config(caf::actor_system_config& cfg) {
+  cfg.set("scheduler.max-threads", size_t{2});
+  return cfg;
+}
+
+test_runtime::test_runtime() : system_(make_config(config_)) {}
+
+test_runtime::~test_runtime() {
+  shutdown();
+}
+
+sprint_worker_actor test_runtime::spawn_worker(sprint_options opts, std::string name) {
+  auto worker = spawn_sprint_worker(system_, io_, std::move(opts), std::move(name));
+  workers_.push_back(worker);
+  return worker;
+}
+
+void test_runtime::shutdown() {
+  if (shut_down_)
+    return;
+  shut_down_ = true;
+  for (auto& worker : workers_)
+    caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+  workers_.clear();
+  system_.await_all_actors_done();
+  io_.stop(std::chrono::seconds{5});
+}
+
+caf::expected<double> compute(caf::scoped_actor& self, const sprint_worker_actor& worker,
+                              const segment_job& job) {
+  caf::expected<double> result = make_error(errc::cancelled, "no reply");
+  self->request(worker, caf::infinite, compute_atom::value, job)
+      .receive([&](double loss) { result = loss; },
+               [&](caf::error& err) { result = std::move(err); });
+  return result;
+}
+
+caf::expected<segment_fsa> export_fsa(caf::scoped_actor& self, const sprint_worker_actor& worker,
+                                      const std::string& segment) {
+  caf::expected<segment_fsa> result = make_error(errc::cancelled, "no reply");
+  self->request(worker, caf::infinite, fsa_atom::value, segment)
+      .receive([&](segment_fsa& fsa) { result = std::move(fsa); },
+               [&](caf::error& err) { result = std::move(err); });
+  return result;
+}
+
+segment_job make_job(const std::string& segment, const std::vector<float>& log_posteriors,
+                     size_t dim) {
+  size_t frames = log_posteriors.size() / dim;
+  segment_job job;
+  job.segment = segment;
+  job.log_posteriors = {std::make_shared<std::vector<float>>(log_posteriors), 0, frames, dim, dim};
+  job.error_signal = matrix_slice::dense(frames, dim);
+  return job;
+}
+
+} // namespace sprintrt::test

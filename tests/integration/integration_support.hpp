@@ -1,0 +1,111 @@
+#pragma once
+
+/// @file
+/// Shared set-up of the integration tests: a temporary corpus, options that
+/// run the real `sprint-sim` executable on it, random posteriors, the
+/// in-process reference computation, and an actor system with an io thread
+/// that shuts down cleanly.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "runtime/io_thread.hpp"
+#include "sprintrt/options.hpp"
+#include "sprintrt/worker_interface.hpp"
+
+namespace sprintrt::test {
+
+/// A directory under /tmp, removed with everything in it at destruction.
+class temp_dir {
+public:
+  temp_dir();
+  ~temp_dir();
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+
+  /// Returns the directory's path.
+  const std::string& path() const noexcept { return path_; }
+
+private:
+  std::string path_;
+};
+
+/// One segment of a test corpus.
+struct test_segment {
+  std::string name;
+  std::vector<uint32_t> labels;
+};
+
+/// Writes a corpus of `count` segments named "corpus/rec/seg-<i>" with 1 to
+/// 4 random labels in 1..num_labels-1 (0 is the CTC blank) to
+/// `dir/corpus.txt`; returns its segments.
+std::vector<test_segment> write_corpus(const temp_dir& dir, size_t count, uint32_t num_labels,
+                                       uint64_t seed = 1);
+
+/// Returns the path of the corpus `write_corpus` wrote into `dir`.
+std::string corpus_path(const temp_dir& dir);
+
+/// Options that run sprint-sim (CTC, blank 0) on `corpus`, with extra
+/// sprint-sim parameters such as "fault=crash" (passed as --*.NAME=VALUE).
+sprint_options sim_options(const std::string& corpus, const std::vector<std::string>& params = {},
+                           pipe_framing framing = pipe_framing::length_prefixed);
+
+/// Random log-posteriors [frames, dim]: log_softmax of N(0, 2) logits.
+std::vector<float> random_log_posteriors(size_t frames, size_t dim, uint64_t seed);
+
+/// The in-process reference: sim::criterion (CTC, blank 0) on `corpus`.
+struct reference_result {
+  double loss;
+  std::vector<float> error_signal;
+};
+reference_result reference_loss(const std::string& corpus, const std::string& segment,
+                                const std::vector<float>& log_posteriors, size_t dim);
+
+/// An actor system (two scheduler threads) with an io thread. `shutdown`
+/// stops the workers spawned through it, waits for every actor, then stops
+/// the io thread, which reaps whatever child is left.
+class test_runtime {
+public:
+  test_runtime();
+  ~test_runtime();
+
+  caf::actor_system& system() noexcept { return system_; }
+  runtime::io_thread& io() noexcept { return io_; }
+
+  /// Spawns a worker for `opts`; `shutdown` stops it.
+  sprint_worker_actor spawn_worker(sprint_options opts, std::string name = "test worker");
+
+  /// Stops all workers (exit message), awaits all actors, stops the io thread.
+  void shutdown();
+
+private:
+  static caf::actor_system_config& make_config(caf::actor_system_config& cfg);
+
+  runtime::io_thread io_;
+  caf::actor_system_config config_;
+  caf::actor_system system_;
+  std::vector<sprint_worker_actor> workers_;
+  bool shut_down_ = false;
+};
+
+/// Computes `job` on `worker`, blocking.
+caf::expected<double> compute(caf::scoped_actor& self, const sprint_worker_actor& worker,
+                              const segment_job& job);
+
+/// Exports the FSA of `segment` from `worker`, blocking.
+caf::expected<segment_fsa> export_fsa(caf::scoped_actor& self, const sprint_worker_actor& worker,
+                                      const std::string& segment);
+
+/// Makes a job for `segment` over `log_posteriors` [frames, dim] with a fresh
+/// zeroed error signal.
+segment_job make_job(const std::string& segment, const std::vector<float>& log_posteriors,
+                     size_t dim);
+
+} // namespace sprintrt::test

@@ -1,0 +1,251 @@
+// How a worker handles Sprint children that fail: missing executables, a
+// child that exits at once or never answers init, crashes, hangs and garbage
+// mid-way (restart, resend), a segment that keeps failing, and a shutdown with
+// work in flight. Each test also checks that no child and no descriptor is
+// left behind.
+
+#include "actors/sprint_worker.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
+
+#include <thread>
+
+#include "tests/integration/integration_support.hpp"
+#include "tests/support/process_checks.hpp"
+
+using namespace sprintrt;
+using namespace std::chrono_literals;
+using test::compute;
+using test::make_job;
+using test::random_log_posteriors;
+using test::sim_options;
+
+namespace {
+
+constexpr size_t dim = 5;
+
+void check_nothing_left(const test::fd_snapshot& fds) {
+  for (const auto& child : test::child_processes())
+    FAIL_CHECK("child left behind: pid " << child.pid << " state " << child.state << " ("
+                                         << child.command << ")");
+  auto leaked = fds.leaked_fds();
+  INFO(test::describe_fds(leaked));
+  CHECK(leaked.empty());
+}
+
+worker_stats stats_of(caf::scoped_actor& self, const sprint_worker_actor& worker) {
+  worker_stats stats;
+  self->request(worker, caf::infinite, stats_atom::value)
+      .receive([&](worker_stats& s) { stats = s; }, [&](caf::error&) {});
+  return stats;
+}
+
+/// What a failure test gets: the worker, a scoped actor to talk to it, the
+/// corpus segments and the corpus path.
+struct worker_env {
+  caf::scoped_actor& self;
+  sprint_worker_actor worker;
+  std::vector<test::test_segment> segments;
+  std::string corpus;
+};
+
+/// Runs `body(env)` against a worker with sprint-sim `params` (options
+/// changed by `tweak`), then checks that nothing was left behind.
+template <class Body>
+void with_worker(const std::vector<std::string>& params, Body body,
+                 void (*tweak)(sprint_options&) = nullptr) {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 6, dim);
+    auto opts = sim_options(test::corpus_path(dir), params);
+    if (tweak)
+      tweak(opts);
+    test::test_runtime rt;
+    caf::scoped_actor self{rt.system()};
+    worker_env env{self, rt.spawn_worker(opts, "worker 7"), segments, test::corpus_path(dir)};
+    body(env);
+  }
+  check_nothing_left(fds);
+}
+
+segment_job job_for(const test::test_segment& seg, uint64_t seed) {
+  return make_job(seg.name, random_log_posteriors(8, dim, seed), dim);
+}
+
+} // namespace
+
+TEST_CASE("a missing executable fails requests at once, naming the path") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    test::write_corpus(dir, 1, dim);
+    auto opts = sim_options(test::corpus_path(dir));
+    opts.sprint_exec_path = dir.path() + "/no-such-sprint";
+    test::test_runtime rt;
+    auto worker = rt.spawn_worker(opts);
+    caf::scoped_actor self{rt.system()};
+    auto r =
+        compute(self, worker, make_job("corpus/rec/seg-0", random_log_posteriors(3, dim, 1), dim));
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == errc::child_failed);
+    CHECK_THAT(render(r.error()), Catch::Contains("could not be started") &&
+                                      Catch::Contains("no-such-sprint' does not exist"));
+  }
+  check_nothing_left(fds);
+}
+
+TEST_CASE("a child that exits at once fails requests with its exit status and output") {
+  with_worker(
+      {"fault=exit-at-start"},
+      [](worker_env& env) {
+        auto r = compute(env.self, env.worker, job_for(env.segments[0], 1));
+        REQUIRE_FALSE(r);
+        CHECK(r.error() == errc::child_failed);
+        CHECK_THAT(render(r.error()), Catch::Contains("exited with status 2") &&
+                                          Catch::Contains("its output ended with"));
+      },
+      [](sprint_options& opts) { opts.max_retries = 1; });
+}
+
+TEST_CASE("a child that never answers init times out and is killed") {
+  with_worker(
+      {"fault=no-init-reply"},
+      [](worker_env& env) {
+        auto r = compute(env.self, env.worker, job_for(env.segments[0], 1));
+        REQUIRE_FALSE(r);
+        CHECK(r.error() == errc::timeout);
+        CHECK_THAT(render(r.error()),
+                   Catch::Contains("no reply to init within 300 ms (initTimeout)") &&
+                       Catch::Contains("killed by signal 9"));
+      },
+      [](sprint_options& opts) {
+        opts.init_timeout = 300ms;
+        opts.max_retries = 0;
+      });
+}
+
+TEST_CASE("a child speaking another protocol version is refused without retries") {
+  with_worker({"fault=bad-version"}, [](worker_env& env) {
+    auto r = compute(env.self, env.worker, job_for(env.segments[0], 1));
+    REQUIRE_FALSE(r);
+    CHECK_THAT(render(r.error()), Catch::Contains("protocol version 2, expected 1"));
+    CHECK(stats_of(env.self, env.worker).restarts == 0);
+  });
+}
+
+TEST_CASE("a crashing child is restarted and the request resent") {
+  // Every child crashes on its third request: 6 requests need 2 restarts.
+  with_worker({"fault=crash", "fault-after=2"}, [](worker_env& env) {
+    for (size_t i = 0; i < env.segments.size(); ++i) {
+      auto job = job_for(env.segments[i], i);
+      auto r = compute(env.self, env.worker, job);
+      INFO(env.segments[i].name);
+      REQUIRE(r);
+      auto expected =
+          test::reference_loss(env.corpus, env.segments[i].name, *job.log_posteriors.storage, dim);
+      CHECK(*r == expected.loss);
+    }
+    auto stats = stats_of(env.self, env.worker);
+    CHECK(stats.restarts == 2);
+    CHECK(stats.requests_served == 6);
+    CHECK(stats.requests_failed == 0);
+  });
+}
+
+TEST_CASE("a hanging child is killed after replyTimeout and the request resent") {
+  // The first child hangs on its second request; its successor answers.
+  with_worker(
+      {"fault=hang", "fault-after=1"},
+      [](worker_env& env) {
+        REQUIRE(compute(env.self, env.worker, job_for(env.segments[0], 1)));
+        auto r = compute(env.self, env.worker, job_for(env.segments[1], 2));
+        REQUIRE(r);
+        CHECK(stats_of(env.self, env.worker).restarts == 1);
+      },
+      [](sprint_options& opts) { opts.reply_timeout = 500ms; });
+}
+
+TEST_CASE("a hanging child fails the request once retries are used up") {
+  with_worker(
+      {"fault=hang", "fault-after=0"},
+      [](worker_env& env) {
+        auto r = compute(env.self, env.worker, job_for(env.segments[0], 1));
+        REQUIRE_FALSE(r);
+        CHECK(r.error() == errc::timeout);
+        CHECK_THAT(
+            render(r.error()),
+            Catch::Contains("worker 7: get_loss_and_error_signal of segment 'corpus/rec/seg-0'") &&
+                Catch::Contains("no reply within 300 ms (replyTimeout)") &&
+                Catch::Contains("killed by signal 9"));
+      },
+      [](sprint_options& opts) {
+        opts.reply_timeout = 300ms;
+        opts.max_retries = 1;
+      });
+}
+
+TEST_CASE("garbage from a child is a protocol failure: restart and resend") {
+  with_worker({"fault=garbage", "fault-after=1"}, [](worker_env& env) {
+    REQUIRE(compute(env.self, env.worker, job_for(env.segments[0], 1)));
+    auto r = compute(env.self, env.worker, job_for(env.segments[1], 2));
+    REQUIRE(r);
+    CHECK(stats_of(env.self, env.worker).restarts == 1);
+  });
+}
+
+TEST_CASE("a segment that keeps killing its child fails alone, after maxRetries") {
+  with_worker({"crash-segment=corpus/rec/seg-2"}, [](worker_env& env) {
+    auto bad = compute(env.self, env.worker, job_for(env.segments[2], 1));
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error() == errc::child_failed);
+    CHECK_THAT(render(bad.error()), Catch::Contains("segment 'corpus/rec/seg-2'") &&
+                                        Catch::Contains("exited with status 3"));
+    // The original child and two restarts (maxRetries 2) all died on it.
+    CHECK(stats_of(env.self, env.worker).restarts == 2);
+    // Other segments still work, on a fresh child.
+    REQUIRE(compute(env.self, env.worker, job_for(env.segments[3], 2)));
+  });
+}
+
+TEST_CASE("stopping a worker with a request in flight cancels it and still ends the child") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 2, dim);
+    test::test_runtime rt;
+    auto worker = rt.spawn_worker(sim_options(test::corpus_path(dir), {"delay-ms=400"}));
+    {
+      caf::scoped_actor self{rt.system()};
+      auto job = job_for(segments[0], 1);
+      auto handle = self->request(worker, caf::infinite, compute_atom::value, job);
+      // Let the request reach the child, then stop the worker.
+      std::this_thread::sleep_for(100ms);
+      caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+      caf::error err;
+      handle.receive([&](double) {}, [&](caf::error& e) { err = e; });
+      CHECK(err == errc::cancelled);
+    }
+    // The worker ends once its child has answered, read `exit` and exited.
+    rt.shutdown();
+  }
+  check_nothing_left(fds);
+}
+
+TEST_CASE("tearing down the runtime while a child computes leaves nothing behind") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 2, dim);
+    test::test_runtime rt;
+    auto worker = rt.spawn_worker(sim_options(test::corpus_path(dir), {"delay-ms=2000"}));
+    caf::scoped_actor self{rt.system()};
+    self->send(worker, compute_atom::value, job_for(segments[0], 1));
+    std::this_thread::sleep_for(200ms);
+    // The destructor stops the worker (exit), awaits it, and stops the io thread.
+  }
+  check_nothing_left(fds);
+}

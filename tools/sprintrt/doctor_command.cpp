@@ -1,0 +1,339 @@
+// `sprintrt doctor`: checks a Sprint set-up step by step. It starts one child
+// with the given options, shows the exact argument list, performs the init
+// handshake, optionally computes one segment on uniform posteriors, and stops
+// the child with `exit`. Each step reports its timing; the first failure ends
+// the run with a diagnosis (program missing, handshake failed, child died with
+// status N and this output, timeout) and a non-zero exit status.
+//
+// It drives the pipe channel directly (not the worker actor, which would
+// retry and restart and so hide the first failure), waiting on the channel's
+// reports from the command's main thread.
+
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/messages.hpp"
+#include "protocol/ndarray_access.hpp"
+#include "protocol/pickle_reader.hpp"
+#include "runtime/child_spawn.hpp"
+#include "runtime/io_thread.hpp"
+#include "runtime/output_tail.hpp"
+#include "runtime/sprint_channel.hpp"
+#include "tools/sprintrt/commands.hpp"
+
+namespace sprintrt::cli {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+struct doctor_options {
+  std::string config;
+  std::string segment;
+  size_t frames = 0;
+  size_t dim = 0;
+  bool json_output = false;
+};
+
+/// A report of the channel, as the main thread sees it.
+struct started_event {
+  pid_t pid;
+  std::vector<std::string> argv;
+};
+using channel_event = std::variant<started_event, protocol::byte_buffer, runtime::child_down>;
+
+/// Collects the channel's reports (made on the io thread) for the main thread.
+class event_queue {
+public:
+  runtime::channel_events callbacks() {
+    runtime::channel_events events;
+    events.started = [this](pid_t pid, const std::vector<std::string>& argv) {
+      push(started_event{pid, argv});
+    };
+    events.message = [this](protocol::byte_buffer msg) { push(std::move(msg)); };
+    events.down = [this](runtime::child_down down) { push(std::move(down)); };
+    return events;
+  }
+
+  /// Waits up to `timeout` for the next report.
+  std::optional<channel_event> wait(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> guard{mutex_};
+    if (!ready_.wait_for(guard, timeout, [this] { return !events_.empty(); }))
+      return std::nullopt;
+    auto event = std::move(events_.front());
+    events_.pop_front();
+    return event;
+  }
+
+private:
+  void push(channel_event event) {
+    std::lock_guard<std::mutex> guard{mutex_};
+    events_.push_back(std::move(event));
+    ready_.notify_one();
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<channel_event> events_;
+};
+
+/// Quotes an argument for display the way a POSIX shell would need it.
+std::string shell_quote(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_of(" \t\n'\"\\$`*?[]{}()<>|;&#~") == std::string::npos)
+    return arg;
+  std::string quoted = "'";
+  for (char c : arg)
+    quoted += c == '\'' ? std::string{"'\\''"} : std::string{c};
+  return quoted + "'";
+}
+
+double elapsed_ms(clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(clock::now() - since).count();
+}
+
+/// Runs the checks; prints human-readable steps unless `json_output`, and
+/// fills `summary` for --json.
+class doctor {
+public:
+  doctor(const doctor_options& opts, json& summary) : cli_(opts), summary_(summary) {}
+
+  int run() {
+    auto opts = load_options(cli_.config);
+    if (!opts)
+      return diagnose("options", render(opts.error()));
+    opts_ = *opts;
+    summary_["options"] = json::parse(to_json_string(opts_));
+    if (auto err = runtime::check_executable(opts_.sprint_exec_path))
+      return diagnose("program", render(err));
+    format_.framing = opts_.framing == pipe_framing::raw ? protocol::framing::raw
+                                                         : protocol::framing::length_prefixed;
+    format_.array_module = opts_.array_global_module;
+    runtime::io_thread io;
+    auto start = clock::now();
+    channel_ = runtime::sprint_channel::open(io, opts_, "doctor", events_.callbacks());
+    int status = steps(start);
+    if (!down_) {
+      // Make sure the child is gone, whatever step failed.
+      channel_->kill(make_error(errc::cancelled, "doctor finished"));
+      wait_down(opts_.exit_grace);
+    }
+    io.stop(opts_.exit_grace);
+    return status;
+  }
+
+private:
+  int steps(clock::time_point start) {
+    auto first = events_.wait(opts_.init_timeout);
+    if (!first)
+      return fail_child("start", "the child did not start within initTimeout");
+    if (auto* down = std::get_if<runtime::child_down>(&*first))
+      return child_down_diagnosis("start", *down);
+    const auto& started = std::get<started_event>(*first);
+    json argv = started.argv;
+    summary_["argv"] = argv;
+    summary_["pid"] = started.pid;
+    say("started pid " + std::to_string(started.pid) + " in " + ms(elapsed_ms(start)) + ":");
+    for (const auto& arg : started.argv)
+      say("    " + shell_quote(arg));
+    // The handshake.
+    auto sent = clock::now();
+    protocol::byte_buffer init;
+    protocol::encode_init_command(init, format_);
+    channel_->send(std::move(init));
+    int status = 0;
+    auto reply = wait_reply("init", opts_.init_timeout, status);
+    if (!reply)
+      return status;
+    auto init_reply = protocol::decode_init_reply(reply->value);
+    double init_ms = elapsed_ms(sent);
+    summary_["handshake_ms"] = init_ms;
+    if (!init_reply)
+      return diagnose("handshake", "bad reply to init: " + render(init_reply.error()));
+    if (init_reply->version != protocol::protocol_version)
+      return diagnose("handshake", "the child speaks protocol version " +
+                                       std::to_string(init_reply->version) + ", expected " +
+                                       std::to_string(protocol::protocol_version));
+    summary_["child_name"] = init_reply->child_name;
+    say("handshake ok: child '" + init_reply->child_name + "', protocol version 1, " + ms(init_ms));
+    if (!cli_.segment.empty())
+      if (status = compute_segment(); status != 0)
+        return status;
+    return stop();
+  }
+
+  int compute_segment() {
+    // Uniform posteriors: every class has probability 1/D in every frame.
+    std::vector<float> lp(cli_.frames * cli_.dim, -std::log(static_cast<float>(cli_.dim)));
+    protocol::byte_buffer request;
+    if (auto err = protocol::encode_loss_command(request, format_, cli_.segment, cli_.frames,
+                                                 cli_.dim, lp.data(), cli_.dim))
+      return diagnose("segment", render(err));
+    auto sent = clock::now();
+    channel_->send(std::move(request));
+    int status = 0;
+    auto reply = wait_reply("get_loss_and_error_signal", opts_.reply_timeout, status);
+    if (!reply)
+      return status;
+    double took = elapsed_ms(sent);
+    auto loss = protocol::decode_loss_reply(reply->value, cli_.frames, cli_.dim);
+    if (!loss)
+      return diagnose("segment", "segment '" + cli_.segment + "': " + render(loss.error()));
+    std::vector<float> es(cli_.frames * cli_.dim);
+    protocol::copy_rows(loss->error_signal, es.data(), cli_.dim);
+    double norm = 0;
+    for (float x : es)
+      norm += static_cast<double>(x) * x;
+    summary_["segment"] = {{"name", cli_.segment},
+                           {"frames", cli_.frames},
+                           {"dim", cli_.dim},
+                           {"loss", loss->loss},
+                           {"error_signal_l2", std::sqrt(norm)},
+                           {"ms", took}};
+    say("segment '" + cli_.segment + "' (" + std::to_string(cli_.frames) + " x " +
+        std::to_string(cli_.dim) + ", uniform posteriors): loss " + std::to_string(loss->loss) +
+        ", |error signal| " + std::to_string(std::sqrt(norm)) + ", " + ms(took));
+    return 0;
+  }
+
+  int stop() {
+    auto sent = clock::now();
+    protocol::byte_buffer exit;
+    protocol::encode_exit_command(exit, format_);
+    channel_->stop(opts_.exit_grace, std::move(exit));
+    if (!wait_down(opts_.exit_grace + std::chrono::seconds{5}))
+      return diagnose("exit", "the child did not end");
+    summary_["exit_code"] = down_->exit_code();
+    summary_["exit_ms"] = elapsed_ms(sent);
+    if (!down_->clean_exit())
+      return child_down_diagnosis("exit", *down_);
+    say("exit ok: the child " + down_->describe() + " after " + ms(elapsed_ms(sent)));
+    summary_["ok"] = true;
+    return 0;
+  }
+
+  /// A decoded reply, kept together with the buffer its arrays point into.
+  struct reply_message {
+    std::shared_ptr<const protocol::byte_buffer> buffer;
+    protocol::value value;
+  };
+
+  /// Waits for the reply to `command`. On failure diagnoses, sets `status`
+  /// to the exit status and returns nothing.
+  std::optional<reply_message> wait_reply(const std::string& command,
+                                          std::chrono::milliseconds timeout, int& status) {
+    auto event = events_.wait(timeout);
+    if (!event) {
+      status = fail_child(command, "no reply to " + command + " within " +
+                                       std::to_string(timeout.count()) + " ms");
+      return std::nullopt;
+    }
+    if (auto* down = std::get_if<runtime::child_down>(&*event)) {
+      status = child_down_diagnosis(command, *down);
+      return std::nullopt;
+    }
+    auto buffer = std::make_shared<const protocol::byte_buffer>(
+        std::get<protocol::byte_buffer>(std::move(*event)));
+    auto value = protocol::read_pickle(buffer);
+    if (!value) {
+      status = diagnose(command, "the child sent a malformed reply: " + render(value.error()));
+      return std::nullopt;
+    }
+    return reply_message{buffer, std::move(*value)};
+  }
+
+  bool wait_down(std::chrono::milliseconds timeout) {
+    auto deadline = clock::now() + timeout;
+    while (!down_) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+      auto event = events_.wait(std::max(left, std::chrono::milliseconds{0}));
+      if (!event)
+        return false;
+      if (auto* down = std::get_if<runtime::child_down>(&*event))
+        down_ = std::move(*down);
+    }
+    return true;
+  }
+
+  int child_down_diagnosis(const std::string& step, const runtime::child_down& down) {
+    down_ = down;
+    std::string text = "the child " + down.describe();
+    if (down.cause)
+      text = render(down.cause) + "; " + text;
+    summary_["exit_code"] = down.exit_code();
+    auto lines = runtime::last_lines(down.output, 30);
+    if (!lines.empty())
+      text += "\nits output ended with:\n" + lines;
+    return diagnose(step, text);
+  }
+
+  int fail_child(const std::string& step, const std::string& what) {
+    channel_->kill(make_error(errc::timeout, what));
+    wait_down(opts_.exit_grace);
+    return down_ ? child_down_diagnosis(step, *down_) : diagnose(step, what);
+  }
+
+  int diagnose(const std::string& step, const std::string& what) {
+    summary_["ok"] = false;
+    summary_["failed_step"] = step;
+    summary_["diagnosis"] = what;
+    if (!cli_.json_output)
+      std::cout << "FAILED at " << step << ": " << what << "\n";
+    return 1;
+  }
+
+  void say(const std::string& line) {
+    if (!cli_.json_output)
+      std::cout << line << "\n";
+  }
+
+  static std::string ms(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.1f ms", x);
+    return buf;
+  }
+
+  const doctor_options& cli_;
+  json& summary_;
+  sprint_options opts_;
+  protocol::wire_format format_;
+  event_queue events_;
+  std::optional<runtime::sprint_channel> channel_;
+  std::optional<runtime::child_down> down_;
+};
+
+} // namespace
+
+void add_doctor_command(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<doctor_options>();
+  auto* cmd = app.add_subcommand("doctor", "Check a Sprint set-up: start one child, handshake, "
+                                           "optionally compute one segment, stop it");
+  cmd->add_option("--config", opts->config, "Options JSON file (RETURNN's sprint_opts)")
+      ->required();
+  auto* segment = cmd->add_option("--segment", opts->segment,
+                                  "Also compute this segment on uniform posteriors");
+  auto* frames = cmd->add_option("--frames", opts->frames, "Frames of the segment (T)")
+                     ->check(CLI::PositiveNumber);
+  auto* dim =
+      cmd->add_option("--dim", opts->dim, "Classes per frame (D)")->check(CLI::PositiveNumber);
+  segment->needs(frames, dim);
+  frames->needs(segment);
+  dim->needs(segment);
+  cmd->add_flag("--json", opts->json_output, "Print one JSON summary instead of steps");
+  cmd->callback([opts, &exit_code] {
+    json summary = json::object();
+    exit_code = doctor{*opts, summary}.run();
+    if (opts->json_output)
+      std::cout << summary.dump(2) << "\n";
+  });
+}
+
+} // namespace sprintrt::cli

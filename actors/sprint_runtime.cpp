@@ -1,0 +1,64 @@
+#include "sprintrt/sprint_runtime.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include "actors/pool_registry.hpp"
+#include "runtime/io_thread.hpp"
+
+namespace sprintrt {
+
+namespace {
+
+/// How long `shutdown` lets children that were sent `exit` take before the
+/// io thread kills them. Each worker already kills its child after its own
+/// exitGrace; this only bounds the wait for children whose worker is gone.
+constexpr std::chrono::seconds io_grace{5};
+
+caf::actor_system_config& configure(caf::actor_system_config& cfg,
+                                    const sprint_runtime::settings& config) {
+  cfg.set("scheduler.max-threads", config.scheduler_threads);
+  return cfg;
+}
+
+} // namespace
+
+struct sprint_runtime::impl {
+  explicit impl(const settings& config)
+      : system(configure(system_config, config)), registry(system, io) {}
+
+  // Order matters: the io thread outlives the actor system (workers talk to
+  // it until they are done), the registry refers to both.
+  runtime::io_thread io;
+  caf::actor_system_config system_config;
+  caf::actor_system system;
+  pool_registry registry;
+  bool shut_down = false;
+};
+
+sprint_runtime::sprint_runtime() : sprint_runtime(settings{}) {}
+
+sprint_runtime::sprint_runtime(const settings& config) : impl_(std::make_unique<impl>(config)) {}
+
+sprint_runtime::~sprint_runtime() {
+  shutdown();
+}
+
+caf::actor_system& sprint_runtime::system() noexcept {
+  return impl_->system;
+}
+
+worker_pool_actor sprint_runtime::pool(const sprint_options& opts) {
+  return impl_->registry.pool(opts);
+}
+
+void sprint_runtime::shutdown() {
+  if (impl_->shut_down)
+    return;
+  impl_->shut_down = true;
+  impl_->registry.stop_all();
+  impl_->system.await_all_actors_done();
+  impl_->io.stop(io_grace);
+}
+
+} // namespace sprintrt

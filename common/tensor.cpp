@@ -1,0 +1,60 @@
+#include "sprintrt/tensor.hpp"
+
+#include <cstdint>
+#include <optional>
+
+namespace sprintrt {
+
+namespace {
+
+/// The product of `shape`, or nothing on overflow.
+std::optional<size_t> element_count(const std::vector<size_t>& shape) {
+  size_t n = 1;
+  for (auto extent : shape) {
+    if (extent != 0 && n > SIZE_MAX / extent)
+      return std::nullopt;
+    n *= extent;
+  }
+  return n;
+}
+
+} // namespace
+
+tensor tensor::zeros(std::vector<size_t> shape) {
+  auto n = element_count(shape);
+  auto storage = std::make_shared<std::vector<float>>(n ? *n : 0, 0.0f);
+  return tensor{std::move(shape), std::move(storage)};
+}
+
+caf::expected<tensor> tensor::from_vector(std::vector<float> data, std::vector<size_t> shape) {
+  auto n = element_count(shape);
+  if (!n || *n != data.size()) {
+    tensor shaped{shape, nullptr};
+    return make_error(errc::invalid_input, "tensor of shape " + shaped.shape_string() + " needs " +
+                                               (n ? std::to_string(*n) : std::string{"too many"}) +
+                                               " elements, got " + std::to_string(data.size()));
+  }
+  return tensor{std::move(shape), std::make_shared<std::vector<float>>(std::move(data))};
+}
+
+tensor tensor::clone() const {
+  return tensor{shape_, std::make_shared<std::vector<float>>(*storage_)};
+}
+
+std::string tensor::shape_string() const {
+  std::string text = "[";
+  for (size_t i = 0; i < shape_.size(); ++i) {
+    if (i > 0)
+      text += ", ";
+    text += std::to_string(shape_[i]);
+  }
+  return text + "]";
+}
+
+matrix_slice segment_slice(const tensor& batch, size_t b, size_t frames) {
+  size_t batch_size = batch.dim(1);
+  size_t dim = batch.dim(2);
+  return {batch.storage(), b * dim, frames, dim, batch_size * dim};
+}
+
+} // namespace sprintrt

@@ -1,0 +1,46 @@
+#pragma once
+
+/// @file
+/// The blocking facade for trainers that are not actor-based: one call per
+/// batch, from any thread (several threads may call at once).
+
+#include <string>
+#include <vector>
+
+#include "sprintrt/batch.hpp"
+#include "sprintrt/error.hpp"
+#include "sprintrt/options.hpp"
+#include "sprintrt/pool_interface.hpp"
+
+namespace sprintrt {
+
+class sprint_runtime;
+
+/// Calls one worker pool and waits for the answer. Copyable and cheap; the
+/// runtime must outlive it.
+class pool_client {
+public:
+  /// A client of the pool `rt` keeps for `opts`.
+  pool_client(sprint_runtime& rt, const sprint_options& opts);
+
+  /// Loss [B] and error signal [T, B, D] of a batch (see `worker_pool_actor`).
+  caf::expected<batch_result> compute(batch b) const;
+
+  /// The merged automata of the segments `tags`.
+  caf::expected<batch_automata> automata(std::vector<std::string> tags) const;
+
+  /// The loss of one segment; its error signal goes into `job.error_signal`.
+  caf::expected<double> compute_segment(segment_job job) const;
+
+  /// Counters of the pool and its workers.
+  caf::expected<pool_stats> stats() const;
+
+  /// Returns the pool's actor handle.
+  const worker_pool_actor& pool() const noexcept { return pool_; }
+
+private:
+  sprint_runtime* runtime_;
+  worker_pool_actor pool_;
+};
+
+} // namespace sprintrt

@@ -1,0 +1,77 @@
+#pragma once
+
+/// @file
+/// The typed message interface of a worker pool: up to `numInstances` Sprint
+/// workers behind one actor, for trainers that talk to actors directly (the
+/// blocking `pool_client` wraps the same messages).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "sprintrt/batch.hpp"
+#include "sprintrt/worker_interface.hpp"
+
+namespace sprintrt {
+
+/// Export and merge the automata of a batch.
+using automata_atom = caf::atom_constant<caf::atom("automata")>;
+
+/// Counters of a pool and its workers.
+struct pool_stats {
+  /// Batches answered (successfully or not).
+  uint64_t batches = 0;
+  /// Segments computed successfully, in batches or alone.
+  uint64_t segments = 0;
+  /// Segments that failed.
+  uint64_t failed_segments = 0;
+  /// Automata requests answered.
+  uint64_t automata = 0;
+  /// One entry per worker, in creation order.
+  std::vector<worker_stats> workers;
+};
+
+/// CAF inspection of `pool_stats`.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pool_stats& x) {
+  return f(x.batches, x.segments, x.failed_segments, x.automata, x.workers);
+}
+
+/// CAF inspection of `batch_automata`.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_automata& x) {
+  return f(x.edges, x.weights, x.start_end_states);
+}
+
+/// A pool of Sprint workers for one options value.
+///
+/// - `(compute, batch) -> batch_result`: the batch is checked first (shapes,
+///   lengths, tags, NaN/+inf), then its segments go longest first to the
+///   least loaded worker; each worker serves its list in order, writing error
+///   signals straight into the result. If segments fail, the request fails
+///   after all segments are done, with an error listing each failed segment.
+/// - `(automata, tags) -> batch_automata`: exports each segment's FSA (spread
+///   over the workers) and merges them.
+/// - `(compute, segment_job) -> loss`: one segment on a free worker (waits
+///   for one if all are busy).
+/// - `(fsa, segment) -> segment_fsa`: one segment's FSA, likewise.
+/// - `(stats) -> pool_stats`.
+///
+/// Workers are created when first needed, up to `numInstances`.
+using worker_pool_actor =
+    caf::typed_actor<caf::replies_to<compute_atom, batch>::with<batch_result>,
+                     caf::replies_to<automata_atom, std::vector<std::string>>::with<batch_automata>,
+                     caf::replies_to<compute_atom, segment_job>::with<double>,
+                     caf::replies_to<fsa_atom, std::string>::with<segment_fsa>,
+                     caf::replies_to<stats_atom>::with<pool_stats>>;
+
+} // namespace sprintrt
+
+// Batches share their tensors' storage: they are for actors in one process.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sprintrt::batch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sprintrt::batch_result)

@@ -1,0 +1,61 @@
+#pragma once
+
+/// @file
+/// The entry point for embedding sprintrt: a runtime that owns the actor
+/// system, the io thread for the Sprint children's pipes, and the registry
+/// of worker pools, and that shuts all of them down cleanly.
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+
+#include <caf/fwd.hpp>
+
+#include "sprintrt/options.hpp"
+#include "sprintrt/pool_interface.hpp"
+
+namespace sprintrt {
+
+/// Owns everything sprintrt runs: create one per process (or per trainer),
+/// get pools from it, destroy it (or call `shutdown`) at the end. Every
+/// Sprint child is then stopped (`exit`, then killed after its exitGrace)
+/// and reaped, and every descriptor closed.
+class sprint_runtime {
+public:
+  /// Settings of the runtime itself (pools have their own options).
+  struct settings {
+    /// CAF scheduler threads. CAF's default is max(4, cores); on small
+    /// machines 2 is as fast and leaves the cores to the trainer and Sprint.
+    size_t scheduler_threads = 2;
+  };
+
+  /// Starts the actor system and the io thread.
+  sprint_runtime();
+
+  /// Starts the actor system and the io thread with `config`.
+  explicit sprint_runtime(const settings& config);
+
+  /// Shuts down (see `shutdown`).
+  ~sprint_runtime();
+
+  sprint_runtime(const sprint_runtime&) = delete;
+  sprint_runtime& operator=(const sprint_runtime&) = delete;
+
+  /// Returns the actor system, for actor-based trainers.
+  caf::actor_system& system() noexcept;
+
+  /// Returns the pool for `opts`: the same pool for equal options (like
+  /// RETURNN's `SprintInstancePool.get_global_instance`). Thread-safe.
+  worker_pool_actor pool(const sprint_options& opts);
+
+  /// Stops every pool and worker, waits until all actors are done, then
+  /// stops the io thread, which kills and reaps any child still running.
+  /// Idempotent. Blocking calls on other threads must have returned first.
+  void shutdown();
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace sprintrt

@@ -1,0 +1,284 @@
+// The worker pool and its blocking facade against real sprint-sim children:
+// batch results bit-exact with the in-process criterion for 1, 2 and 4
+// workers, skewed lengths, merged automata, single segments, failures inside
+// a batch, two trainer threads at once, the registry, and shutdown.
+
+#include "sprintrt/pool_client.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <thread>
+
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
+
+#include "sim/corpus.hpp"
+#include "sim/criterion.hpp"
+#include "sim/ctc_topology.hpp"
+#include "sprintrt/sprint_runtime.hpp"
+#include "tests/integration/integration_support.hpp"
+#include "tests/support/process_checks.hpp"
+
+using namespace sprintrt;
+using test::random_log_posteriors;
+using test::sim_options;
+
+namespace {
+
+constexpr size_t dim = 6;
+
+void check_nothing_left(const test::fd_snapshot& fds) {
+  for (const auto& child : test::child_processes())
+    FAIL_CHECK("child left behind: pid " << child.pid << " (" << child.command << ")");
+  auto leaked = fds.leaked_fds();
+  INFO(test::describe_fds(leaked));
+  CHECK(leaked.empty());
+}
+
+/// A [T, B, D] batch of the first `lengths.size()` corpus segments, padding
+/// filled with NaN (which must never be read).
+batch make_batch(const std::vector<test::test_segment>& segments,
+                 const std::vector<int64_t>& lengths, uint64_t seed) {
+  size_t batch_size = lengths.size();
+  size_t frames = static_cast<size_t>(*std::max_element(lengths.begin(), lengths.end()));
+  batch b;
+  b.log_posteriors = tensor::zeros({frames, batch_size, dim});
+  std::fill(b.log_posteriors.data(), b.log_posteriors.data() + b.log_posteriors.size(), NAN);
+  for (size_t i = 0; i < batch_size; ++i) {
+    auto lp = random_log_posteriors(static_cast<size_t>(lengths[i]), dim, seed + i);
+    auto slice = segment_slice(b.log_posteriors, i, static_cast<size_t>(lengths[i]));
+    for (size_t t = 0; t < slice.rows; ++t)
+      std::copy(lp.begin() + t * dim, lp.begin() + (t + 1) * dim, slice.row(t));
+    b.tags.push_back(segments[i].name);
+  }
+  b.seq_lengths = lengths;
+  return b;
+}
+
+/// Checks a batch result against the criterion computed segment by segment.
+void check_result(const std::string& corpus, const batch& b, const batch_result& r) {
+  size_t batch_size = b.tags.size();
+  size_t frames = b.log_posteriors.dim(0);
+  REQUIRE(r.loss.size() == batch_size);
+  REQUIRE(r.error_signal.shape() == b.log_posteriors.shape());
+  for (size_t i = 0; i < batch_size; ++i) {
+    auto length = static_cast<size_t>(b.seq_lengths[i]);
+    auto in = segment_slice(b.log_posteriors, i, length);
+    std::vector<float> lp;
+    for (size_t t = 0; t < length; ++t)
+      lp.insert(lp.end(), in.row(t), in.row(t) + dim);
+    auto expected = test::reference_loss(corpus, b.tags[i], lp, dim);
+    INFO("segment " << i << " " << b.tags[i]);
+    CHECK(r.loss[i] == static_cast<float>(expected.loss));
+    auto out = segment_slice(r.error_signal, i, frames);
+    for (size_t t = 0; t < frames; ++t)
+      for (size_t d = 0; d < dim; ++d)
+        REQUIRE(out.row(t)[d] == (t < length ? expected.error_signal[t * dim + d] : 0.0f));
+  }
+}
+
+} // namespace
+
+TEST_CASE("batch results equal the criterion per segment, for 1, 2 and 4 workers") {
+  test::fd_snapshot fds;
+  for (size_t workers : {1, 2, 4}) {
+    INFO(workers << " workers");
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 8, dim);
+    auto opts = sim_options(test::corpus_path(dir));
+    opts.num_instances = workers;
+    sprint_runtime rt;
+    pool_client client{rt, opts};
+    // Skewed: one long segment, several tiny ones.
+    auto b = make_batch(segments, {40, 3, 3, 25, 3, 12, 3, 1}, 7);
+    auto r = client.compute(b);
+    REQUIRE(r);
+    check_result(test::corpus_path(dir), b, *r);
+    auto stats = client.stats();
+    REQUIRE(stats);
+    CHECK(stats->batches == 1);
+    CHECK(stats->segments == 8);
+    REQUIRE(stats->workers.size() == workers);
+    for (const auto& w : stats->workers)
+      CHECK(w.requests_served > 0);
+    // A second batch reuses the first result's error signal buffer when it
+    // is handed over (moved: a buffer someone else still holds is not reused).
+    auto b2 = make_batch(segments, {40, 3, 3, 25, 3, 12, 3, 1}, 99);
+    const float* reused = r->error_signal.data();
+    batch request = b2;
+    request.reuse_error_signal = std::move(r->error_signal);
+    auto r2 = client.compute(std::move(request));
+    REQUIRE(r2);
+    CHECK(r2->error_signal.data() == reused);
+    check_result(test::corpus_path(dir), b2, *r2);
+  }
+  check_nothing_left(fds);
+}
+
+TEST_CASE("merged automata equal the criterion's FSAs merged in batch order") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 5, dim);
+    auto opts = sim_options(test::corpus_path(dir));
+    opts.num_instances = 2;
+    sprint_runtime rt;
+    pool_client client{rt, opts};
+    std::vector<std::string> tags{segments[3].name, segments[0].name, segments[4].name};
+    auto merged = client.automata(tags);
+    REQUIRE(merged);
+    auto corpus = sim::corpus::from_file(test::corpus_path(dir));
+    REQUIRE(corpus);
+    sim::criterion crit{std::move(*corpus), std::make_shared<sim::ctc_topology>(0)};
+    size_t total_edges = 0;
+    std::vector<sim::fsa> fsas;
+    for (const auto& tag : tags) {
+      fsas.push_back(*crit.segment_fsa(tag));
+      total_edges += fsas.back().num_edges();
+    }
+    REQUIRE(merged->num_edges() == total_edges);
+    uint32_t offset = 0;
+    size_t column = 0;
+    for (size_t b = 0; b < fsas.size(); ++b) {
+      const auto& fsa = fsas[b];
+      for (size_t e = 0; e < fsa.num_edges(); ++e, ++column) {
+        CHECK(merged->edges[column] == fsa.sources()[e] + offset);
+        CHECK(merged->edges[total_edges + column] == fsa.targets()[e] + offset);
+        CHECK(merged->edges[2 * total_edges + column] == fsa.emissions()[e]);
+        CHECK(merged->edges[3 * total_edges + column] == b);
+        CHECK(merged->weights[column] == fsa.weights()[e]);
+      }
+      CHECK(merged->start_end_states[b] == offset);
+      CHECK(merged->start_end_states[tags.size() + b] == offset + fsa.num_states() - 1);
+      offset += fsa.num_states();
+    }
+  }
+  check_nothing_left(fds);
+}
+
+TEST_CASE("single segments go to a free worker") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 3, dim);
+    auto opts = sim_options(test::corpus_path(dir));
+    opts.num_instances = 2;
+    sprint_runtime rt;
+    pool_client client{rt, opts};
+    auto lp = random_log_posteriors(9, dim, 5);
+    auto job = test::make_job(segments[2].name, lp, dim);
+    auto loss = client.compute_segment(job);
+    REQUIRE(loss);
+    auto expected = test::reference_loss(test::corpus_path(dir), segments[2].name, lp, dim);
+    CHECK(*loss == expected.loss);
+    CHECK(*job.error_signal.storage == expected.error_signal);
+  }
+  check_nothing_left(fds);
+}
+
+TEST_CASE("a batch with failing segments fails after all are done, listing each") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 4, dim);
+    auto opts = sim_options(test::corpus_path(dir));
+    opts.num_instances = 2;
+    sprint_runtime rt;
+    pool_client client{rt, opts};
+    auto b = make_batch(segments, {5, 6, 7, 8}, 1);
+    b.tags[1] = "corpus/rec/unknown-1";
+    b.tags[3] = "corpus/rec/unknown-3";
+    auto r = client.compute(b);
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == errc::child_exception);
+    CHECK_THAT(render(r.error()), Catch::Contains("pool 0: batch: 2 of 4 segments failed") &&
+                                      Catch::Contains("segment 1 ('corpus/rec/unknown-1')") &&
+                                      Catch::Contains("segment 3 ('corpus/rec/unknown-3')"));
+    // Invalid input is refused before anything is sent.
+    auto nan_batch = make_batch(segments, {5, 6}, 1);
+    nan_batch.log_posteriors.data()[(2 * 2 + 1) * dim + 3] = NAN;
+    auto refused = client.compute(nan_batch);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error() == errc::invalid_input);
+    CHECK_THAT(
+        render(refused.error()),
+        Catch::Contains("segment 1 ('corpus/rec/seg-1'), frame 2, class 3: log-posterior is NaN"));
+    auto stats = client.stats();
+    REQUIRE(stats);
+    CHECK(stats->failed_segments == 2);
+    CHECK(stats->segments == 2);
+  }
+  check_nothing_left(fds);
+}
+
+TEST_CASE("two trainer threads use one pool at once") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 6, dim);
+    auto opts = sim_options(test::corpus_path(dir));
+    opts.num_instances = 3;
+    sprint_runtime rt;
+    pool_client client{rt, opts};
+    auto work = [&](uint64_t seed, std::vector<caf::error>& errors) {
+      for (int round = 0; round < 5; ++round) {
+        auto b = make_batch(segments, {7, 4, 9, 2, 6, 3}, seed + static_cast<uint64_t>(round));
+        auto r = client.compute(b);
+        if (!r) {
+          errors.push_back(r.error());
+          continue;
+        }
+        check_result(test::corpus_path(dir), b, *r);
+      }
+    };
+    std::vector<caf::error> errors_a;
+    std::vector<caf::error> errors_b;
+    std::thread a{work, 100, std::ref(errors_a)};
+    std::thread b{work, 200, std::ref(errors_b)};
+    a.join();
+    b.join();
+    CHECK(errors_a.empty());
+    CHECK(errors_b.empty());
+    auto stats = client.stats();
+    REQUIRE(stats);
+    CHECK(stats->batches == 10);
+    CHECK(stats->segments == 60);
+  }
+  check_nothing_left(fds);
+}
+
+TEST_CASE("the registry gives one pool per distinct options value") {
+  test::temp_dir dir;
+  test::write_corpus(dir, 1, dim);
+  sprint_runtime rt;
+  auto opts = sim_options(test::corpus_path(dir));
+  auto same = opts;
+  auto other = opts;
+  other.num_instances = 2;
+  CHECK(rt.pool(opts) == rt.pool(same));
+  CHECK(rt.pool(opts) != rt.pool(other));
+  CHECK(pool_client(rt, same).pool() == rt.pool(opts));
+}
+
+TEST_CASE("shutting down the runtime with a batch in flight fails it and ends every child") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 2, dim);
+    auto opts = sim_options(test::corpus_path(dir), {"delay-ms=500"});
+    sprint_runtime rt;
+    pool_client client{rt, opts};
+    caf::expected<batch_result> result = make_error(errc::timeout, "not returned");
+    std::thread trainer{[&] { result = client.compute(make_batch(segments, {4, 5}, 3)); }};
+    std::this_thread::sleep_for(std::chrono::milliseconds{200});
+    // The blocking call returns with `cancelled` before shutdown waits for it.
+    auto pool = rt.pool(opts);
+    caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+    trainer.join();
+    REQUIRE_FALSE(result);
+    CHECK(result.error() == errc::cancelled);
+    rt.shutdown();
+  }
+  check_nothing_left(fds);
+}

@@ -26,6 +26,10 @@ public:
   /// Views `size` elements starting at `data`.
   constexpr span(T* data, size_t size) noexcept : data_(data), size_(size) {}
 
+  /// Views the elements of a C array.
+  template <size_t N>
+  constexpr span(T (&array)[N]) noexcept : data_(array), size_(N) {}
+
   /// Views the elements of a vector.
   template <class U, class = std::enable_if_t<std::is_convertible_v<U (*)[], T (*)[]>>>
   span(std::vector<U>& xs) noexcept : data_(xs.data()), size_(xs.size()) {}

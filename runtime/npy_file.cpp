@@ -1,0 +1,576 @@
+#include "runtime/npy_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <optional>
+#include <string_view>
+
+#include "runtime/unique_fd.hpp"
+
+namespace sprintrt::runtime {
+
+using protocol::dtype;
+
+namespace {
+
+constexpr std::string_view magic = "\x93NUMPY";
+/// The magic string and the two version bytes.
+constexpr size_t magic_and_version = 8;
+/// NumPy aligns the data of the files it writes to this many bytes.
+constexpr size_t array_align = 64;
+/// NumPy's spare header space for the digits of the first dimension.
+constexpr size_t growth_axis_max_digits = 21;
+/// The longest header excerpt quoted in an error message.
+constexpr size_t max_quoted = 200;
+
+caf::error npy_error(const std::string& path, errc code, const std::string& what) {
+  return make_error(code, "npy file '" + path + "': " + what);
+}
+
+/// Renders bytes for a message: printable ASCII as is, anything else as \xHH.
+std::string escaped(std::string_view bytes) {
+  std::string text;
+  for (unsigned char c : bytes) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      text += static_cast<char>(c);
+    } else {
+      const char* hex = "0123456789abcdef";
+      text += c == '\\' ? std::string{"\\\\"} : std::string{"\\x"} + hex[c >> 4] + hex[c & 15];
+    }
+  }
+  return text;
+}
+
+/// The product of `shape` (0 if any extent is 0), or nothing on overflow.
+std::optional<size_t> element_count(span<const size_t> shape) {
+  size_t n = 1;
+  for (size_t extent : shape)
+    if (extent == 0)
+      return 0;
+  for (size_t extent : shape) {
+    if (n > SIZE_MAX / extent)
+      return std::nullopt;
+    n *= extent;
+  }
+  return n;
+}
+
+/// "shape (3, 4) float32", the way messages name an array.
+std::string describe(span<const size_t> shape, dtype type) {
+  return "shape " + npy_shape_string(shape) + " " + protocol::to_string(type);
+}
+
+// -- the header dict ----------------------------------------------------------------
+
+/// The three entries of an npy header.
+struct header_fields {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<size_t> shape;
+};
+
+/// A strict parser of the Python dict literal that NumPy writes as the header:
+/// exactly the keys 'descr' (a string), 'fortran_order' (True or False) and
+/// 'shape' (a tuple of non-negative ints), strings in single or double quotes
+/// without escapes, optional trailing commas, white space between tokens.
+class header_parser {
+public:
+  explicit header_parser(std::string_view text) : text_(text) {}
+
+  /// Parses the whole header into `fields`; on failure returns false and sets
+  /// `error()`.
+  bool parse(header_fields& fields) {
+    const char* names[3] = {"descr", "fortran_order", "shape"};
+    bool seen[3] = {false, false, false};
+    if (!expect('{', "the header to start with '{'"))
+      return false;
+    while (skip_space() != '}') {
+      std::string key;
+      if (!string_literal(key, "a quoted key or '}'") || !expect(':', "':' after the key"))
+        return false;
+      auto index = std::find(names, names + 3, key) - names;
+      if (index == 3)
+        return fail("unexpected key '" + escaped(key) + "'");
+      if (seen[index])
+        return fail("key '" + key + "' appears twice");
+      seen[index] = true;
+      if (!(index == 0   ? descr(fields.descr)
+            : index == 1 ? boolean(fields.fortran_order)
+                         : shape(fields.shape)))
+        return false;
+      if (skip_space() != ',')
+        break;
+      ++pos_;
+    }
+    if (!expect('}', "',' or '}' after a value"))
+      return false;
+    if (skip_space() != end)
+      return fail("unexpected text after the closing '}'");
+    for (int i = 0; i < 3; ++i)
+      if (!seen[i])
+        return fail("the key '" + std::string{names[i]} + "' is missing");
+    return true;
+  }
+
+  /// The reason the last `parse()` failed.
+  const std::string& error() const noexcept { return error_; }
+
+private:
+  static constexpr int end = -1;
+
+  /// Skips white space; returns the next character or `end`.
+  int skip_space() {
+    while (pos_ < text_.size() &&
+           std::string_view{" \t\n\r"}.find(text_[pos_]) != std::string_view::npos)
+      ++pos_;
+    return pos_ < text_.size() ? static_cast<unsigned char>(text_[pos_]) : end;
+  }
+
+  bool fail(std::string what) {
+    error_ = std::move(what);
+    return false;
+  }
+
+  /// Fails with "expected <what> at offset N, found <the next character>".
+  bool fail_at(const std::string& what) {
+    int c = skip_space();
+    return fail("expected " + what + " at offset " + std::to_string(pos_) + ", found " +
+                (c == end ? std::string{"the end of the header"}
+                          : "'" + escaped(text_.substr(pos_, 1)) + "'"));
+  }
+
+  bool expect(char c, const char* what) {
+    if (skip_space() != c)
+      return fail_at(what);
+    ++pos_;
+    return true;
+  }
+
+  bool string_literal(std::string& out, const char* what) {
+    int quote = skip_space();
+    if (quote != '\'' && quote != '"')
+      return fail_at(what);
+    size_t close = text_.find(static_cast<char>(quote), pos_ + 1);
+    size_t backslash = text_.find('\\', pos_ + 1);
+    if (close == std::string_view::npos)
+      return fail("the string at offset " + std::to_string(pos_) + " has no closing quote");
+    if (backslash < close)
+      return fail("escape sequences in strings are not supported (offset " +
+                  std::to_string(backslash) + ")");
+    out = std::string{text_.substr(pos_ + 1, close - pos_ - 1)};
+    pos_ = close + 1;
+    return true;
+  }
+
+  bool descr(std::string& out) {
+    if (skip_space() == '[')
+      return fail("structured dtypes (a list as 'descr') are not supported");
+    return string_literal(out, "a string as the value of 'descr'");
+  }
+
+  bool boolean(bool& out) {
+    skip_space();
+    for (bool value : {false, true}) {
+      std::string_view word = value ? "True" : "False";
+      if (text_.substr(pos_, word.size()) == word) {
+        pos_ += word.size();
+        out = value;
+        return true;
+      }
+    }
+    return fail_at("True or False as the value of 'fortran_order'");
+  }
+
+  bool shape(std::vector<size_t>& out) {
+    if (!expect('(', "a tuple such as (3, 4) as the value of 'shape'"))
+      return false;
+    bool comma = false;
+    while (skip_space() != ')') {
+      if (!out.empty() && !comma)
+        return fail_at("',' or ')' in the shape");
+      if (!integer(out.emplace_back()))
+        return false;
+      comma = skip_space() == ',';
+      pos_ += comma;
+    }
+    ++pos_;
+    if (out.size() == 1 && !comma)
+      return fail("the shape (" + std::to_string(out[0]) + ") is an int, not a tuple (a 1-tuple " +
+                  "is written (" + std::to_string(out[0]) + ",))");
+    return true;
+  }
+
+  bool integer(size_t& out) {
+    int c = skip_space();
+    if (c == '-')
+      return fail("the shape has a negative dimension at offset " + std::to_string(pos_));
+    if (c < '0' || c > '9')
+      return fail_at("a dimension (a non-negative integer) in the shape");
+    size_t start = pos_;
+    bool overflow = false;
+    for (; pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9'; ++pos_) {
+      size_t digit = static_cast<size_t>(text_[pos_] - '0');
+      overflow = overflow || out > (SIZE_MAX - digit) / 10;
+      out = out * 10 + digit;
+    }
+    if (overflow)
+      return fail("the shape dimension " + std::string{text_.substr(start, pos_ - start)} +
+                  " does not fit in 64 bits");
+    return true;
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+  std::string error_;
+};
+
+/// Maps a descr to a dtype, or returns the reason it is not supported.
+std::optional<dtype> parse_descr(const std::string& descr, std::string& error) {
+  std::optional<dtype> type;
+  if (descr.size() == 3 && std::string_view{"<=|>"}.find(descr[0]) != std::string_view::npos)
+    type = protocol::parse_dtype(std::string_view{descr}.substr(1));
+  if (!type) {
+    error = "unsupported dtype '" + escaped(descr) + "' (supported: <f4, <f8, <i4, <u4, <i8, |u1)";
+    if (descr.size() >= 2 && descr[1] == 'O')
+      error += "; object arrays hold pickled Python objects";
+    return std::nullopt;
+  }
+  const size_t size = protocol::item_size(*type);
+  if (descr[0] == '>' && size > 1)
+    error = "big-endian dtype '" + descr + "' is not supported; convert with array.astype('<" +
+            descr.substr(1) + "')";
+  else if (descr[0] == '|' && size > 1)
+    error = "dtype '" + descr + "' has no byte order ('|'), but its elements have " +
+            std::to_string(size) + " bytes";
+  else
+    return type;
+  return std::nullopt;
+}
+
+// -- reading ----------------------------------------------------------------------
+
+/// Reads up to `size` bytes at `offset`, retrying after signals and partial
+/// reads. Returns the number read (less only at the end of the file), or -1
+/// with `errno` set.
+ssize_t read_at(int fd, void* buffer, size_t size, uint64_t offset) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, static_cast<char*>(buffer) + done, size - done,
+                        static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return -1;
+    if (n == 0)
+      break;
+    done += static_cast<size_t>(n);
+  }
+  return static_cast<ssize_t>(done);
+}
+
+/// An open npy file whose header has been checked against its size.
+struct npy_layout {
+  unique_fd fd;
+  dtype type = dtype::float32;
+  std::vector<size_t> shape;
+  uint64_t data_offset = 0;
+  size_t data_bytes = 0;
+};
+
+caf::expected<npy_layout> open_npy(const std::string& path) {
+  npy_layout layout;
+  layout.fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!layout.fd)
+    return npy_error(path, errc::io_error, std::string{"cannot open: "} + std::strerror(errno));
+  struct stat info {};
+  if (::fstat(layout.fd.get(), &info) != 0)
+    return npy_error(path, errc::io_error, std::string{"cannot stat: "} + std::strerror(errno));
+  if (!S_ISREG(info.st_mode))
+    return npy_error(path, errc::io_error, "not a regular file");
+  const auto file_size = static_cast<uint64_t>(info.st_size);
+  auto read_error = [&] {
+    return npy_error(path, errc::io_error, std::string{"cannot read: "} + std::strerror(errno));
+  };
+  auto invalid = [&](const std::string& what) {
+    return npy_error(path, errc::invalid_input, what);
+  };
+  // The magic string, the version and the header length (no more than fstat
+  // counted, so that a file growing meanwhile cannot confuse the checks).
+  unsigned char prefix[magic_and_version + 4] = {};
+  ssize_t got = read_at(layout.fd.get(), prefix, std::min<uint64_t>(sizeof(prefix), file_size), 0);
+  if (got < 0)
+    return read_error();
+  std::string_view start{reinterpret_cast<const char*>(prefix),
+                         std::min(static_cast<size_t>(got), magic.size())};
+  if (start != magic) {
+    if (got == 0)
+      return invalid("not an npy file: it is empty");
+    return invalid("not an npy file: it starts with \"" + escaped(start) +
+                   "\", not \"\\x93NUMPY\"" +
+                   (start.substr(0, 2) == "PK" ? " (a zip archive such as an .npz file?)" : ""));
+  }
+  if (static_cast<size_t>(got) < magic_and_version)
+    return invalid("header truncated: the file ends inside the version number");
+  const unsigned major = prefix[6], minor = prefix[7];
+  if ((major != 1 && major != 2 && major != 3) || minor != 0)
+    return invalid("unsupported npy format version " + std::to_string(major) + "." +
+                   std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
+  const size_t length_size = major == 1 ? 2 : 4;
+  const size_t header_offset = magic_and_version + length_size;
+  if (static_cast<size_t>(got) < header_offset)
+    return invalid("header truncated: the file ends inside the header length");
+  uint64_t header_length = 0;
+  for (size_t i = 0; i < length_size; ++i)
+    header_length |= uint64_t{prefix[magic_and_version + i]} << (8 * i);
+  if (header_length > file_size - header_offset)
+    return invalid("header truncated: its length is " + std::to_string(header_length) +
+                   " bytes, but only " + std::to_string(file_size - header_offset) +
+                   " bytes follow the length field");
+  std::string header(header_length, '\0');
+  got = read_at(layout.fd.get(), header.data(), header.size(), header_offset);
+  if (got < 0)
+    return read_error();
+  if (static_cast<size_t>(got) < header.size())
+    return invalid("header truncated: the file shrank while being read");
+  // The header as text: its dict, padding and final newline.
+  header_parser parser{header};
+  header_fields fields;
+  if (!parser.parse(fields)) {
+    auto text = std::string_view{header}.substr(0, header.find_last_not_of(" \n") + 1);
+    auto quoted = escaped(text.substr(0, max_quoted)) + (text.size() > max_quoted ? "..." : "");
+    return invalid("header is not parseable: " + parser.error() + " in header \"" + quoted + "\"");
+  }
+  if (fields.fortran_order)
+    return invalid("Fortran-order arrays are not supported; save with numpy.ascontiguousarray");
+  std::string error;
+  auto type = parse_descr(fields.descr, error);
+  if (!type)
+    return invalid(error);
+  layout.type = *type;
+  layout.shape = std::move(fields.shape);
+  layout.data_offset = header_offset + header_length;
+  auto count = element_count(layout.shape);
+  const size_t item = protocol::item_size(layout.type);
+  if (!count || *count > SIZE_MAX / item)
+    return invalid(describe(layout.shape, layout.type) + " is too large: its size in bytes " +
+                   "does not fit in 64 bits");
+  layout.data_bytes = *count * item;
+  const uint64_t available = file_size - layout.data_offset;
+  if (available != layout.data_bytes)
+    return invalid(std::string{available < layout.data_bytes ? "data truncated" : "trailing data"} +
+                   ": expected " + std::to_string(layout.data_bytes) + " bytes of data for " +
+                   describe(layout.shape, layout.type) + ", file has " + std::to_string(available) +
+                   (available > layout.data_bytes ? " (is the shape in the header wrong?)" : ""));
+  return layout;
+}
+
+/// Reads the data of `layout` into `buffer`, which holds `layout.data_bytes`.
+caf::error read_data(const std::string& path, const npy_layout& layout, void* buffer) {
+  ssize_t got = read_at(layout.fd.get(), buffer, layout.data_bytes, layout.data_offset);
+  if (got < 0)
+    return npy_error(path, errc::io_error, std::string{"cannot read: "} + std::strerror(errno));
+  if (static_cast<size_t>(got) < layout.data_bytes)
+    return npy_error(path, errc::invalid_input,
+                     "data truncated: the file shrank while being read (got " +
+                         std::to_string(got) + " of " + std::to_string(layout.data_bytes) +
+                         " bytes of data)");
+  return {};
+}
+
+// -- writing ----------------------------------------------------------------------
+
+/// Returns the header `numpy.save` writes for an array of `type` and `shape`,
+/// or nothing if even version 2.0 cannot hold it.
+std::optional<std::string> make_header(dtype type, span<const size_t> shape) {
+  std::string dict = std::string{"{'descr': '"} + (protocol::item_size(type) == 1 ? '|' : '<') +
+                     protocol::type_code(type) +
+                     "', 'fortran_order': False, 'shape': " + npy_shape_string(shape) + ", }";
+  if (!shape.empty())
+    dict.append(growth_axis_max_digits - std::to_string(shape[0]).size(), ' ');
+  const size_t text_size = dict.size() + 1; // with the final newline
+  for (unsigned char major : {1, 2}) {
+    const size_t prefix = magic_and_version + (major == 1 ? 2 : 4);
+    const size_t padding = array_align - (prefix + text_size) % array_align;
+    const uint64_t length = text_size + padding;
+    if (length > (major == 1 ? 0xffffu : 0xffffffffu))
+      continue;
+    std::string header{magic};
+    header += static_cast<char>(major);
+    header += '\0';
+    for (size_t i = 0; i < prefix - magic_and_version; ++i)
+      header += static_cast<char>((length >> (8 * i)) & 0xff);
+    return header + dict + std::string(padding, ' ') + '\n';
+  }
+  return std::nullopt;
+}
+
+/// Writes all of `size` bytes, retrying after signals and partial writes.
+bool write_all(int fd, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+/// Numbers the temporary files of this process.
+std::atomic<uint64_t> temp_counter{0};
+
+} // namespace
+
+size_t npy_array::num_elements() const noexcept {
+  size_t n = 1;
+  for (size_t extent : shape)
+    n *= extent;
+  return n;
+}
+
+std::string npy_shape_string(span<const size_t> shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i > 0 ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+caf::expected<npy_array> read_npy(const std::string& path) {
+  auto layout = open_npy(path);
+  if (!layout)
+    return layout.error();
+  npy_array array;
+  array.type = layout->type;
+  array.shape = std::move(layout->shape);
+  array.data.resize(layout->data_bytes);
+  if (auto err = read_data(path, *layout, array.data.data()))
+    return err;
+  return array;
+}
+
+template <class T>
+caf::expected<npy_typed_array<T>> read_npy_exact(const std::string& path) {
+  auto layout = open_npy(path);
+  if (!layout)
+    return layout.error();
+  constexpr dtype expected = protocol::dtype_of<T>();
+  if (layout->type != expected)
+    return npy_error(path, errc::invalid_input,
+                     std::string{"has dtype "} + protocol::to_string(layout->type) + ", expected " +
+                         protocol::to_string(expected));
+  npy_typed_array<T> array;
+  array.values.resize(layout->data_bytes / sizeof(T));
+  if (auto err = read_data(path, *layout, array.values.data()))
+    return err;
+  array.shape = std::move(layout->shape);
+  return array;
+}
+
+template caf::expected<npy_typed_array<float>> read_npy_exact(const std::string&);
+template caf::expected<npy_typed_array<double>> read_npy_exact(const std::string&);
+template caf::expected<npy_typed_array<int32_t>> read_npy_exact(const std::string&);
+template caf::expected<npy_typed_array<uint32_t>> read_npy_exact(const std::string&);
+template caf::expected<npy_typed_array<int64_t>> read_npy_exact(const std::string&);
+template caf::expected<npy_typed_array<uint8_t>> read_npy_exact(const std::string&);
+
+caf::error write_npy(const std::string& path, dtype type, span<const size_t> shape,
+                     byte_span data) {
+  auto count = element_count(shape);
+  const size_t item = protocol::item_size(type);
+  if (!count || *count > SIZE_MAX / item)
+    return npy_error(path, errc::invalid_input,
+                     "cannot write " + describe(shape, type) + ": its size overflows 64 bits");
+  if (data.size() != *count * item)
+    return npy_error(path, errc::invalid_input,
+                     "cannot write " + describe(shape, type) + ": it needs " +
+                         std::to_string(*count * item) + " bytes of data, got " +
+                         std::to_string(data.size()));
+  auto header = make_header(type, shape);
+  if (!header)
+    return npy_error(path, errc::invalid_input,
+                     "cannot write a shape of " + std::to_string(shape.size()) +
+                         " dimensions: the header would exceed 4 GiB");
+  std::string temp;
+  unique_fd fd;
+  for (int attempt = 0; !fd && attempt < 100; ++attempt) {
+    temp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(temp_counter++);
+    fd.reset(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+    if (!fd && errno != EEXIST)
+      break;
+  }
+  if (!fd)
+    return npy_error(path, errc::io_error,
+                     "cannot create the temporary file '" + temp + "': " + std::strerror(errno));
+  auto fail = [&](const char* what) {
+    auto err = npy_error(path, errc::io_error, what + std::string{": "} + std::strerror(errno));
+    fd.reset();
+    ::unlink(temp.c_str());
+    return err;
+  };
+  if (!write_all(fd.get(), header->data(), header->size()) ||
+      !write_all(fd.get(), data.data(), data.size()))
+    return fail("cannot write");
+  if (::fsync(fd.get()) != 0)
+    return fail("cannot flush to disk");
+  if (::close(fd.release()) != 0)
+    return fail("cannot close");
+  if (::rename(temp.c_str(), path.c_str()) != 0)
+    return fail(("cannot rename '" + temp + "' to it").c_str());
+  return {};
+}
+
+caf::error write_npy(const std::string& path, const npy_array& array) {
+  return write_npy(path, array.type, array.shape, byte_span{array.data});
+}
+
+namespace detail {
+
+caf::error check_npy_conversion(const npy_array& array, bool to_floating, size_t to_size,
+                                const std::string& to_name) {
+  const char* from = protocol::to_string(array.type);
+  auto count = element_count(array.shape);
+  if (!count || *count > SIZE_MAX / protocol::item_size(array.type) ||
+      array.data.size() != *count * protocol::item_size(array.type))
+    return make_error(errc::invalid_input, "the " + std::string{from} + " array of shape " +
+                                               npy_shape_string(array.shape) + " has " +
+                                               std::to_string(array.data.size()) +
+                                               " bytes of data, which does not match its shape");
+  const bool from_floating = protocol::is_floating(array.type);
+  if (from_floating != to_floating)
+    return make_error(errc::invalid_input,
+                      "the " + std::string{from} + " array cannot be read as " + to_name +
+                          " values: no conversion between integers and floating point is done");
+  if (from_floating && protocol::item_size(array.type) > to_size)
+    return make_error(errc::invalid_input, "the " + std::string{from} +
+                                               " array cannot be read as " + to_name +
+                                               " values: that would round them");
+  return {};
+}
+
+caf::error npy_value_out_of_range(const npy_array& array, size_t index,
+                                  const std::string& to_name) {
+  const std::byte* p = array.data.data() + index * protocol::item_size(array.type);
+  auto text = [p](auto x) {
+    std::memcpy(&x, p, sizeof(x));
+    return std::to_string(+x); // + promotes uint8_t to a number
+  };
+  std::string value = array.type == dtype::int32    ? text(int32_t{})
+                      : array.type == dtype::uint32 ? text(uint32_t{})
+                      : array.type == dtype::int64  ? text(int64_t{})
+                                                    : text(uint8_t{});
+  return make_error(errc::invalid_input, "element " + std::to_string(index) + " of the " +
+                                             protocol::to_string(array.type) + " array is " +
+                                             value + ", which does not fit in " + to_name);
+}
+
+} // namespace detail
+
+} // namespace sprintrt::runtime

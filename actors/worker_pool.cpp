@@ -159,6 +159,7 @@ void send_single(pool_pointer self, size_t worker, waiting_request req) {
     self->request(slot.handle, caf::infinite, fsa_atom::value, std::get<std::string>(req.what))
         .then(
             [self, worker, id, promise = req.fsa_promise](segment_fsa& fsa) mutable {
+              ++self->state.stats.fsa_exports;
               promise.deliver(std::move(fsa));
               untrack(self, id);
               worker_done(self, worker, 0);
@@ -322,6 +323,7 @@ caf::result<batch_automata> compute_automata(pool_pointer self, std::vector<std:
       self->request(st.workers[w].handle, caf::infinite, fsa_atom::value, tags[index])
           .then(
               [self, progress, w, index, finish](segment_fsa& fsa) {
+                ++self->state.stats.fsa_exports;
                 progress->automata[index] = std::move(fsa);
                 worker_done(self, w, 0);
                 if (--progress->pending == 0)

@@ -32,6 +32,8 @@ struct pool_stats {
   uint64_t failed_segments = 0;
   /// Automata requests answered.
   uint64_t automata = 0;
+  /// Segment FSAs exported successfully, for automata or alone.
+  uint64_t fsa_exports = 0;
   /// One entry per worker, in creation order.
   std::vector<worker_stats> workers;
 };
@@ -39,7 +41,7 @@ struct pool_stats {
 /// CAF inspection of `pool_stats`.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pool_stats& x) {
-  return f(x.batches, x.segments, x.failed_segments, x.automata, x.workers);
+  return f(x.batches, x.segments, x.failed_segments, x.automata, x.fsa_exports, x.workers);
 }
 
 /// CAF inspection of `batch_automata`.

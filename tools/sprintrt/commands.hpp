@@ -12,6 +12,13 @@ namespace sprintrt::cli {
 /// `sprintrt pickle-dump FILE [--framing F]`: decodes captured pipe traffic.
 void add_pickle_dump_command(CLI::App& app, int& exit_code);
 
+/// `sprintrt loss --config ... --log-posteriors LP.npy --seq-lengths LEN.npy
+/// --tags TAGS.txt --loss-out LOSS.npy --error-signal-out ES.npy [--json]`.
+void add_loss_command(CLI::App& app, int& exit_code);
+
+/// `sprintrt automata --config ... --tags TAGS.txt --out-dir DIR [--json]`.
+void add_automata_command(CLI::App& app, int& exit_code);
+
 /// `sprintrt doctor --config OPTIONS.json [--segment S --frames T --dim D]`:
 /// checks a Sprint set-up step by step.
 void add_doctor_command(CLI::App& app, int& exit_code);

@@ -1,0 +1,104 @@
+// `sprintrt automata`: the merged automata of a list of segments, written as
+// .npy files in the layout RETURNN's SprintAlignmentAutomataOp returns.
+
+#include <atomic>
+#include <iostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/npy_file.hpp"
+#include "sprintrt/pool_client.hpp"
+#include "sprintrt/sprint_runtime.hpp"
+#include "tools/sprintrt/batch_files.hpp"
+#include "tools/sprintrt/commands.hpp"
+#include "tools/sprintrt/progress_bar.hpp"
+
+namespace sprintrt::cli {
+
+namespace {
+
+struct automata_options {
+  std::string config;
+  std::string tags;
+  std::string out_dir;
+  bool json_output = false;
+};
+
+int fail(const std::string& what) {
+  std::cerr << "sprintrt automata: " << what << "\n";
+  return 1;
+}
+
+int run(const automata_options& cli) {
+  auto opts = load_options(cli.config);
+  if (!opts)
+    return fail(render(opts.error()));
+  auto tags = read_tags(cli.tags);
+  if (!tags)
+    return fail(render(tags.error()));
+  size_t batch_size = tags->size();
+  sprint_runtime rt;
+  pool_client client{rt, *opts};
+  progress_bar bar{"automata", batch_size, "segments"};
+  std::atomic<bool> done{false};
+  std::thread poller;
+  if (bar.enabled())
+    poller = std::thread{[&] {
+      while (!done) {
+        if (auto stats = client.stats())
+          bar.update(stats->fsa_exports);
+        std::this_thread::sleep_for(std::chrono::milliseconds{200});
+      }
+    }};
+  auto merged = client.automata(*tags);
+  done = true;
+  if (poller.joinable())
+    poller.join();
+  bar.update(batch_size);
+  if (!merged)
+    return fail(render(merged.error()));
+  size_t edges_shape[] = {4, merged->num_edges()};
+  size_t weights_shape[] = {merged->num_edges()};
+  size_t states_shape[] = {2, batch_size};
+  auto dir = cli.out_dir + "/";
+  if (auto err = runtime::write_npy<uint32_t>(dir + "edges.npy", edges_shape, merged->edges))
+    return fail(render(err));
+  if (auto err = runtime::write_npy<float>(dir + "weights.npy", weights_shape, merged->weights))
+    return fail(render(err));
+  if (auto err = runtime::write_npy<uint32_t>(dir + "start_end_states.npy", states_shape,
+                                              merged->start_end_states))
+    return fail(render(err));
+  if (cli.json_output) {
+    nlohmann::json summary{
+        {"batch_size", batch_size},
+        {"num_edges", merged->num_edges()},
+        {"num_states", batch_size == 0 ? 0 : merged->start_end_states.back() + 1},
+        {"out_dir", cli.out_dir}};
+    std::cout << summary.dump(2) << "\n";
+  } else {
+    std::cout << "merged the automata of " << batch_size << " segments (" << merged->num_edges()
+              << " edges) into " << cli.out_dir << "/{edges,weights,start_end_states}.npy\n";
+  }
+  return 0;
+}
+
+} // namespace
+
+void add_automata_command(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<automata_options>();
+  auto* cmd =
+      app.add_subcommand("automata", "Export and merge the FSAs of segments into .npy files");
+  cmd->add_option("--config", opts->config, "Options JSON file (RETURNN's sprint_opts)")
+      ->required();
+  cmd->add_option("--tags", opts->tags, "Segment names, one per line")->required();
+  cmd->add_option("--out-dir", opts->out_dir,
+                  "Directory for edges.npy (uint32 [4, E]), weights.npy (float32 [E]), "
+                  "start_end_states.npy (uint32 [2, B])")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_flag("--json", opts->json_output, "Print a JSON summary");
+  cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
+}
+
+} // namespace sprintrt::cli

@@ -1,0 +1,26 @@
+#pragma once
+
+/// @file
+/// Reading a batch from the files `sprintrt loss` and `sprintrt automata`
+/// take: log-posteriors and sequence lengths as .npy, tags as text.
+
+#include <string>
+#include <vector>
+
+#include "sprintrt/batch.hpp"
+#include "sprintrt/error.hpp"
+
+namespace sprintrt::cli {
+
+/// Reads segment tags, one per line. A trailing '\r' is removed and blank
+/// lines at the end of the file are ignored; a blank line between tags is an
+/// error naming the line (an empty tag cannot name a segment).
+caf::expected<std::vector<std::string>> read_tags(const std::string& path);
+
+/// Reads a batch: `log_posteriors` float32 [T, B, D], `seq_lengths` int32 or
+/// int64 [B], `tags` B lines. Shapes are checked against each other here;
+/// values (lengths in range, NaN) by the pool.
+caf::expected<batch> read_batch(const std::string& log_posteriors, const std::string& seq_lengths,
+                                const std::string& tags);
+
+} // namespace sprintrt::cli

@@ -1,0 +1,144 @@
+// `sprintrt loss`: the loss and error signal of one batch stored as .npy
+// files, computed by a worker pool, written back as .npy files.
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/npy_file.hpp"
+#include "sprintrt/pool_client.hpp"
+#include "sprintrt/sprint_runtime.hpp"
+#include "tools/sprintrt/batch_files.hpp"
+#include "tools/sprintrt/commands.hpp"
+#include "tools/sprintrt/progress_bar.hpp"
+
+namespace sprintrt::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+struct loss_options {
+  std::string config;
+  std::string log_posteriors;
+  std::string seq_lengths;
+  std::string tags;
+  std::string loss_out;
+  std::string error_signal_out;
+  bool json_output = false;
+};
+
+json number_or_text(double x) {
+  if (std::isinf(x))
+    return x > 0 ? "inf" : "-inf";
+  if (std::isnan(x))
+    return "nan";
+  return x;
+}
+
+int fail(const std::string& what) {
+  std::cerr << "sprintrt loss: " << what << "\n";
+  return 1;
+}
+
+int run(const loss_options& cli) {
+  auto opts = load_options(cli.config);
+  if (!opts)
+    return fail(render(opts.error()));
+  auto input = read_batch(cli.log_posteriors, cli.seq_lengths, cli.tags);
+  if (!input)
+    return fail(render(input.error()));
+  auto shape = input->log_posteriors.shape();
+  auto tags = input->tags;
+  auto lengths = input->seq_lengths;
+  sprint_runtime rt;
+  pool_client client{rt, *opts};
+  auto start = std::chrono::steady_clock::now();
+  // The pool counts finished segments: poll it for the progress bar.
+  progress_bar bar{"loss", tags.size(), "segments"};
+  std::atomic<bool> done{false};
+  std::thread poller;
+  if (bar.enabled())
+    poller = std::thread{[&] {
+      while (!done) {
+        if (auto stats = client.stats())
+          bar.update(stats->segments + stats->failed_segments);
+        std::this_thread::sleep_for(std::chrono::milliseconds{200});
+      }
+    }};
+  auto result = client.compute(std::move(*input));
+  done = true;
+  if (poller.joinable())
+    poller.join();
+  bar.update(tags.size());
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!result)
+    return fail(render(result.error()));
+  size_t loss_shape[] = {tags.size()};
+  if (auto err = runtime::write_npy<float>(cli.loss_out, loss_shape, result->loss))
+    return fail(render(err));
+  if (auto err = runtime::write_npy<float>(
+          cli.error_signal_out, shape,
+          span<const float>{result->error_signal.data(), result->error_signal.size()}))
+    return fail(render(err));
+  auto stats = client.stats();
+  int64_t frames = 0;
+  double loss_sum = 0;
+  for (size_t b = 0; b < tags.size(); ++b) {
+    frames += lengths[b];
+    if (std::isfinite(result->loss[b]))
+      loss_sum += result->loss[b];
+  }
+  if (cli.json_output) {
+    json summary;
+    summary["batch_size"] = tags.size();
+    summary["max_frames"] = shape[0];
+    summary["dim"] = shape[2];
+    summary["frames"] = frames;
+    summary["seconds"] = seconds;
+    summary["segments"] = json::array();
+    for (size_t b = 0; b < tags.size(); ++b)
+      summary["segments"].push_back(
+          {{"tag", tags[b]}, {"frames", lengths[b]}, {"loss", number_or_text(result->loss[b])}});
+    summary["workers"] = json::array();
+    if (stats)
+      for (const auto& w : stats->workers)
+        summary["workers"].push_back({{"pid", w.pid},
+                                      {"requests_served", w.requests_served},
+                                      {"busy_seconds", static_cast<double>(w.busy_ns) * 1e-9},
+                                      {"restarts", w.restarts}});
+    summary["loss_out"] = cli.loss_out;
+    summary["error_signal_out"] = cli.error_signal_out;
+    std::cout << summary.dump(2) << "\n";
+  } else {
+    std::cout << "computed " << tags.size() << " segments (" << frames << " frames) in " << seconds
+              << " s on " << (stats ? stats->workers.size() : 0) << " worker(s); loss sum "
+              << loss_sum << "; wrote " << cli.loss_out << " and " << cli.error_signal_out << "\n";
+  }
+  return 0;
+}
+
+} // namespace
+
+void add_loss_command(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<loss_options>();
+  auto* cmd = app.add_subcommand("loss", "Compute a batch's loss and error signal from .npy files");
+  cmd->add_option("--config", opts->config, "Options JSON file (RETURNN's sprint_opts)")
+      ->required();
+  cmd->add_option("--log-posteriors", opts->log_posteriors, "float32 [T, B, D] .npy")->required();
+  cmd->add_option("--seq-lengths", opts->seq_lengths, "int32 or int64 [B] .npy")->required();
+  cmd->add_option("--tags", opts->tags, "Segment names, one per line")->required();
+  cmd->add_option("--loss-out", opts->loss_out, "Where to write float32 [B] losses")->required();
+  cmd->add_option("--error-signal-out", opts->error_signal_out,
+                  "Where to write the float32 [T, B, D] error signal")
+      ->required();
+  cmd->add_flag("--json", opts->json_output,
+                "Print a JSON summary (per-segment loss, timing, workers)");
+  cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
+}
+
+} // namespace sprintrt::cli

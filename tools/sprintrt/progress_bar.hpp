@@ -1,0 +1,38 @@
+#pragma once
+
+/// @file
+/// A one-line progress bar on stderr for long CLI work, drawn only when
+/// stderr is a terminal (a log file or a pipe gets nothing).
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace sprintrt::cli {
+
+/// Draws "label [#######-------]  45/100 segments  3.2 s" in place.
+class progress_bar {
+public:
+  /// A bar for `total` items called `unit`; enabled if stderr is a
+  /// terminal and `total >= min_total`.
+  progress_bar(std::string label, size_t total, std::string unit, size_t min_total = 8);
+
+  /// Ends the line if anything was drawn.
+  ~progress_bar();
+
+  /// Returns whether the bar draws at all.
+  bool enabled() const noexcept { return enabled_; }
+
+  /// Redraws with `done` items done.
+  void update(size_t done);
+
+private:
+  std::string label_;
+  size_t total_;
+  std::string unit_;
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+} // namespace sprintrt::cli

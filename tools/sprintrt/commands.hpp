@@ -19,6 +19,9 @@ void add_loss_command(CLI::App& app, int& exit_code);
 /// `sprintrt automata --config ... --tags TAGS.txt --out-dir DIR [--json]`.
 void add_automata_command(CLI::App& app, int& exit_code);
 
+/// `sprintrt demo [--workers N] [--epochs E] ...`: the built-in training run.
+void add_demo_command(CLI::App& app, int& exit_code);
+
 /// `sprintrt doctor --config OPTIONS.json [--segment S --frames T --dim D]`:
 /// checks a Sprint set-up step by step.
 void add_doctor_command(CLI::App& app, int& exit_code);

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   });
   int exit_code = 0;
   sprintrt::cli::add_automata_command(app, exit_code);
+  sprintrt::cli::add_demo_command(app, exit_code);
   sprintrt::cli::add_doctor_command(app, exit_code);
   sprintrt::cli::add_loss_command(app, exit_code);
   sprintrt::cli::add_pickle_dump_command(app, exit_code);

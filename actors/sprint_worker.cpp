@@ -15,10 +15,10 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/segment_requests.hpp"
 #include "protocol/messages.hpp"
-#include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
-#include "runtime/output_tail.hpp"
+#include "protocol/pickle_repr.hpp"
 #include "runtime/sprint_channel.hpp"
 
 namespace sprintrt {
@@ -143,23 +143,6 @@ using worker_pointer = worker_impl::stateful_pointer<worker_state>;
 
 // -- helpers ----------------------------------------------------------------------
 
-/// Describes how a child ended, with the last lines of its output.
-std::string describe_down(const runtime::child_down& down) {
-  std::string text;
-  if (down.cause) {
-    auto message = error_message(down.cause);
-    text = (message.empty() ? render(down.cause) : message) + "; ";
-  }
-  text += "Sprint child";
-  if (down.pid >= 0)
-    text += " pid " + std::to_string(down.pid);
-  text += " " + down.describe();
-  auto lines = runtime::last_lines(down.output, 20);
-  if (!lines.empty())
-    text += "; its output ended with:\n" + lines;
-  return text;
-}
-
 /// Whether retrying cannot help: the program is missing, or speaks another
 /// protocol version.
 bool permanent(const caf::error& cause) {
@@ -170,22 +153,6 @@ protocol::byte_buffer take_buffer(worker_state& st) {
   auto buf = std::move(st.spare);
   buf.clear();
   return buf;
-}
-
-caf::error check_job(const segment_job& job) {
-  const auto& in = job.log_posteriors;
-  const auto& out = job.error_signal;
-  if (job.segment.empty())
-    return make_error(errc::invalid_input, "segment name is empty");
-  if (!in.valid())
-    return make_error(errc::invalid_input, "segment '" + job.segment +
-                                               "': log-posteriors slice is empty or outside its "
-                                               "storage");
-  if (!out.valid() || out.rows != in.rows || out.cols != in.cols)
-    return make_error(errc::invalid_input,
-                      "segment '" + job.segment + "': error signal slice must be a valid " +
-                          std::to_string(in.rows) + " x " + std::to_string(in.cols) + " matrix");
-  return {};
 }
 
 void start_child(worker_pointer self);
@@ -329,29 +296,20 @@ void on_request_reply(worker_pointer self, const protocol::value& msg) {
   auto context =
       st.label + ": " + std::string{req.command()} + " of segment '" + req.segment() + "'";
   if (req.is_loss()) {
-    const auto& job = std::get<segment_job>(req.what);
-    auto reply = protocol::decode_loss_reply(msg, job.log_posteriors.rows, job.log_posteriors.cols);
-    if (!reply) {
-      fail_request(self, req, with_context(context, reply.error()));
+    auto loss = store_loss_reply(msg, std::get<segment_job>(req.what));
+    if (!loss) {
+      fail_request(self, req, with_context(context, loss.error()));
     } else {
-      const auto& out = job.error_signal;
-      protocol::copy_rows(reply->error_signal, out.row(0), out.row_stride);
       ++st.stats.requests_served;
-      req.loss_promise.deliver(reply->loss);
+      req.loss_promise.deliver(*loss);
     }
   } else {
-    auto reply = protocol::decode_fsa_reply(msg);
-    if (!reply) {
-      fail_request(self, req, with_context(context, reply.error()));
+    auto fsa = fsa_from_reply(msg);
+    if (!fsa) {
+      fail_request(self, req, with_context(context, fsa.error()));
     } else {
-      segment_fsa fsa;
-      fsa.num_states = reply->num_states;
-      fsa.edges.resize(3 * reply->num_edges);
-      fsa.weights.resize(reply->num_edges);
-      protocol::copy_rows(reply->edges, fsa.edges.data(), fsa.edges.size());
-      protocol::copy_rows(reply->weights, fsa.weights.data(), fsa.weights.size());
       ++st.stats.requests_served;
-      req.fsa_promise.deliver(std::move(fsa));
+      req.fsa_promise.deliver(std::move(*fsa));
     }
   }
   dispatch(self);

@@ -1,4 +1,5 @@
 #include "protocol/messages.hpp"
+#include "protocol/pickle_repr.hpp"
 
 #include <cmath>
 #include <string>

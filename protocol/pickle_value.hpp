@@ -255,8 +255,4 @@ private:
 /// Returns Python's name of `k`, e.g. "tuple", "numpy.ndarray".
 const char* to_string(value::kind k) noexcept;
 
-/// Renders a value like Python's repr, abbreviating arrays and long contents,
-/// for error messages: `('ok', 12.375, ndarray(float32, [3, 4]))`.
-std::string repr(const value& x, size_t max_length = 200);
-
 } // namespace sprintrt::protocol

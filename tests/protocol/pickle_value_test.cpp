@@ -79,16 +79,3 @@ TEST_CASE("numpy scalars convert to the host's numbers") {
   CHECK(numpy_scalar::of_int(dtype::uint8, 255).to_int() == 255);
   CHECK(numpy_scalar::of_int(dtype::int64, -1).to_double() == -1.0);
 }
-
-TEST_CASE("repr renders like Python and abbreviates") {
-  auto arr = ndarray{dtype::float32, {3, 4}, {}};
-  auto msg = value::tuple({value::str("ok"), value::floating(12.375), value::array(arr)});
-  CHECK(repr(msg) == "('ok', 12.375, ndarray(float32, [3, 4]))");
-  CHECK(repr(value::tuple({value::integer(1)})) == "(1,)");
-  CHECK(repr(value::list({value{}, value::boolean(false)})) == "[None, False]");
-  CHECK(repr(value::floating(3.0)) == "3.0");
-  CHECK(repr(value::floating(std::numeric_limits<double>::infinity())) == "inf");
-  CHECK(repr(value::bytes(bytes_ref::copy_of("a'\n"))) == "b'a\\'\\x0a'");
-  CHECK(repr(value::scalar(numpy_scalar::of_int(dtype::int32, 3))) == "numpy.int32(3)");
-  CHECK(repr(value::str(std::string(500, 'x')), 20).size() <= 23);
-}

@@ -1,3 +1,4 @@
+#include "protocol/pickle_repr.hpp"
 #include "protocol/pickle_writer.hpp"
 
 #include <catch2/catch.hpp>

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <fstream>
 
+#include "sprintrt/tensor_eigen.hpp"
+
 namespace sprintrt::cli {
 
 std::vector<demo_segment> make_demo_task(const demo_task_config& config) {
@@ -71,10 +73,7 @@ void demo_model::log_posteriors(const demo_segment& segment, const matrix_slice&
 }
 
 void demo_model::accumulate(const demo_segment& segment, const matrix_slice& error_signal) {
-  Eigen::Map<const matrix, 0, Eigen::OuterStride<>> es{
-      error_signal.row(0), static_cast<Eigen::Index>(error_signal.rows),
-      static_cast<Eigen::Index>(error_signal.cols),
-      Eigen::OuterStride<>{static_cast<Eigen::Index>(error_signal.row_stride)}};
+  auto es = as_matrix(error_signal);
   weights_grad_.noalias() += segment.features.transpose() * es;
   bias_grad_ += es.colwise().sum();
 }

@@ -1,0 +1,97 @@
+#pragma once
+
+/// @file
+/// What `sprintrt-bench pool` sets up around its measurements: a temporary
+/// corpus, the sprint-sim executable and options running it, random
+/// log-posteriors, and a runtime (plus a worker of its own on a second io
+/// thread) that stops every child it started.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/io_thread.hpp"
+#include "sprintrt/options.hpp"
+#include "sprintrt/sprint_runtime.hpp"
+#include "sprintrt/worker_interface.hpp"
+
+namespace sprintrt::bench {
+
+/// A fresh directory under the temporary directory (mkdtemp), removed with
+/// its contents on destruction.
+class temp_dir {
+public:
+  /// Creates the directory; throws `std::runtime_error` if it cannot.
+  temp_dir();
+  ~temp_dir();
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+
+  /// Returns the directory's path.
+  const std::string& path() const noexcept { return path_; }
+
+private:
+  std::string path_;
+};
+
+/// One corpus line: a segment name and its labels.
+struct corpus_segment {
+  std::string name;
+  std::vector<uint32_t> labels;
+};
+
+/// Writes `segments` as `dir/corpus.txt` in sprint-sim's corpus format and
+/// returns the file's path.
+std::string write_corpus(const temp_dir& dir, const std::vector<corpus_segment>& segments);
+
+/// Returns `given` if not empty, else sprint-sim next to this program's build
+/// tree: `<dir of /proc/self/exe, or of argv0>/../sprint-sim/sprint-sim`.
+/// Throws `std::runtime_error` naming the path (and --sprint-sim) if it is
+/// not an executable file.
+std::string find_sprint_sim(const std::string& given, const std::string& argv0);
+
+/// Options that run `sprint_sim` (CTC, blank 0, length-prefixed framing) on
+/// `corpus` with up to `instances` children.
+sprint_options sim_options(const std::string& sprint_sim, const std::string& corpus,
+                           size_t instances);
+
+/// Fills `rows` rows of `dim` float32 values at `data` with log_softmax of
+/// N(0, 2) logits (valid log-posteriors), deterministically from `seed`.
+void fill_log_posteriors(float* data, size_t rows, size_t dim, uint64_t seed);
+
+/// A sprint_runtime for the pool measurements and, on an io thread of its
+/// own, one worker spawned directly (to measure the worker actor without the
+/// pool). Stopping (or destroying) it stops the worker, shuts the runtime
+/// down and stops the io thread: every child is stopped and reaped.
+class bench_runtime {
+public:
+  /// Starts the runtime (2 scheduler threads) and the extra io thread.
+  bench_runtime();
+
+  /// Stops (see `stop`).
+  ~bench_runtime();
+
+  bench_runtime(const bench_runtime&) = delete;
+  bench_runtime& operator=(const bench_runtime&) = delete;
+
+  /// Returns the runtime.
+  sprint_runtime& runtime() noexcept { return runtime_; }
+
+  /// Spawns the directly driven worker for `opts` (once).
+  const sprint_worker_actor& spawn_worker(const sprint_options& opts);
+
+  /// Stops the worker, shuts the runtime down, stops the io thread.
+  /// Idempotent.
+  void stop();
+
+private:
+  // Declared first: destroyed last, after the runtime has awaited the worker.
+  runtime::io_thread io_;
+  sprint_runtime runtime_;
+  sprint_worker_actor worker_;
+  bool stopped_ = false;
+};
+
+} // namespace sprintrt::bench

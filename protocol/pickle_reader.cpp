@@ -111,10 +111,28 @@ private:
     return xs;
   }
 
-  /// Pushes a container after checking the depth limit.
-  caf::error push_container(value x) {
+  /// Checks a container against the limits that keep walks over the result
+  /// bounded: nesting depth, and the size of the tree it denotes (sharing
+  /// through the memo could otherwise make a few hundred bytes denote 2^60
+  /// values).
+  caf::error check_limits(const value& x) const {
     if (x.depth() > value::max_depth)
       return fail("containers nested deeper than " + std::to_string(value::max_depth));
+    if (x.tree_size() > max_tree_size())
+      return fail("the value would expand to more than " + std::to_string(max_tree_size()) +
+                  " objects (shared objects referenced too often)");
+    return {};
+  }
+
+  /// Every reference to an object costs at least one byte of pickle, unless
+  /// it repeats a shared container; twice the message size leaves room for
+  /// the sharing real pickles do.
+  size_t max_tree_size() const noexcept { return 2 * message_.size() + 64; }
+
+  /// Pushes a container after checking the limits.
+  caf::error push_container(value x) {
+    if (auto err = check_limits(x))
+      return err;
     stack_.push_back(std::move(x));
     return {};
   }
@@ -333,11 +351,8 @@ private:
         return xs.error();
       if (xs->size() % 2 != 0)
         return fail("odd number of items for a dict");
-      auto result = value::dict({});
-      for (size_t i = 0; i < xs->size(); i += 2)
-        if (!result.set_item((*xs)[i], (*xs)[i + 1]))
-          return fail("a dict cannot contain itself");
-      return push_container(std::move(result));
+      stack_.push_back(value::dict({}));
+      return set_items_of_top(std::move(*xs));
     }
     case op::append: {
       if (auto err = require(2))
@@ -423,9 +438,7 @@ private:
     for (auto& x : xs)
       if (!target.append(std::move(x)))
         return fail("appending to a list that is already nested, or to itself");
-    if (target.depth() > value::max_depth)
-      return fail("containers nested deeper than " + std::to_string(value::max_depth));
-    return {};
+    return check_limits(target);
   }
 
   caf::error set_items_of_top(value::items xs) {
@@ -434,12 +447,14 @@ private:
     auto& target = stack_.back();
     if (!target.is(value::kind::dict))
       return fail("cannot set items of a " + std::string{to_string(target.type())});
-    for (size_t i = 0; i < xs.size(); i += 2)
+    for (size_t i = 0; i < xs.size(); i += 2) {
+      if (!xs[i].is_scalar_key())
+        return fail("a dict key must be None, bool, int, float, str or bytes, not " +
+                    std::string{to_string(xs[i].type())});
       if (!target.set_item(std::move(xs[i]), std::move(xs[i + 1])))
         return fail("setting items of a dict that is already nested, or to itself");
-    if (target.depth() > value::max_depth)
-      return fail("containers nested deeper than " + std::to_string(value::max_depth));
-    return {};
+    }
+    return check_limits(target);
   }
 
   byte_span message_;

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <unordered_map>
 
 namespace sprintrt::protocol {
 
@@ -133,15 +134,33 @@ const char* to_string(callable fn) noexcept {
 
 // -- value ----------------------------------------------------------------------
 
+namespace {
+
+/// a + b, saturating at SIZE_MAX.
+size_t saturating_add(size_t a, size_t b) noexcept {
+  return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+} // namespace
+
 struct value::items_node {
   items xs;
   size_t depth = 1;
+  size_t tree_size = 1;
   bool nested = false;
+
+  void account(const value& x) noexcept {
+    depth = std::max(depth, x.depth() + 1);
+    tree_size = saturating_add(tree_size, x.tree_size());
+  }
 };
 
 struct value::dict_node {
   dict_items xs;
+  /// Key fingerprint to position in `xs`.
+  std::unordered_map<std::string, size_t> index;
   size_t depth = 1;
+  size_t tree_size = 1;
   bool nested = false;
 };
 
@@ -169,7 +188,7 @@ value value::tuple(items xs) {
   auto node = std::make_shared<items_node>();
   for (const auto& x : xs) {
     x.mark_nested();
-    node->depth = std::max(node->depth, x.depth() + 1);
+    node->account(x);
   }
   node->xs = std::move(xs);
   // A tuple is immutable from birth.
@@ -181,21 +200,19 @@ value value::list(items xs) {
   auto node = std::make_shared<items_node>();
   for (const auto& x : xs) {
     x.mark_nested();
-    node->depth = std::max(node->depth, x.depth() + 1);
+    node->account(x);
   }
   node->xs = std::move(xs);
   return {kind::list, std::move(node)};
 }
 
 value value::dict(dict_items xs) {
-  auto node = std::make_shared<dict_node>();
-  for (const auto& [k, v] : xs) {
-    k.mark_nested();
-    v.mark_nested();
-    node->depth = std::max({node->depth, k.depth() + 1, v.depth() + 1});
+  value result{kind::dict, std::make_shared<dict_node>()};
+  for (auto& [k, v] : xs) {
+    [[maybe_unused]] bool ok = result.set_item(std::move(k), std::move(v));
+    assert(ok && "dict keys must be scalar keys");
   }
-  node->xs = std::move(xs);
-  return {kind::dict, std::move(node)};
+  return result;
 }
 
 value value::array(ndarray x) {
@@ -212,6 +229,55 @@ value value::global(callable fn) {
 
 value value::numpy_dtype(dtype_object x) {
   return {kind::numpy_dtype, x};
+}
+
+size_t value::tree_size() const noexcept {
+  if (auto node = std::get_if<std::shared_ptr<items_node>>(&payload_))
+    return (*node)->tree_size;
+  if (auto node = std::get_if<std::shared_ptr<dict_node>>(&payload_))
+    return (*node)->tree_size;
+  return 1;
+}
+
+bool value::is_scalar_key() const noexcept {
+  switch (kind_) {
+  case kind::none:
+  case kind::boolean:
+  case kind::integer:
+  case kind::floating:
+  case kind::str:
+  case kind::bytes:
+    return true;
+  default:
+    return false;
+  }
+}
+
+std::string value::key_fingerprint() const {
+  std::string key(1, static_cast<char>(kind_));
+  auto append_bits = [&](const auto& x) {
+    key.append(reinterpret_cast<const char*>(&x), sizeof(x));
+  };
+  switch (kind_) {
+  case kind::boolean:
+    append_bits(as_bool());
+    break;
+  case kind::integer:
+    append_bits(as_int());
+    break;
+  case kind::floating:
+    append_bits(as_float());
+    break;
+  case kind::str:
+    key += as_str();
+    break;
+  case kind::bytes:
+    key += as_bytes().to_string();
+    break;
+  default:
+    break;
+  }
+  return key;
 }
 
 size_t value::depth() const noexcept {
@@ -287,7 +353,7 @@ bool value::append(value x) {
   if (node->nested || x.container_identity() == node.get())
     return false;
   x.mark_nested();
-  node->depth = std::max(node->depth, x.depth() + 1);
+  node->account(x);
   node->xs.push_back(std::move(x));
   return true;
 }
@@ -295,19 +361,22 @@ bool value::append(value x) {
 bool value::set_item(value key, value x) {
   assert(kind_ == kind::dict);
   auto& node = std::get<std::shared_ptr<dict_node>>(payload_);
-  if (node->nested || key.container_identity() == node.get() ||
-      x.container_identity() == node.get())
+  if (node->nested || !key.is_scalar_key() || x.container_identity() == node.get())
     return false;
-  key.mark_nested();
   x.mark_nested();
-  node->depth = std::max({node->depth, key.depth() + 1, x.depth() + 1});
-  for (auto& [k, v] : node->xs) {
-    if (k == key) {
-      v = std::move(x);
-      return true;
-    }
+  auto [slot, inserted] = node->index.emplace(key.key_fingerprint(), node->xs.size());
+  if (inserted) {
+    node->depth = std::max(node->depth, x.depth() + 1);
+    node->tree_size = saturating_add(node->tree_size, saturating_add(1, x.tree_size()));
+    node->xs.emplace_back(std::move(key), std::move(x));
+  } else {
+    // Replacing a value: the size is exact; the depth stays an upper bound
+    // (the replaced value may have been the deepest), which errs safe.
+    auto& old_value = node->xs[slot->second].second;
+    node->tree_size = saturating_add(node->tree_size - old_value.tree_size(), x.tree_size());
+    node->depth = std::max(node->depth, x.depth() + 1);
+    old_value = std::move(x);
   }
-  node->xs.emplace_back(std::move(key), std::move(x));
   return true;
 }
 

@@ -185,7 +185,9 @@ public:
   static value tuple(items xs);
   /// A list; nests every container among `xs`.
   static value list(items xs);
-  /// A dict; nests every container among the keys and values.
+  /// A dict; nests every container among the values. Keys must be scalar
+  /// keys (`is_scalar_key`); a later pair replaces an earlier one with an
+  /// equal key, as in Python.
   static value dict(dict_items xs);
   static value array(ndarray x);
   static value scalar(numpy_scalar x);
@@ -202,6 +204,18 @@ public:
 
   /// Returns the nesting depth: 0 for scalars, 1 + the deepest item for containers.
   size_t depth() const noexcept;
+
+  /// Returns the number of values in the tree, counting a shared value once
+  /// for every place it appears (what a walk over the tree visits): 1 for
+  /// scalars, 1 + the items' sizes for containers; saturates at SIZE_MAX.
+  /// Sharing lets a short pickle denote an exponentially large tree; the
+  /// reader bounds this to keep every walk (==, repr, JSON) linear.
+  size_t tree_size() const noexcept;
+
+  /// Returns whether the value may be a dict key: None, bool, int, float,
+  /// str or bytes. (Sprint messages hold no dicts; allowing containers as
+  /// keys would make key comparison as expensive as the trees.)
+  bool is_scalar_key() const noexcept;
 
   // Accessors; each requires the matching kind.
   bool as_bool() const;
@@ -223,7 +237,9 @@ public:
   /// nested in another container (frozen) or `x` is this list.
   [[nodiscard]] bool append(value x);
 
-  /// Adds or replaces `key` in this dict, with the same rules as `append`.
+  /// Adds or replaces `key` in this dict, with the same rules as `append`;
+  /// `key` must be a scalar key (`is_scalar_key`), else false. Looking the
+  /// key up costs O(its length), not O(number of keys).
   [[nodiscard]] bool set_item(value key, value x);
 
   /// Structural identity: same kinds, same contents; floats compare by bits
@@ -244,6 +260,9 @@ private:
 
   /// Marks a container as nested in another one; no-op for other kinds.
   void mark_nested() const noexcept;
+
+  /// A string identifying a scalar key's kind and contents (for the index).
+  std::string key_fingerprint() const;
 
   /// Returns the address of a container's shared node (identity), else null.
   const void* container_identity() const noexcept;

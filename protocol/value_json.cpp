@@ -274,6 +274,8 @@ caf::expected<value> from_json(const json& j) {
         return kv.error();
       if (kv->size() != 2)
         return bad("dict entries are [key, value] pairs", pair);
+      if (!(*kv)[0].is_scalar_key())
+        return bad("dict keys must be None, bool, int, float, str or bytes", pair);
       pairs.emplace_back(std::move((*kv)[0]), std::move((*kv)[1]));
     }
     return value::dict(std::move(pairs));

@@ -319,3 +319,39 @@ TEST_CASE("strings must be UTF-8 and lines must be short") {
   check_error(long_line, errc::protocol_error, "line longer than 256 bytes");
   check_error(bytes("I12x\n."), errc::protocol_error, "'12x' is not a 64-bit decimal integer");
 }
+
+TEST_CASE("sharing cannot make a short pickle denote an exponentially large value") {
+  // t0 = (); t(i+1) = (t(i), t(i)) through the memo: 60 levels in ~250 bytes
+  // would be 2^60 values to compare, print or convert.
+  std::vector<std::byte> msg = bytes({0x80, 4, ')', 0x94});
+  for (int i = 0; i < 60; ++i) {
+    msg.push_back(std::byte{'h'});
+    msg.push_back(static_cast<std::byte>(i));
+    msg.push_back(std::byte{'h'});
+    msg.push_back(static_cast<std::byte>(i));
+    msg.push_back(std::byte{0x86});
+    msg.push_back(std::byte{0x94});
+  }
+  msg.push_back(std::byte{'.'});
+  check_error(msg, errc::protocol_error, "the value would expand to more than");
+  // A few levels of honest sharing are fine.
+  std::vector<std::byte> small = bytes({0x80, 4, ')', 0x94, '0', 'h', 0, 'h', 0, 0x86, '.'});
+  auto x = read(small);
+  REQUIRE(x);
+  CHECK(x->tree_size() == 3);
+}
+
+TEST_CASE("dict keys must be scalars, and duplicates replace in place") {
+  // {(): 1}
+  check_error(bytes({0x80, 2, '}', '(', ')', 'K', 1, 'u', '.'}), errc::protocol_error,
+              "a dict key must be None, bool, int, float, str or bytes, not tuple");
+  // {'a': 1, 'b': 2, 'a': 3} -> {'a': 3, 'b': 2}
+  auto x = read(bytes({0x80, 2,   '}', '(',  0x8c, 1,   'a', 'K', 1,   0x8c, 1,
+                       'b',  'K', 2,   0x8c, 1,    'a', 'K', 3,   'u', '.'}));
+  REQUIRE(x);
+  REQUIRE(x->as_dict().size() == 2);
+  CHECK(x->as_dict()[0].first.as_str() == "a");
+  CHECK(x->as_dict()[0].second.as_int() == 3);
+  CHECK(x->as_dict()[1].second.as_int() == 2);
+  CHECK(x->tree_size() == 5);
+}

@@ -79,3 +79,29 @@ TEST_CASE("numpy scalars convert to the host's numbers") {
   CHECK(numpy_scalar::of_int(dtype::uint8, 255).to_int() == 255);
   CHECK(numpy_scalar::of_int(dtype::int64, -1).to_double() == -1.0);
 }
+
+TEST_CASE("tree size counts shared values once per place") {
+  auto leaf = value::tuple({value::integer(1), value::integer(2)});
+  CHECK(leaf.tree_size() == 3);
+  auto twice = value::tuple({leaf, leaf});
+  CHECK(twice.tree_size() == 7);
+  auto l = value::list({});
+  REQUIRE(l.append(twice));
+  CHECK(l.tree_size() == 8);
+  CHECK(value::integer(5).tree_size() == 1);
+}
+
+TEST_CASE("only scalars are dict keys, found by content in O(1)") {
+  auto d = value::dict({});
+  CHECK_FALSE(d.set_item(value::tuple({}), value{}));
+  CHECK_FALSE(d.set_item(value::list({}), value{}));
+  REQUIRE(d.set_item(value::integer(1), value::str("int")));
+  REQUIRE(d.set_item(value::floating(1.0), value::str("float")));
+  REQUIRE(d.set_item(value::str("1"), value::str("str")));
+  REQUIRE(d.set_item(value::bytes(bytes_ref::copy_of("1")), value::str("bytes")));
+  REQUIRE(d.set_item(value::integer(1), value::str("again")));
+  // Python would merge 1 and 1.0; keeping kinds apart is stricter and fine
+  // for Sprint messages, which hold no dicts at all.
+  REQUIRE(d.as_dict().size() == 4);
+  CHECK(d.as_dict()[0].second.as_str() == "again");
+}

@@ -58,7 +58,10 @@ void child_reaper::kill_all() {
   watched_.clear();
   for (auto& [pid, callback] : children) {
     int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) != pid) {
+    pid_t rc = ::waitpid(pid, &status, WNOHANG);
+    if (rc == 0) {
+      // Still running (only then: after ECHILD the pid may belong to
+      // someone else by now).
       ::kill(pid, SIGKILL);
       while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }

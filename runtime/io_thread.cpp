@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <future>
 #include <thread>
 
@@ -21,18 +22,19 @@ struct io_thread::impl {
   asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
   child_reaper reaper{io};
   std::thread thread;
-  bool stopped = false;
+  std::atomic<bool> stopped{false};
+  /// Ready when `io.run()` returned.
+  std::promise<void> ran_out;
 
-  /// On the io thread: once no child is left or `deadline` passed, kills the
-  /// rest and lets the io_context run out of work.
+  /// On the io thread: once no child is left or `deadline` passed, kills and
+  /// reaps the rest, then lets the io_context run out of work, so that the
+  /// channels' last handlers (which hand over what their reads got) still
+  /// run. `stop` abandons what has not completed shortly after.
   void finish_when_reaped(std::chrono::steady_clock::time_point deadline,
                           std::shared_ptr<asio::steady_timer> timer) {
     if (reaper.watched() == 0 || std::chrono::steady_clock::now() >= deadline) {
       reaper.kill_all();
       guard.reset();
-      // Outstanding operations of channels still open (reads on pipes whose
-      // children are gone) would keep run() going: stop explicitly.
-      io.stop();
       return;
     }
     timer->expires_after(std::chrono::milliseconds{5});
@@ -44,7 +46,10 @@ struct io_thread::impl {
 
 io_thread::io_thread() : impl_(std::make_unique<impl>()) {
   ::signal(SIGPIPE, SIG_IGN);
-  impl_->thread = std::thread{[this] { impl_->io.run(); }};
+  impl_->thread = std::thread{[this] {
+    impl_->io.run();
+    impl_->ran_out.set_value();
+  }};
 }
 
 io_thread::~io_thread() {
@@ -67,13 +72,22 @@ bool io_thread::running_in_this_thread() const noexcept {
   return impl_->thread.get_id() == std::this_thread::get_id();
 }
 
+bool io_thread::stopped() const noexcept {
+  return impl_->stopped;
+}
+
 void io_thread::stop(std::chrono::milliseconds grace) {
-  if (impl_->stopped)
+  if (impl_->stopped.exchange(true))
     return;
-  impl_->stopped = true;
+  auto done = impl_->ran_out.get_future();
   auto deadline = std::chrono::steady_clock::now() + grace;
   auto timer = std::make_shared<asio::steady_timer>(impl_->io);
   asio::post(impl_->io, [this, deadline, timer] { impl_->finish_when_reaped(deadline, timer); });
+  // Normally the loop runs out of work right after the last child is
+  // reaped. An operation that never completes (a pipe held open by a
+  // grandchild of a Sprint child) must not hang the caller.
+  if (done.wait_for(grace + std::chrono::seconds{2}) == std::future_status::timeout)
+    impl_->io.stop();
   impl_->thread.join();
 }
 

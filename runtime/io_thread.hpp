@@ -44,6 +44,9 @@ public:
   /// Runs `fn` on the io thread.
   void post(std::function<void()> fn);
 
+  /// Returns whether `stop` was called: work posted now would never run.
+  bool stopped() const noexcept;
+
   /// Returns whether the caller runs on the io thread.
   bool running_in_this_thread() const noexcept;
 

@@ -60,7 +60,16 @@ std::string child_down::describe() const {
 // -- the channel, on the io thread ------------------------------------------------
 
 /// All state lives here and is touched only on the io thread. Pending Asio
-/// operations hold a shared_ptr to it, so it outlives every handler.
+/// operations hold a shared_ptr to it, so it outlives every handler. Its Asio
+/// objects (descriptors, timer) exist only between `start` and `finish`, so a
+/// finished channel may outlive the io thread.
+///
+/// Ending: the reaper reports the child's exit. Reads may still be pending
+/// then, and Asio may already have read bytes for them (into the decoder's
+/// prepared space) without having run their handlers yet. So the reads are
+/// cancelled, their handlers commit what they got, and only when no read is
+/// pending does `finish` drain the rest of the pipes and make the report:
+/// a message the child wrote just before exiting is never lost.
 struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   impl(io_thread& io_thread, sprint_options options, std::string child_name,
        channel_events callbacks)
@@ -68,7 +77,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
         events(std::move(callbacks)),
         decoder(opts.framing == pipe_framing::raw ? protocol::framing::raw
                                                   : protocol::framing::length_prefixed),
-        tail(name), timer(io.context()) {}
+        tail(name) {}
 
   io_thread& io;
   sprint_options opts;
@@ -76,7 +85,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   channel_events events;
   protocol::frame_decoder decoder;
   output_tail tail;
-  asio::steady_timer timer;
+  std::optional<asio::steady_timer> timer;
   std::optional<descriptor> to_child;
   std::optional<descriptor> from_child;
   std::optional<descriptor> output;
@@ -84,8 +93,12 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   pid_t pid = -1;
   std::deque<protocol::byte_buffer> writes;
   bool writing = false;
+  bool reading_messages = false;
+  bool reading_output = false;
   /// `stop` was called: close the pipe to the child once `writes` is empty.
   bool stopping = false;
+  /// The wait status once the child was reaped.
+  std::optional<int> reaped;
   /// The down report was made; nothing else happens.
   bool finished = false;
   caf::error cause;
@@ -98,6 +111,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
       return;
     }
     pid = child->pid;
+    timer.emplace(io.context());
     to_child.emplace(io.context(), child->to_child.release());
     from_child.emplace(io.context(), child->from_child.release());
     output.emplace(io.context(), child->output.release());
@@ -107,7 +121,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     read_messages();
     read_output();
     pump_writes();
-    io.reaper().watch(pid, [self = shared_from_this()](int status) { self->finish(status); });
+    io.reaper().watch(pid, [self = shared_from_this()](int status) { self->on_reaped(status); });
   }
 
   // -- writing ----------------------------------------------------------------------
@@ -123,7 +137,13 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     }
     writing = true;
     auto& front = writes.front();
-    asio::async_write(*to_child, asio::buffer(front.data(), front.size()),
+    // Asio's default completion condition writes at most 64 KiB per call;
+    // asking for everything lets one write fill the 1 MiB pipe (measured:
+    // 40 MB in ~7 ms instead of ~12-20 ms).
+    auto everything = [](const boost::system::error_code& ec, size_t) -> size_t {
+      return ec ? 0 : size_t{1} << 30;
+    };
+    asio::async_write(*to_child, asio::buffer(front.data(), front.size()), everything,
                       [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
                         self->writing = false;
                         if (self->finished)
@@ -144,25 +164,26 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   // -- reading ----------------------------------------------------------------------
 
   void read_messages() {
-    if (!from_child)
+    if (!from_child || reaped)
       return;
     auto room = decoder.prepare(64 * 1024);
+    reading_messages = true;
     from_child->async_read_some(
         asio::buffer(room.data(), room.size()),
         [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+          self->reading_messages = false;
           if (self->finished)
             return;
-          if (ec == asio::error::eof) {
+          // Bytes read count even if the read was cancelled afterwards.
+          bool intact = n == 0 || self->received(n);
+          if (ec == asio::error::eof)
             self->on_end_of_messages();
-            return;
-          }
-          if (ec) {
+          else if (ec && ec != asio::error::operation_aborted)
             self->fail(
                 make_error(errc::child_failed, "reading from the child failed: " + ec.message()));
-            return;
-          }
-          if (self->received(n))
+          else if (intact && !ec)
             self->read_messages();
+          self->finish_if_done();
         });
   }
 
@@ -185,7 +206,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
 
   void on_end_of_messages() {
     from_child.reset();
-    if (stopping)
+    if (stopping || reaped)
       return;
     std::string what = "the child closed its pipe";
     if (decoder.partial_bytes() > 0)
@@ -199,15 +220,19 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   }
 
   void read_output() {
-    if (!output)
+    if (!output || reaped)
       return;
+    reading_output = true;
     output->async_read_some(
         asio::buffer(output_chunk),
         [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-          if (self->finished || ec)
-            return; // EOF or closed: the child's output ended
+          self->reading_output = false;
+          if (self->finished)
+            return;
           self->tail.append({self->output_chunk.data(), n});
-          self->read_output();
+          if (!ec)
+            self->read_output(); // else EOF, cancelled or closed
+          self->finish_if_done();
         });
   }
 
@@ -218,14 +243,16 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
       return;
     if (!cause)
       cause = std::move(err);
-    if (pid >= 0)
+    if (pid >= 0 && !reaped)
       io.reaper().kill(pid);
   }
 
   void kill_after(std::chrono::milliseconds delay) {
-    timer.expires_after(delay);
-    timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec && !self->finished && self->pid >= 0)
+    if (!timer)
+      return;
+    timer->expires_after(delay);
+    timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec && !self->finished && !self->reaped && self->pid >= 0)
         self->io.reaper().kill(self->pid);
     });
   }
@@ -238,6 +265,24 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     pump_writes();
     if (pid >= 0)
       kill_after(grace);
+  }
+
+  /// The child was reaped: stop reading, then finish once pending reads
+  /// have handed over what they already got.
+  void on_reaped(int wait_status) {
+    reaped = wait_status;
+    if (timer)
+      timer->cancel();
+    if (reading_messages && from_child)
+      from_child->cancel();
+    if (reading_output && output)
+      output->cancel();
+    finish_if_done();
+  }
+
+  void finish_if_done() {
+    if (reaped && !reading_messages && !reading_output)
+      finish(*reaped);
   }
 
   /// Reads whatever is left in a non-blocking pipe of a dead child.
@@ -255,8 +300,8 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     }
   }
 
-  /// The child was reaped (or never started): report what is left, close
-  /// every descriptor, and make the one down report.
+  /// The child is gone (or never started) and no read is pending: report
+  /// what is left, release every Asio object, and make the one down report.
   void finish(int wait_status) {
     if (finished)
       return;
@@ -270,7 +315,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     });
     tail.flush();
     finished = true;
-    timer.cancel();
+    timer.reset();
     to_child.reset();
     from_child.reset();
     output.reset();
@@ -288,7 +333,13 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
 sprint_channel sprint_channel::open(io_thread& io, sprint_options opts, std::string name,
                                     channel_events events) {
   auto p = std::make_shared<impl>(io, std::move(opts), std::move(name), std::move(events));
-  asio::post(io.context(), [p] { p->start(); });
+  if (io.stopped()) {
+    // Nothing would ever run on the io thread: report at once, from here.
+    p->cause = make_error(errc::cancelled, "the io thread is stopped: no new children");
+    p->finish(-1);
+  } else {
+    asio::post(io.context(), [p] { p->start(); });
+  }
   return sprint_channel{std::move(p)};
 }
 

@@ -117,16 +117,16 @@ public:
     format_.framing = opts_.framing == pipe_framing::raw ? protocol::framing::raw
                                                          : protocol::framing::length_prefixed;
     format_.array_module = opts_.array_global_module;
-    runtime::io_thread io;
+    io_.emplace();
     auto start = clock::now();
-    channel_ = runtime::sprint_channel::open(io, opts_, "doctor", events_.callbacks());
+    channel_ = runtime::sprint_channel::open(*io_, opts_, "doctor", events_.callbacks());
     int status = steps(start);
     if (!down_) {
       // Make sure the child is gone, whatever step failed.
       channel_->kill(make_error(errc::cancelled, "doctor finished"));
       wait_down(opts_.exit_grace);
     }
-    io.stop(opts_.exit_grace);
+    io_->stop(opts_.exit_grace);
     return status;
   }
 
@@ -306,6 +306,8 @@ private:
   sprint_options opts_;
   protocol::wire_format format_;
   event_queue events_;
+  // Declared before the channel: the io thread must outlive it.
+  std::optional<runtime::io_thread> io_;
   std::optional<runtime::sprint_channel> channel_;
   std::optional<runtime::child_down> down_;
 };

@@ -26,6 +26,11 @@ caf::expected<batch_automata> merge_automata(const std::vector<segment_fsa>& aut
                               " names state " + std::to_string(fsa.edges[i]) + " of " +
                               std::to_string(fsa.num_states));
     total_edges += fsa.num_edges();
+    // Each count is checked before adding, so the sum cannot wrap.
+    if (fsa.num_states > std::numeric_limits<uint32_t>::max() ||
+        total_states > std::numeric_limits<uint32_t>::max())
+      return make_error(errc::invalid_message, where + " has " + std::to_string(fsa.num_states) +
+                                                   " states, more than uint32 state ids allow");
     total_states += fsa.num_states;
   }
   if (total_states > std::numeric_limits<uint32_t>::max())

@@ -19,6 +19,7 @@
 #include "protocol/messages.hpp"
 #include "protocol/pickle_reader.hpp"
 #include "protocol/pickle_repr.hpp"
+#include "runtime/io_thread.hpp"
 #include "runtime/sprint_channel.hpp"
 
 namespace sprintrt {
@@ -59,7 +60,7 @@ using worker_impl =
                                 caf::reacts_to<received_atom, uint64_t, message_buffer>,
                                 caf::reacts_to<sent_atom, uint64_t, message_buffer>,
                                 caf::reacts_to<down_atom, uint64_t, runtime::child_down>,
-                                caf::reacts_to<timeout_atom, uint64_t, uint64_t>,
+                                caf::reacts_to<timeout_atom>,
                                 caf::reacts_to<restart_atom, uint64_t>>;
 
 using clock = std::chrono::steady_clock;
@@ -72,8 +73,6 @@ struct pending_request {
   caf::typed_response_promise<segment_fsa> fsa_promise;
   /// How many children failed while serving it.
   size_t failures = 0;
-  /// Matches its reply timeout.
-  uint64_t sequence = 0;
   clock::time_point sent_at;
 
   bool is_loss() const noexcept { return std::holds_alternative<segment_job>(what); }
@@ -121,21 +120,34 @@ struct worker_state {
   phase current = phase::down;
   std::deque<pending_request> queue;
   std::optional<pending_request> in_flight;
-  uint64_t next_sequence = 1;
   /// A write buffer back from the channel, reused for the next message.
   protocol::byte_buffer spare;
   /// Consecutive children that failed before answering `init`.
   size_t start_failures = 0;
+  /// A restart is scheduled (backoff): requests wait for it.
+  bool restart_pending = false;
   clock::time_point started_at;
+  /// When the earliest pending timeout message arrives, if one is pending.
+  /// One timer message at a time serves every deadline (init and replies),
+  /// instead of one per request that would linger for replyTimeout.
+  std::optional<clock::time_point> timer_due;
   worker_stats stats;
   std::vector<caf::typed_response_promise<int32_t>> stop_promises;
   caf::error exit_reason;
 
   ~worker_state() {
-    // Normally the worker ends after its child is down. If it was killed
-    // instead (an untrappable exit), the child still must not outlive it.
+    // Normally the worker ends after its child is down and every request
+    // was answered. If it ended otherwise (an untrappable exit, an
+    // exception), nobody may wait forever and the child must not outlive it.
+    auto gone = make_error(errc::cancelled, label + " terminated");
+    if (in_flight)
+      in_flight->fail(gone);
+    for (auto& req : queue)
+      req.fail(gone);
+    for (auto& promise : stop_promises)
+      promise.deliver(gone);
     if (channel && current != phase::down)
-      channel->kill(make_error(errc::cancelled, label + " terminated"));
+      channel->kill(gone);
   }
 };
 
@@ -146,7 +158,27 @@ using worker_pointer = worker_impl::stateful_pointer<worker_state>;
 /// Whether retrying cannot help: the program is missing, or speaks another
 /// protocol version.
 bool permanent(const caf::error& cause) {
-  return cause == errc::spawn_failed || cause == errc::invalid_message;
+  return cause == errc::spawn_failed || cause == errc::invalid_message || cause == errc::cancelled;
+}
+
+/// The deadline of what the worker waits for now: the init reply, or the
+/// reply to the request in flight.
+std::optional<clock::time_point> current_deadline(const worker_state& st) {
+  if (st.current == phase::starting)
+    return st.started_at + st.opts.init_timeout;
+  if (st.current == phase::busy && st.in_flight)
+    return st.in_flight->sent_at + st.opts.reply_timeout;
+  return std::nullopt;
+}
+
+/// Makes sure a timeout message arrives no later than `deadline`.
+void arm_timer(worker_pointer self, clock::time_point deadline) {
+  auto& st = self->state;
+  if (st.timer_due && *st.timer_due <= deadline)
+    return;
+  st.timer_due = deadline;
+  auto delay = std::chrono::duration_cast<std::chrono::microseconds>(deadline - clock::now());
+  self->delayed_send(self, std::max(delay, std::chrono::microseconds{0}), timeout_atom::value);
 }
 
 protocol::byte_buffer take_buffer(worker_state& st) {
@@ -208,7 +240,7 @@ void start_child(worker_pointer self) {
     return;
   }
   send_to_child(self, std::move(init));
-  self->delayed_send(self, st.opts.init_timeout, timeout_atom::value, st.generation, uint64_t{0});
+  arm_timer(self, *current_deadline(st));
 }
 
 /// Handles a child that is down while the worker still needs it: retries or
@@ -259,6 +291,7 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
   size_t failures = std::max<size_t>({1, st.start_failures, st.queue.front().failures});
   auto delay = std::chrono::milliseconds{
       std::min<int64_t>(5000, int64_t{100} << std::min<size_t>(failures - 1, 6))};
+  st.restart_pending = true;
   self->delayed_send(self, delay, restart_atom::value, st.generation);
 }
 
@@ -322,7 +355,9 @@ void dispatch(worker_pointer self) {
   if (st.queue.empty())
     return;
   if (st.current == phase::down) {
-    start_child(self);
+    // After a failure the scheduled restart starts the next child (backoff).
+    if (!st.restart_pending)
+      start_child(self);
     return;
   }
   if (st.current != phase::idle)
@@ -344,11 +379,10 @@ void dispatch(worker_pointer self) {
     dispatch(self);
     return;
   }
-  req.sequence = st.next_sequence++;
   req.sent_at = clock::now();
   st.current = phase::busy;
-  self->delayed_send(self, st.opts.reply_timeout, timeout_atom::value, st.generation, req.sequence);
   st.in_flight = std::move(req);
+  arm_timer(self, *current_deadline(st));
   send_to_child(self, std::move(message));
 }
 
@@ -381,131 +415,147 @@ void begin_stop(worker_pointer self, caf::error reason) {
 
 } // namespace
 
-sprint_worker_actor spawn_sprint_worker(caf::actor_system& system, runtime::io_thread& io,
-                                        sprint_options opts, std::string name) {
-  auto impl = system.spawn([opts = std::move(opts), name = std::move(name),
-                            &io](worker_pointer self) mutable -> worker_impl::behavior_type {
-    auto& st = self->state;
-    st.opts = std::move(opts);
-    st.io = &io;
-    st.label = std::move(name);
-    st.format.framing = st.opts.framing == pipe_framing::raw ? protocol::framing::raw
-                                                             : protocol::framing::length_prefixed;
-    st.format.array_module = st.opts.array_global_module;
-    self->set_exit_handler([self](caf::exit_msg& msg) { begin_stop(self, msg.reason); });
-    start_child(self);
-    return {
-        [self](compute_atom, segment_job& job) -> caf::result<double> {
-          auto& st = self->state;
-          if (auto err = check_job(job))
-            return err;
-          if (st.current == phase::stopping)
-            return make_error(errc::cancelled, st.label + " is stopping");
-          pending_request req;
-          req.what = std::move(job);
-          req.loss_promise = self->make_response_promise<double>();
-          auto promise = req.loss_promise;
-          st.queue.push_back(std::move(req));
-          dispatch(self);
-          return promise;
-        },
-        [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
-          auto& st = self->state;
-          if (segment.empty())
-            return make_error(errc::invalid_input, "segment name is empty");
-          if (st.current == phase::stopping)
-            return make_error(errc::cancelled, st.label + " is stopping");
-          pending_request req;
-          req.what = std::move(segment);
-          req.fsa_promise = self->make_response_promise<segment_fsa>();
-          auto promise = req.fsa_promise;
-          st.queue.push_back(std::move(req));
-          dispatch(self);
-          return promise;
-        },
-        [self](stats_atom) { return self->state.stats; },
-        [self](stop_atom) -> caf::result<int32_t> {
-          auto promise = self->make_response_promise<int32_t>();
-          self->state.stop_promises.push_back(promise);
-          begin_stop(self, caf::exit_reason::normal);
-          return promise;
-        },
-        [self](started_atom, uint64_t generation, int32_t pid) {
-          if (generation != self->state.generation)
-            return;
-          if (self->state.generation > 1)
-            ++self->state.stats.restarts;
-          self->state.stats.pid = pid;
-        },
-        [self](received_atom, uint64_t generation, message_buffer& buffer) {
-          auto& st = self->state;
-          if (generation != st.generation)
-            return;
-          {
-            // Decode in place: arrays point into the buffer, shared, not copied.
-            auto msg = protocol::read_pickle(std::shared_ptr<const protocol::byte_buffer>{buffer});
-            if (!msg) {
-              if (st.current != phase::stopping)
-                st.channel->kill(
-                    make_error(errc::child_failed,
-                               "the child sent a malformed message: " + render(msg.error())));
-            } else if (st.current == phase::starting) {
-              on_init_reply(self, *msg);
-            } else if (st.current == phase::busy && st.in_flight) {
-              on_request_reply(self, *msg);
-            } else if (st.current != phase::stopping) {
+namespace {
+
+/// The worker's behavior. Spawned as a function with arguments: CAF 0.17
+/// dereferences a null argument tuple when a lambda is spawned without any.
+worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options opts,
+                                           std::string name, runtime::io_thread* io) {
+  auto& st = self->state;
+  st.opts = std::move(opts);
+  st.io = io;
+  st.label = std::move(name);
+  st.format.framing = st.opts.framing == pipe_framing::raw ? protocol::framing::raw
+                                                           : protocol::framing::length_prefixed;
+  st.format.array_module = st.opts.array_global_module;
+  self->set_exit_handler([self](caf::exit_msg& msg) { begin_stop(self, msg.reason); });
+  start_child(self);
+  return {
+      [self](compute_atom, segment_job& job) -> caf::result<double> {
+        auto& st = self->state;
+        if (auto err = check_job(job))
+          return err;
+        if (st.current == phase::stopping)
+          return make_error(errc::cancelled, st.label + " is stopping");
+        pending_request req;
+        req.what = std::move(job);
+        req.loss_promise = self->make_response_promise<double>();
+        auto promise = req.loss_promise;
+        st.queue.push_back(std::move(req));
+        dispatch(self);
+        return promise;
+      },
+      [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
+        auto& st = self->state;
+        if (segment.empty())
+          return make_error(errc::invalid_input, "segment name is empty");
+        if (st.current == phase::stopping)
+          return make_error(errc::cancelled, st.label + " is stopping");
+        pending_request req;
+        req.what = std::move(segment);
+        req.fsa_promise = self->make_response_promise<segment_fsa>();
+        auto promise = req.fsa_promise;
+        st.queue.push_back(std::move(req));
+        dispatch(self);
+        return promise;
+      },
+      [self](stats_atom) { return self->state.stats; },
+      [self](stop_atom) -> caf::result<int32_t> {
+        auto promise = self->make_response_promise<int32_t>();
+        self->state.stop_promises.push_back(promise);
+        begin_stop(self, caf::exit_reason::normal);
+        return promise;
+      },
+      [self](started_atom, uint64_t generation, int32_t pid) {
+        if (generation != self->state.generation)
+          return;
+        if (self->state.generation > 1)
+          ++self->state.stats.restarts;
+        self->state.stats.pid = pid;
+      },
+      [self](received_atom, uint64_t generation, message_buffer& buffer) {
+        auto& st = self->state;
+        if (generation != st.generation)
+          return;
+        {
+          // Decode in place: arrays point into the buffer, shared, not copied.
+          auto msg = protocol::read_pickle(std::shared_ptr<const protocol::byte_buffer>{buffer});
+          if (!msg) {
+            if (st.current != phase::stopping)
               st.channel->kill(
                   make_error(errc::child_failed,
-                             "the child sent a message nobody asked for: " + protocol::repr(*msg)));
-            }
-          }
-          // Nothing refers to the buffer any more: the channel may reuse it.
-          if (buffer.use_count() == 1 && st.channel)
-            st.channel->recycle(std::move(*buffer));
-        },
-        [self](sent_atom, uint64_t, message_buffer& buffer) {
-          if (buffer.use_count() == 1)
-            self->state.spare = std::move(*buffer);
-        },
-        [self](down_atom, uint64_t generation, runtime::child_down& down) {
-          auto& st = self->state;
-          if (generation != st.generation)
-            return;
-          if (st.current == phase::stopping) {
-            if (!down.clean_exit())
-              spdlog::warn("{}: {}", st.label, describe_down(down));
-            for (auto& promise : st.stop_promises)
-              promise.deliver(static_cast<int32_t>(down.exit_code()));
-            st.current = phase::down;
-            st.channel.reset();
-            self->quit(st.exit_reason);
-            return;
-          }
-          on_child_lost(self, down);
-        },
-        [self](timeout_atom, uint64_t generation, uint64_t sequence) {
-          auto& st = self->state;
-          if (generation != st.generation || !st.channel)
-            return;
-          if (st.current == phase::starting && sequence == 0) {
+                             "the child sent a malformed message: " + render(msg.error())));
+          } else if (st.current == phase::starting) {
+            on_init_reply(self, *msg);
+          } else if (st.current == phase::busy && st.in_flight) {
+            on_request_reply(self, *msg);
+          } else if (st.current != phase::stopping) {
             st.channel->kill(
-                make_error(errc::timeout, "no reply to init within " +
-                                              std::to_string(st.opts.init_timeout.count()) +
-                                              " ms (initTimeout)"));
-          } else if (st.current == phase::busy && st.in_flight &&
-                     st.in_flight->sequence == sequence) {
-            st.channel->kill(make_error(
-                errc::timeout, "no reply within " + std::to_string(st.opts.reply_timeout.count()) +
-                                   " ms (replyTimeout)"));
+                make_error(errc::child_failed,
+                           "the child sent a message nobody asked for: " + protocol::repr(*msg)));
           }
-        },
-        [self](restart_atom, uint64_t generation) {
-          auto& st = self->state;
-          if (generation == st.generation && st.current == phase::down)
-            dispatch(self);
-        },
-    };
-  });
+        }
+        // Nothing refers to the buffer any more: the channel may reuse it.
+        if (buffer.use_count() == 1 && st.channel)
+          st.channel->recycle(std::move(*buffer));
+      },
+      [self](sent_atom, uint64_t, message_buffer& buffer) {
+        if (buffer.use_count() == 1)
+          self->state.spare = std::move(*buffer);
+      },
+      [self](down_atom, uint64_t generation, runtime::child_down& down) {
+        auto& st = self->state;
+        if (generation != st.generation)
+          return;
+        if (st.current == phase::stopping) {
+          if (!down.clean_exit())
+            spdlog::warn("{}: {}", st.label, describe_down(down));
+          for (auto& promise : st.stop_promises)
+            promise.deliver(static_cast<int32_t>(down.exit_code()));
+          st.current = phase::down;
+          st.channel.reset();
+          self->quit(st.exit_reason);
+          return;
+        }
+        on_child_lost(self, down);
+      },
+      [self](timeout_atom) {
+        auto& st = self->state;
+        auto now = clock::now();
+        if (st.timer_due && now >= *st.timer_due)
+          st.timer_due.reset();
+        auto deadline = current_deadline(st);
+        if (!deadline || !st.channel)
+          return;
+        if (now < *deadline) {
+          arm_timer(self, *deadline);
+        } else if (st.current == phase::starting) {
+          st.channel->kill(
+              make_error(errc::timeout, "no reply to init within " +
+                                            std::to_string(st.opts.init_timeout.count()) +
+                                            " ms (initTimeout)"));
+        } else {
+          st.channel->kill(make_error(
+              errc::timeout, "no reply within " + std::to_string(st.opts.reply_timeout.count()) +
+                                 " ms (replyTimeout)"));
+        }
+      },
+      [self](restart_atom, uint64_t generation) {
+        auto& st = self->state;
+        if (generation != st.generation)
+          return;
+        st.restart_pending = false;
+        if (st.current == phase::down)
+          dispatch(self);
+      },
+  };
+}
+
+} // namespace
+
+sprint_worker_actor spawn_sprint_worker(caf::actor_system& system, runtime::io_thread& io,
+                                        sprint_options opts, std::string name) {
+  auto impl = system.spawn(worker_behavior, std::move(opts), std::move(name), &io);
   return caf::actor_cast<sprint_worker_actor>(impl);
 }
 

@@ -1,5 +1,6 @@
 #include "actors/worker_pool.hpp"
 
+#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <deque>
@@ -20,6 +21,7 @@
 #include "actors/batch_checks.hpp"
 #include "actors/lpt_schedule.hpp"
 #include "actors/sprint_worker.hpp"
+#include "runtime/io_thread.hpp"
 
 namespace sprintrt {
 
@@ -27,13 +29,22 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-/// One worker as the pool sees it.
+/// One worker as the pool sees it. A worker that terminates is replaced in
+/// its slot by a new incarnation; replies of the old one must not touch the
+/// new one's counters.
 struct worker_slot {
   sprint_worker_actor handle;
-  /// Frames of segments sent to it and not answered yet (its LPT load).
+  uint64_t incarnation = 0;
+  /// Frames of segments assigned to it and not answered yet (its LPT load).
   int64_t queued_frames = 0;
-  /// Requests of any kind sent to it and not answered yet.
+  /// Requests of any kind assigned to it and not answered yet.
   size_t queued_requests = 0;
+};
+
+/// Which worker a request went to.
+struct slot_ref {
+  size_t index;
+  uint64_t incarnation;
 };
 
 /// A single-segment request waiting for a free worker.
@@ -43,28 +54,38 @@ struct waiting_request {
   caf::typed_response_promise<segment_fsa> fsa_promise;
 };
 
-/// A batch in progress: its result fills in as replies arrive.
-struct batch_progress {
-  batch_result result;
+/// What batch and automata requests have in common: each worker's list of
+/// segment indices (streamed: the next is sent when the previous is
+/// answered), the count still to come, and the failures so far.
+struct segment_lists {
+  std::vector<std::deque<size_t>> lists;
   std::vector<std::string> tags;
-  std::vector<int64_t> lengths;
   size_t pending = 0;
   std::vector<std::string> failures;
   caf::error first_error;
+  uint64_t id = 0;
+
+  void record_failure(size_t index, const caf::error& err) {
+    if (!first_error)
+      first_error = err;
+    failures.push_back("segment " + std::to_string(index) + " ('" + tags[index] +
+                       "'): " + render(err));
+  }
+};
+
+/// A batch in progress: its result fills in as replies arrive.
+struct batch_progress : segment_lists {
+  batch_result result;
+  tensor log_posteriors;
+  std::vector<int64_t> lengths;
   clock::time_point started = clock::now();
   caf::typed_response_promise<batch_result> promise;
-  uint64_t id = 0;
 };
 
 /// An automata request in progress.
-struct automata_progress {
+struct automata_progress : segment_lists {
   std::vector<segment_fsa> automata;
-  std::vector<std::string> tags;
-  size_t pending = 0;
-  std::vector<std::string> failures;
-  caf::error first_error;
   caf::typed_response_promise<batch_automata> promise;
-  uint64_t id = 0;
 };
 
 struct pool_state {
@@ -74,15 +95,18 @@ struct pool_state {
   runtime::io_thread* io = nullptr;
   std::string label;
   std::vector<worker_slot> workers;
+  uint64_t next_incarnation = 0;
   std::deque<waiting_request> waiting;
   pool_stats stats;
-  /// Requests sent to workers and not answered, by id: how to fail each if
-  /// the pool stops first (the workers' replies would not reach it then).
+  /// Requests in progress, by id: how to fail each if the pool stops first
+  /// (the workers' replies would not reach it then).
   std::map<uint64_t, std::function<void(const caf::error&)>> in_progress;
   uint64_t next_id = 0;
 };
 
 using pool_pointer = worker_pool_actor::stateful_pointer<pool_state>;
+
+// -- bookkeeping ------------------------------------------------------------------
 
 /// Registers how to fail a request in progress if the pool stops; returns
 /// the id to `untrack` it with when it completes.
@@ -96,80 +120,105 @@ void untrack(pool_pointer self, uint64_t id) {
   self->state.in_progress.erase(id);
 }
 
+/// Starts a new worker in slot `index` (first use, or replacing one that
+/// terminated). The pool monitors it.
+void start_worker(pool_pointer self, size_t index) {
+  auto& st = self->state;
+  auto name = st.label + " worker " + std::to_string(index);
+  auto handle = spawn_sprint_worker(self->system(), *st.io, st.opts, name);
+  self->monitor(handle);
+  st.workers[index] = worker_slot{handle, st.next_incarnation++, 0, 0};
+}
+
 /// Creates workers until there are `count` (at most numInstances).
 void ensure_workers(pool_pointer self, size_t count) {
   auto& st = self->state;
   count = std::min(count, st.opts.num_instances);
   while (st.workers.size() < count) {
-    auto name = st.label + " worker " + std::to_string(st.workers.size());
-    st.workers.push_back({spawn_sprint_worker(self->system(), *st.io, st.opts, name), 0, 0});
+    st.workers.emplace_back();
+    start_worker(self, st.workers.size() - 1);
   }
+}
+
+slot_ref ref_of(pool_pointer self, size_t index) {
+  return {index, self->state.workers[index].incarnation};
+}
+
+/// Counts a request of `frames` frames as assigned to a worker.
+void assign(pool_pointer self, size_t index, int64_t frames) {
+  auto& slot = self->state.workers[index];
+  slot.queued_frames += frames;
+  ++slot.queued_requests;
+}
+
+void serve_waiting(pool_pointer self);
+
+/// Counts a request as answered by the worker it went to.
+void worker_done(pool_pointer self, slot_ref ref, int64_t frames) {
+  auto& slot = self->state.workers[ref.index];
+  if (slot.incarnation == ref.incarnation) {
+    slot.queued_frames -= frames;
+    --slot.queued_requests;
+  }
+  serve_waiting(self);
 }
 
 /// The error a request fails with when some of its segments failed: every
 /// failure listed, the code of the first one kept.
-caf::error combined_error(const std::string& what, const std::vector<std::string>& failures,
-                          const caf::error& first, size_t total) {
-  std::string text = what + ": " + std::to_string(failures.size()) + " of " +
-                     std::to_string(total) + " segments failed";
-  for (const auto& failure : failures)
+caf::error combined_error(const std::string& what, const segment_lists& progress) {
+  std::string text = what + ": " + std::to_string(progress.failures.size()) + " of " +
+                     std::to_string(progress.tags.size()) + " segments failed";
+  for (const auto& failure : progress.failures)
     text += "\n  " + failure;
+  const auto& first = progress.first_error;
   auto code = first && first.category() == error_category ? static_cast<errc>(first.code())
                                                           : errc::child_failed;
   return make_error(code, text);
 }
 
-void serve_waiting(pool_pointer self);
+// -- single segments --------------------------------------------------------------
 
-/// Bookkeeping after a worker answered a request of `frames` frames.
-void worker_done(pool_pointer self, size_t worker, int64_t frames) {
-  auto& slot = self->state.workers[worker];
-  slot.queued_frames -= frames;
-  --slot.queued_requests;
-  serve_waiting(self);
-}
-
-/// Sends one single-segment request to `worker`.
-void send_single(pool_pointer self, size_t worker, waiting_request req) {
-  auto& slot = self->state.workers[worker];
-  ++slot.queued_requests;
+/// Sends one single-segment request to worker `index`.
+void send_single(pool_pointer self, size_t index, waiting_request req) {
+  auto ref = ref_of(self, index);
+  auto& handle = self->state.workers[index].handle;
   if (auto* job = std::get_if<segment_job>(&req.what)) {
     auto frames = static_cast<int64_t>(job->log_posteriors.rows);
-    slot.queued_frames += frames;
-    auto id = track(self, [promise = req.loss_promise](const caf::error& err) mutable {
-      promise.deliver(err);
-    });
-    self->request(slot.handle, caf::infinite, compute_atom::value, std::move(*job))
+    assign(self, index, frames);
+    auto promise = req.loss_promise;
+    auto id = track(self, [promise](const caf::error& err) mutable { promise.deliver(err); });
+    self->request(handle, caf::infinite, compute_atom::value, std::move(*job))
         .then(
-            [self, worker, frames, id, promise = req.loss_promise](double loss) mutable {
+            [self, ref, frames, id, promise](double loss) mutable {
               ++self->state.stats.segments;
               promise.deliver(loss);
               untrack(self, id);
-              worker_done(self, worker, frames);
+              worker_done(self, ref, frames);
             },
-            [self, worker, frames, id, promise = req.loss_promise](caf::error& err) mutable {
+            [self, ref, frames, id, promise](caf::error& err) mutable {
               ++self->state.stats.failed_segments;
               promise.deliver(err);
               untrack(self, id);
-              worker_done(self, worker, frames);
+              worker_done(self, ref, frames);
             });
-  } else {
-    auto id = track(
-        self, [promise = req.fsa_promise](const caf::error& err) mutable { promise.deliver(err); });
-    self->request(slot.handle, caf::infinite, fsa_atom::value, std::get<std::string>(req.what))
-        .then(
-            [self, worker, id, promise = req.fsa_promise](segment_fsa& fsa) mutable {
-              ++self->state.stats.fsa_exports;
-              promise.deliver(std::move(fsa));
-              untrack(self, id);
-              worker_done(self, worker, 0);
-            },
-            [self, worker, id, promise = req.fsa_promise](caf::error& err) mutable {
-              promise.deliver(err);
-              untrack(self, id);
-              worker_done(self, worker, 0);
-            });
+    return;
   }
+  assign(self, index, 0);
+  auto promise = req.fsa_promise;
+  auto id = track(self, [promise](const caf::error& err) mutable { promise.deliver(err); });
+  self->request(handle, caf::infinite, fsa_atom::value, std::get<std::string>(req.what))
+      .then(
+          [self, ref, id, promise](segment_fsa& fsa) mutable {
+            ++self->state.stats.fsa_exports;
+            promise.deliver(std::move(fsa));
+            untrack(self, id);
+            worker_done(self, ref, 0);
+          },
+          [self, ref, id, promise](caf::error& err) mutable {
+            promise.deliver(err);
+            untrack(self, id);
+            worker_done(self, ref, 0);
+          });
 }
 
 /// Hands waiting single-segment requests to idle workers, creating workers
@@ -194,15 +243,15 @@ void serve_waiting(pool_pointer self) {
   }
 }
 
+// -- batches ----------------------------------------------------------------------
+
 /// Completes a batch once its last segment answered.
 void finish_batch(pool_pointer self, batch_progress& progress) {
   auto& st = self->state;
   untrack(self, progress.id);
   ++st.stats.batches;
-  double seconds = std::chrono::duration<double>(clock::now() - progress.started).count();
   if (!progress.failures.empty()) {
-    progress.promise.deliver(combined_error(st.label + ": batch", progress.failures,
-                                            progress.first_error, progress.tags.size()));
+    progress.promise.deliver(combined_error(st.label + ": batch", progress));
     return;
   }
   // As the original: the average loss per frame, for the log.
@@ -217,10 +266,54 @@ void finish_batch(pool_pointer self, batch_progress& progress) {
     loss_sum += progress.result.loss[b];
     frames += progress.lengths[b];
   }
+  double ms = std::chrono::duration<double, std::milli>(clock::now() - progress.started).count();
   spdlog::debug("{}: batch of {} segments ({} skipped): average frame loss {:.6f}, {:.1f} ms",
                 st.label, progress.lengths.size(), skipped,
-                frames > 0 ? loss_sum / static_cast<double>(frames) : 0.0, seconds * 1e3);
+                frames > 0 ? loss_sum / static_cast<double>(frames) : 0.0, ms);
   progress.promise.deliver(std::move(progress.result));
+}
+
+/// A loss as the float32 the result holds: beyond float range is +-inf
+/// (converting it directly would be undefined).
+float to_float_loss(double loss) {
+  if (loss > FLT_MAX)
+    return INFINITY;
+  if (loss < -FLT_MAX)
+    return -INFINITY;
+  return static_cast<float>(loss);
+}
+
+/// Sends worker `w`'s next segment of the batch, if any.
+void send_next_segment(pool_pointer self, std::shared_ptr<batch_progress> progress, size_t w) {
+  auto& list = progress->lists[w];
+  if (list.empty())
+    return;
+  size_t index = list.front();
+  list.pop_front();
+  auto frames = progress->lengths[index];
+  auto ref = ref_of(self, w);
+  auto rows = static_cast<size_t>(frames);
+  segment_job job{progress->tags[index], segment_slice(progress->log_posteriors, index, rows),
+                  segment_slice(progress->result.error_signal, index, rows)};
+  auto answered = [self, progress, w, ref, frames] {
+    worker_done(self, ref, frames);
+    if (--progress->pending == 0)
+      finish_batch(self, *progress);
+    else
+      send_next_segment(self, progress, w);
+  };
+  self->request(self->state.workers[w].handle, caf::infinite, compute_atom::value, std::move(job))
+      .then(
+          [self, progress, index, answered](double loss) {
+            progress->result.loss[index] = to_float_loss(loss);
+            ++self->state.stats.segments;
+            answered();
+          },
+          [self, progress, index, answered](caf::error& err) {
+            ++self->state.stats.failed_segments;
+            progress->record_failure(index, err);
+            answered();
+          });
 }
 
 /// The error signal output: the caller's tensor if it fits and is not
@@ -234,6 +327,18 @@ tensor error_signal_output(batch& b) {
   return tensor::zeros(b.log_posteriors.shape());
 }
 
+/// Assigns `lengths` to the workers by LPT, counting what they have queued.
+std::vector<std::deque<size_t>> assign_lists(pool_pointer self, span<const int64_t> lengths) {
+  ensure_workers(self, lengths.size());
+  std::vector<int64_t> loads;
+  for (const auto& slot : self->state.workers)
+    loads.push_back(slot.queued_frames);
+  std::vector<std::deque<size_t>> lists;
+  for (auto& list : lpt_assign(lengths, loads))
+    lists.emplace_back(list.begin(), list.end());
+  return lists;
+}
+
 caf::result<batch_result> compute_batch(pool_pointer self, batch& b) {
   auto& st = self->state;
   if (auto err = check_batch(b))
@@ -242,47 +347,66 @@ caf::result<batch_result> compute_batch(pool_pointer self, batch& b) {
   auto progress = std::make_shared<batch_progress>();
   progress->result.loss.assign(batch_size, 0.0f);
   progress->result.error_signal = error_signal_output(b);
+  progress->log_posteriors = b.log_posteriors;
   progress->tags = b.tags;
   progress->lengths = b.seq_lengths;
   progress->pending = batch_size;
   progress->promise = self->make_response_promise<batch_result>();
   progress->id = track(self, [progress](const caf::error& err) { progress->promise.deliver(err); });
-  ensure_workers(self, batch_size);
-  std::vector<int64_t> loads;
-  for (const auto& slot : st.workers)
-    loads.push_back(slot.queued_frames);
-  auto jobs = lpt_assign(b.seq_lengths, loads);
-  for (size_t w = 0; w < jobs.size(); ++w) {
-    for (size_t index : jobs[w]) {
-      auto frames = b.seq_lengths[index];
-      auto& slot = st.workers[w];
-      slot.queued_frames += frames;
-      ++slot.queued_requests;
-      segment_job job{
-          b.tags[index], segment_slice(b.log_posteriors, index, static_cast<size_t>(frames)),
-          segment_slice(progress->result.error_signal, index, static_cast<size_t>(frames))};
-      self->request(slot.handle, caf::infinite, compute_atom::value, std::move(job))
-          .then(
-              [self, progress, w, index, frames](double loss) {
-                progress->result.loss[index] = static_cast<float>(loss);
-                ++self->state.stats.segments;
-                worker_done(self, w, frames);
-                if (--progress->pending == 0)
-                  finish_batch(self, *progress);
-              },
-              [self, progress, w, index, frames](caf::error& err) {
-                ++self->state.stats.failed_segments;
-                if (!progress->first_error)
-                  progress->first_error = err;
-                progress->failures.push_back("segment " + std::to_string(index) + " ('" +
-                                             progress->tags[index] + "'): " + render(err));
-                worker_done(self, w, frames);
-                if (--progress->pending == 0)
-                  finish_batch(self, *progress);
-              });
-    }
+  progress->lists = assign_lists(self, b.seq_lengths);
+  for (size_t w = 0; w < progress->lists.size(); ++w) {
+    for (size_t index : progress->lists[w])
+      assign(self, w, b.seq_lengths[index]);
+    send_next_segment(self, progress, w);
   }
   return progress->promise;
+}
+
+// -- automata ---------------------------------------------------------------------
+
+/// Completes an automata request once its last segment answered.
+void finish_automata(pool_pointer self, automata_progress& progress) {
+  auto& st = self->state;
+  untrack(self, progress.id);
+  ++st.stats.automata;
+  if (!progress.failures.empty()) {
+    progress.promise.deliver(combined_error(st.label + ": automata", progress));
+    return;
+  }
+  auto merged = merge_automata(progress.automata);
+  if (!merged)
+    progress.promise.deliver(with_context(st.label + ": automata", merged.error()));
+  else
+    progress.promise.deliver(std::move(*merged));
+}
+
+/// Sends worker `w`'s next FSA export, if any.
+void send_next_export(pool_pointer self, std::shared_ptr<automata_progress> progress, size_t w) {
+  auto& list = progress->lists[w];
+  if (list.empty())
+    return;
+  size_t index = list.front();
+  list.pop_front();
+  auto ref = ref_of(self, w);
+  auto answered = [self, progress, w, ref] {
+    worker_done(self, ref, 0);
+    if (--progress->pending == 0)
+      finish_automata(self, *progress);
+    else
+      send_next_export(self, progress, w);
+  };
+  self->request(self->state.workers[w].handle, caf::infinite, fsa_atom::value,
+                progress->tags[index])
+      .then(
+          [self, progress, index, answered](segment_fsa& fsa) {
+            ++self->state.stats.fsa_exports;
+            progress->automata[index] = std::move(fsa);
+            answered();
+          },
+          [progress, index, answered](caf::error& err) {
+            progress->record_failure(index, err);
+            answered();
+          });
 }
 
 caf::result<batch_automata> compute_automata(pool_pointer self, std::vector<std::string>& tags) {
@@ -295,53 +419,18 @@ caf::result<batch_automata> compute_automata(pool_pointer self, std::vector<std:
   progress->pending = tags.size();
   progress->promise = self->make_response_promise<batch_automata>();
   progress->id = track(self, [progress](const caf::error& err) { progress->promise.deliver(err); });
-  ensure_workers(self, tags.size());
-  // Exports cost about the same per segment: spread them evenly, starting
-  // with the workers that have the least queued.
-  std::vector<int64_t> loads;
-  for (const auto& slot : st.workers)
-    loads.push_back(static_cast<int64_t>(slot.queued_requests));
+  // Exports cost about the same per segment: count each as one frame.
   std::vector<int64_t> unit(tags.size(), 1);
-  auto jobs = lpt_assign(unit, loads);
-  auto finish = [self, progress] {
-    untrack(self, progress->id);
-    ++self->state.stats.automata;
-    if (!progress->failures.empty()) {
-      progress->promise.deliver(combined_error(self->state.label + ": automata", progress->failures,
-                                               progress->first_error, progress->tags.size()));
-      return;
-    }
-    auto merged = merge_automata(progress->automata);
-    if (!merged)
-      progress->promise.deliver(with_context(self->state.label + ": automata", merged.error()));
-    else
-      progress->promise.deliver(std::move(*merged));
-  };
-  for (size_t w = 0; w < jobs.size(); ++w) {
-    for (size_t index : jobs[w]) {
-      ++st.workers[w].queued_requests;
-      self->request(st.workers[w].handle, caf::infinite, fsa_atom::value, tags[index])
-          .then(
-              [self, progress, w, index, finish](segment_fsa& fsa) {
-                ++self->state.stats.fsa_exports;
-                progress->automata[index] = std::move(fsa);
-                worker_done(self, w, 0);
-                if (--progress->pending == 0)
-                  finish();
-              },
-              [self, progress, w, index, finish](caf::error& err) {
-                if (!progress->first_error)
-                  progress->first_error = err;
-                progress->failures.push_back("segment " + std::to_string(index) + " ('" +
-                                             progress->tags[index] + "'): " + render(err));
-                worker_done(self, w, 0);
-                if (--progress->pending == 0)
-                  finish();
-              });
-    }
+  progress->lists = assign_lists(self, unit);
+  for (size_t w = 0; w < progress->lists.size(); ++w) {
+    for (size_t i = 0; i < progress->lists[w].size(); ++i)
+      assign(self, w, 0);
+    send_next_export(self, progress, w);
   }
   return progress->promise;
 }
+
+// -- stats, life cycle ------------------------------------------------------------
 
 caf::result<pool_stats> collect_stats(pool_pointer self) {
   auto& st = self->state;
@@ -369,61 +458,79 @@ caf::result<pool_stats> collect_stats(pool_pointer self) {
   return promise;
 }
 
+/// Stops the pool: every waiting and in-progress request fails with
+/// `cancelled`, every worker gets the exit (and stops its child gracefully).
+void stop_pool(pool_pointer self, const caf::error& reason) {
+  auto& st = self->state;
+  auto cancelled = make_error(errc::cancelled, st.label + " stopped");
+  for (auto& req : st.waiting) {
+    if (std::holds_alternative<segment_job>(req.what))
+      req.loss_promise.deliver(cancelled);
+    else
+      req.fsa_promise.deliver(cancelled);
+  }
+  st.waiting.clear();
+  for (auto& [id, cancel] : st.in_progress)
+    cancel(cancelled);
+  st.in_progress.clear();
+  for (auto& slot : st.workers)
+    self->send_exit(slot.handle, reason);
+  self->quit(reason);
+}
+
+/// The pool's behavior, spawned as a function with arguments (CAF 0.17
+/// dereferences a null argument tuple when a lambda is spawned without any).
+worker_pool_actor::behavior_type pool_behavior(pool_pointer self, sprint_options opts,
+                                               std::string name, runtime::io_thread* io) {
+  auto& st = self->state;
+  st.opts = std::move(opts);
+  st.io = io;
+  st.label = std::move(name);
+  self->set_exit_handler([self](caf::exit_msg& msg) { stop_pool(self, msg.reason); });
+  self->set_down_handler([self](caf::down_msg& msg) {
+    // Workers end only when stopped; one that terminated otherwise (killed,
+    // an exception) failed its requests, whose callbacks already ran or will
+    // run. Its slot gets a new worker.
+    auto& st = self->state;
+    for (size_t i = 0; i < st.workers.size(); ++i)
+      if (st.workers[i].handle.address() == msg.source) {
+        spdlog::warn("{}: worker {} terminated ({}); starting a new one", st.label, i,
+                     render(msg.reason));
+        start_worker(self, i);
+      }
+  });
+  return {
+      [self](compute_atom, batch& b) { return compute_batch(self, b); },
+      [self](automata_atom, std::vector<std::string>& tags) {
+        return compute_automata(self, tags);
+      },
+      [self](compute_atom, segment_job& job) -> caf::result<double> {
+        waiting_request req;
+        req.what = std::move(job);
+        req.loss_promise = self->make_response_promise<double>();
+        auto promise = req.loss_promise;
+        self->state.waiting.push_back(std::move(req));
+        serve_waiting(self);
+        return promise;
+      },
+      [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
+        waiting_request req;
+        req.what = std::move(segment);
+        req.fsa_promise = self->make_response_promise<segment_fsa>();
+        auto promise = req.fsa_promise;
+        self->state.waiting.push_back(std::move(req));
+        serve_waiting(self);
+        return promise;
+      },
+      [self](stats_atom) { return collect_stats(self); },
+  };
+}
+
 } // namespace
 
 worker_pool_actor spawn_worker_pool(caf::actor_system& system, runtime::io_thread& io,
                                     sprint_options opts, std::string name) {
-  return system.spawn([opts = std::move(opts), name = std::move(name),
-                       &io](pool_pointer self) mutable -> worker_pool_actor::behavior_type {
-    auto& st = self->state;
-    st.opts = std::move(opts);
-    st.io = &io;
-    st.label = std::move(name);
-    self->set_exit_handler([self](caf::exit_msg& msg) {
-      auto& st = self->state;
-      auto cancelled = make_error(errc::cancelled, st.label + " stopped");
-      for (auto& req : st.waiting) {
-        if (std::holds_alternative<segment_job>(req.what))
-          req.loss_promise.deliver(cancelled);
-        else
-          req.fsa_promise.deliver(cancelled);
-      }
-      st.waiting.clear();
-      for (auto& [id, cancel] : st.in_progress)
-        cancel(cancelled);
-      st.in_progress.clear();
-      // Each worker stops its child gracefully (`exit`, then a kill after
-      // exitGrace); the actor system waits for them.
-      for (auto& slot : st.workers)
-        self->send_exit(slot.handle, msg.reason);
-      self->quit(msg.reason);
-    });
-    return {
-        [self](compute_atom, batch& b) { return compute_batch(self, b); },
-        [self](automata_atom, std::vector<std::string>& tags) {
-          return compute_automata(self, tags);
-        },
-        [self](compute_atom, segment_job& job) -> caf::result<double> {
-          waiting_request req;
-          req.what = std::move(job);
-          req.loss_promise = self->make_response_promise<double>();
-          auto promise = req.loss_promise;
-          self->state.waiting.push_back(std::move(req));
-          serve_waiting(self);
-          return promise;
-        },
-        [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
-          waiting_request req;
-          req.what = std::move(segment);
-          req.fsa_promise = self->make_response_promise<segment_fsa>();
-          auto promise = req.fsa_promise;
-          self->state.waiting.push_back(std::move(req));
-          serve_waiting(self);
-          return promise;
-        },
-        [self](stats_atom) { return collect_stats(self); },
-    };
-  });
+  return system.spawn(pool_behavior, std::move(opts), std::move(name), &io);
 }
 
 } // namespace sprintrt

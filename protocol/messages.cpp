@@ -259,6 +259,9 @@ caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames,
   auto loss = as_number(xs[1]);
   if (!loss)
     return invalid("reply to get_loss_and_error_signal: loss must be a number, got " + repr(xs[1]));
+  // +inf marks a skipped segment; NaN is no loss at all.
+  if (std::isnan(*loss))
+    return invalid("reply to get_loss_and_error_signal: loss is NaN");
   if (auto err = check_array(xs[2], "reply to get_loss_and_error_signal: error signal",
                              dtype::float32, {frames, dim}))
     return err;
@@ -272,9 +275,11 @@ caf::expected<fsa_reply> decode_fsa_reply(const value& message) {
   const auto& xs = **items;
   auto num_states = as_integer(xs[1]);
   auto num_edges = as_integer(xs[2]);
-  if (!num_states || *num_states <= 0 || !num_edges || *num_edges < 0)
-    return invalid("FSA reply: num_states must be a positive int and num_edges a non-negative "
-                   "int, got " +
+  // State ids are uint32 on the wire and in merged automata.
+  if (!num_states || *num_states <= 0 || *num_states > int64_t{UINT32_MAX} || !num_edges ||
+      *num_edges < 0)
+    return invalid("FSA reply: num_states must be an int in 1..2^32-1 and num_edges a "
+                   "non-negative int, got " +
                    repr(message));
   auto edges_count = static_cast<size_t>(*num_edges);
   if (auto err = check_array(xs[3], "FSA reply: edges", dtype::uint32, {3 * edges_count}))

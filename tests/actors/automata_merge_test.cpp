@@ -39,3 +39,14 @@ TEST_CASE("inconsistent automata are refused") {
   REQUIRE_FALSE(bad_state);
   CHECK(render(bad_state.error()).find("edge 0 names state 2 of 2") != std::string::npos);
 }
+
+TEST_CASE("state counts beyond uint32 are refused, not wrapped") {
+  uint64_t huge = uint64_t{1} << 63;
+  auto r = merge_automata({segment_fsa{huge, {}, {}}, segment_fsa{huge, {}, {}}});
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == errc::invalid_message);
+  CHECK(render(r.error()).find("more than uint32 state ids allow") != std::string::npos);
+  auto sum = merge_automata(
+      {segment_fsa{uint64_t{1} << 31, {}, {}}, segment_fsa{uint64_t{1} << 31, {}, {}}});
+  CHECK(sum.error() == errc::invalid_message);
+}

@@ -249,3 +249,31 @@ TEST_CASE("tearing down the runtime while a child computes leaves nothing behind
   }
   check_nothing_left(fds);
 }
+
+TEST_CASE("a worker that is killed fails its queued requests instead of dropping them") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 2, dim);
+    test::test_runtime rt;
+    auto worker = rt.spawn_worker(sim_options(test::corpus_path(dir), {"delay-ms=300"}));
+    {
+      caf::scoped_actor self{rt.system()};
+      auto first =
+          self->request(worker, caf::infinite, compute_atom::value, job_for(segments[0], 1));
+      auto second =
+          self->request(worker, caf::infinite, compute_atom::value, job_for(segments[1], 2));
+      std::this_thread::sleep_for(100ms);
+      // `kill` cannot be trapped: no graceful stop, but no silent drop either.
+      caf::anon_send_exit(worker, caf::exit_reason::kill);
+      caf::error e1;
+      caf::error e2;
+      first.receive([](double) {}, [&](caf::error& e) { e1 = e; });
+      second.receive([](double) {}, [&](caf::error& e) { e2 = e; });
+      CHECK(e1 == errc::cancelled);
+      CHECK(e2 == errc::cancelled);
+    }
+    rt.shutdown();
+  }
+  check_nothing_left(fds);
+}

@@ -238,6 +238,14 @@ TEST_CASE("malformed replies are invalid messages that say what was wrong") {
   check(decode_loss_reply(ok3(value::floating(1), es({2, 4})), 3, 4).error(),
         "has shape [2, 4], expected [3, 4]");
   check(decode_loss_reply(ok3(value::str("x"), es({3, 4})), 3, 4).error(), "loss must be a number");
+  check(decode_loss_reply(ok3(value::floating(std::nan("")), es({3, 4})), 3, 4).error(),
+        "loss is NaN");
+  check(decode_fsa_reply(
+            value::tuple({value::str("ok"), value::integer(int64_t{1} << 32), value::integer(0),
+                          value::array(ndarray{dtype::uint32, {0}, {}}),
+                          value::array(ndarray{dtype::float32, {0}, {}})}))
+            .error(),
+        "num_states must be an int in 1..2^32-1");
   check(decode_loss_reply(value::tuple({value::str("fine"), value{}, value{}}), 3, 4).error(),
         "must start with 'ok' or 'exception'");
   check(decode_loss_reply(value::tuple({value::str("ok"), value::floating(1)}), 3, 4).error(),

@@ -18,6 +18,7 @@ constexpr std::chrono::seconds io_grace{5};
 caf::actor_system_config& configure(caf::actor_system_config& cfg,
                                     const sprint_runtime::settings& config) {
   cfg.set("scheduler.max-threads", config.scheduler_threads);
+  cfg.set("scheduler.policy", config.shared_queue ? caf::atom("sharing") : caf::atom("stealing"));
   return cfg;
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <thread>
 
+#include <caf/actor_system_config.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
@@ -281,4 +282,16 @@ TEST_CASE("shutting down the runtime with a batch in flight fails it and ends ev
     rt.shutdown();
   }
   check_nothing_left(fds);
+}
+
+TEST_CASE("the runtime schedules actors from a shared queue unless told otherwise") {
+  sprint_runtime shared;
+  CHECK(caf::get_or(shared.system().config(), "scheduler.policy", caf::atom("none")) ==
+        caf::atom("sharing"));
+  CHECK(caf::get_or(shared.system().config(), "scheduler.max-threads", size_t{0}) == 2);
+  sprint_runtime::settings stealing;
+  stealing.shared_queue = false;
+  sprint_runtime rt{stealing};
+  CHECK(caf::get_or(rt.system().config(), "scheduler.policy", caf::atom("none")) ==
+        caf::atom("stealing"));
 }

@@ -17,17 +17,18 @@
 
 namespace sprintrt::test {
 
-temp_dir::temp_dir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "sprintrt-test-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr)
-    throw std::runtime_error("mkdtemp failed");
-  path_ = pattern;
+namespace {
+
+runtime::temp_directory make_temp_directory() {
+  auto dir = runtime::temp_directory::make("sprintrt-test");
+  if (!dir)
+    throw std::runtime_error(render(dir.error()));
+  return std::move(*dir);
 }
 
-temp_dir::~temp_dir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
+} // namespace
+
+temp_dir::temp_dir() : dir_(make_temp_directory()) {}
 
 std::string corpus_path(const temp_dir& dir) {
   return dir.path() + "/corpus.txt";

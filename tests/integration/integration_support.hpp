@@ -17,24 +17,23 @@
 #include <caf/scoped_actor.hpp>
 
 #include "runtime/io_thread.hpp"
+#include "runtime/temp_directory.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/worker_interface.hpp"
 
 namespace sprintrt::test {
 
-/// A directory under /tmp, removed with everything in it at destruction.
+/// A directory under /tmp, removed with everything in it at destruction
+/// (throws if it cannot be created).
 class temp_dir {
 public:
   temp_dir();
-  ~temp_dir();
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
 
   /// Returns the directory's path.
-  const std::string& path() const noexcept { return path_; }
+  const std::string& path() const noexcept { return dir_.path(); }
 
 private:
-  std::string path_;
+  runtime::temp_directory dir_;
 };
 
 /// One segment of a test corpus.

@@ -17,9 +17,11 @@
 #include "sim/criterion.hpp"
 #include "sim/ctc_topology.hpp"
 #include "tests/integration/integration_support.hpp"
+#include "tests/support/leak_check.hpp"
 #include "tests/support/process_checks.hpp"
 
 using namespace sprintrt;
+using test::check_nothing_left;
 using namespace std::chrono_literals;
 using test::compute;
 using test::export_fsa;
@@ -30,18 +32,6 @@ using test::sim_options;
 namespace {
 
 constexpr size_t dim = 6;
-
-/// Checks, after everything of a test was destroyed, that it left no child
-/// process and no descriptor behind.
-void check_nothing_left(const test::fd_snapshot& fds) {
-  auto children = test::child_processes();
-  for (const auto& child : children)
-    FAIL_CHECK("child left behind: pid " << child.pid << " state " << child.state << " ("
-                                         << child.command << ")");
-  auto leaked = fds.leaked_fds();
-  INFO(test::describe_fds(leaked));
-  CHECK(leaked.empty());
-}
 
 std::string message_of(const caf::error& err) {
   return render(err);

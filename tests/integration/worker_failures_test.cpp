@@ -14,9 +14,11 @@
 #include <thread>
 
 #include "tests/integration/integration_support.hpp"
+#include "tests/support/leak_check.hpp"
 #include "tests/support/process_checks.hpp"
 
 using namespace sprintrt;
+using test::check_nothing_left;
 using namespace std::chrono_literals;
 using test::compute;
 using test::make_job;
@@ -26,15 +28,6 @@ using test::sim_options;
 namespace {
 
 constexpr size_t dim = 5;
-
-void check_nothing_left(const test::fd_snapshot& fds) {
-  for (const auto& child : test::child_processes())
-    FAIL_CHECK("child left behind: pid " << child.pid << " state " << child.state << " ("
-                                         << child.command << ")");
-  auto leaked = fds.leaked_fds();
-  INFO(test::describe_fds(leaked));
-  CHECK(leaked.empty());
-}
 
 worker_stats stats_of(caf::scoped_actor& self, const sprint_worker_actor& worker) {
   worker_stats stats;

@@ -19,23 +19,17 @@
 #include "sim/ctc_topology.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "tests/integration/integration_support.hpp"
+#include "tests/support/leak_check.hpp"
 #include "tests/support/process_checks.hpp"
 
 using namespace sprintrt;
+using test::check_nothing_left;
 using test::random_log_posteriors;
 using test::sim_options;
 
 namespace {
 
 constexpr size_t dim = 6;
-
-void check_nothing_left(const test::fd_snapshot& fds) {
-  for (const auto& child : test::child_processes())
-    FAIL_CHECK("child left behind: pid " << child.pid << " (" << child.command << ")");
-  auto leaked = fds.leaked_fds();
-  INFO(test::describe_fds(leaked));
-  CHECK(leaked.empty());
-}
 
 /// A [T, B, D] batch of the first `lengths.size()` corpus segments, padding
 /// filled with NaN (which must never be read).

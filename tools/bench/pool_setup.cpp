@@ -18,17 +18,18 @@
 
 namespace sprintrt::bench {
 
-temp_dir::temp_dir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "sprintrt-bench-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr)
-    throw std::runtime_error("mkdtemp failed for " + pattern);
-  path_ = pattern;
+namespace {
+
+runtime::temp_directory make_temp_directory() {
+  auto dir = runtime::temp_directory::make("sprintrt-bench");
+  if (!dir)
+    throw std::runtime_error(render(dir.error()));
+  return std::move(*dir);
 }
 
-temp_dir::~temp_dir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
+} // namespace
+
+temp_dir::temp_dir() : dir_(make_temp_directory()) {}
 
 std::string write_corpus(const temp_dir& dir, const std::vector<corpus_segment>& segments) {
   const std::string path = dir.path() + "/corpus.txt";

@@ -13,27 +13,24 @@
 #include <vector>
 
 #include "runtime/io_thread.hpp"
+#include "runtime/temp_directory.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "sprintrt/worker_interface.hpp"
 
 namespace sprintrt::bench {
 
-/// A fresh directory under the temporary directory (mkdtemp), removed with
-/// its contents on destruction.
+/// A fresh directory under the temporary directory, removed with its
+/// contents on destruction (throws `std::runtime_error` if it cannot be made).
 class temp_dir {
 public:
-  /// Creates the directory; throws `std::runtime_error` if it cannot.
   temp_dir();
-  ~temp_dir();
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
 
   /// Returns the directory's path.
-  const std::string& path() const noexcept { return path_; }
+  const std::string& path() const noexcept { return dir_.path(); }
 
 private:
-  std::string path_;
+  runtime::temp_directory dir_;
 };
 
 /// One corpus line: a segment name and its labels.

@@ -1,9 +1,7 @@
 // `sprintrt automata`: the merged automata of a list of segments, written as
 // .npy files in the layout RETURNN's SprintAlignmentAutomataOp returns.
 
-#include <atomic>
 #include <iostream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -41,20 +39,14 @@ int run(const automata_options& cli) {
   sprint_runtime rt;
   pool_client client{rt, *opts};
   progress_bar bar{"automata", batch_size, "segments"};
-  std::atomic<bool> done{false};
-  std::thread poller;
-  if (bar.enabled())
-    poller = std::thread{[&] {
-      while (!done) {
-        if (auto stats = client.stats())
-          bar.update(stats->fsa_exports);
-        std::this_thread::sleep_for(std::chrono::milliseconds{200});
-      }
-    }};
-  auto merged = client.automata(*tags);
-  done = true;
-  if (poller.joinable())
-    poller.join();
+  caf::expected<batch_automata> merged = make_error(errc::cancelled, "not computed");
+  {
+    progress_poller poller{bar, [&client] {
+                             auto stats = client.stats();
+                             return stats ? stats->fsa_exports : 0;
+                           }};
+    merged = client.automata(*tags);
+  }
   bar.update(batch_size);
   if (!merged)
     return fail(render(merged.error()));

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/temp_directory.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "tools/sprintrt/commands.hpp"
@@ -52,21 +53,6 @@ std::string find_sprint_sim() {
       return candidate.string();
   return {};
 }
-
-/// A temporary directory for the corpus, removed at the end.
-struct scratch_dir {
-  std::string path;
-  scratch_dir() {
-    std::string pattern = (fs::temp_directory_path() / "sprintrt-demo-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) != nullptr)
-      path = pattern;
-  }
-  ~scratch_dir() {
-    std::error_code ignored;
-    if (!path.empty())
-      fs::remove_all(path, ignored);
-  }
-};
 
 /// The label error rate of greedy decoding over all segments.
 double label_error_rate(const demo_model& model, const std::vector<demo_segment>& segments) {
@@ -109,12 +95,12 @@ int run(const demo_options& cli) {
   task.seed = cli.seed;
   auto segments = make_demo_task(task);
   size_t classes = task.labels + 1;
-  scratch_dir scratch;
-  if (scratch.path.empty()) {
-    std::cerr << "sprintrt demo: cannot create a temporary directory\n";
+  auto scratch = runtime::temp_directory::make("sprintrt-demo");
+  if (!scratch) {
+    std::cerr << "sprintrt demo: " << render(scratch.error()) << "\n";
     return 1;
   }
-  auto corpus = scratch.path + "/corpus.txt";
+  auto corpus = scratch->path() + "/corpus.txt";
   write_demo_corpus(segments, corpus);
 
   sprint_options opts;

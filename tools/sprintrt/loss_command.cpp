@@ -1,11 +1,9 @@
 // `sprintrt loss`: the loss and error signal of one batch stored as .npy
 // files, computed by a worker pool, written back as .npy files.
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <iostream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -60,20 +58,14 @@ int run(const loss_options& cli) {
   auto start = std::chrono::steady_clock::now();
   // The pool counts finished segments: poll it for the progress bar.
   progress_bar bar{"loss", tags.size(), "segments"};
-  std::atomic<bool> done{false};
-  std::thread poller;
-  if (bar.enabled())
-    poller = std::thread{[&] {
-      while (!done) {
-        if (auto stats = client.stats())
-          bar.update(stats->segments + stats->failed_segments);
-        std::this_thread::sleep_for(std::chrono::milliseconds{200});
-      }
-    }};
-  auto result = client.compute(std::move(*input));
-  done = true;
-  if (poller.joinable())
-    poller.join();
+  caf::expected<batch_result> result = make_error(errc::cancelled, "not computed");
+  {
+    progress_poller poller{bar, [&client] {
+                             auto stats = client.stats();
+                             return stats ? stats->segments + stats->failed_segments : 0;
+                           }};
+    result = client.compute(std::move(*input));
+  }
   bar.update(tags.size());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!result)

@@ -31,4 +31,21 @@ void progress_bar::update(size_t done) {
   drawn_ = true;
 }
 
+progress_poller::progress_poller(progress_bar& bar, std::function<size_t()> count) : bar_(bar) {
+  if (!bar_.enabled())
+    return;
+  thread_ = std::thread{[this, count = std::move(count)] {
+    while (!done_) {
+      bar_.update(count());
+      std::this_thread::sleep_for(std::chrono::milliseconds{200});
+    }
+  }};
+}
+
+progress_poller::~progress_poller() {
+  done_ = true;
+  if (thread_.joinable())
+    thread_.join();
+}
+
 } // namespace sprintrt::cli

@@ -4,9 +4,12 @@
 /// A one-line progress bar on stderr for long CLI work, drawn only when
 /// stderr is a terminal (a log file or a pipe gets nothing).
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <thread>
 
 namespace sprintrt::cli {
 
@@ -33,6 +36,22 @@ private:
   bool enabled_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+/// Updates a bar from a counter while one long blocking call runs: a thread
+/// asks `count` (e.g. the pool's finished segments) five times a second.
+/// Does nothing when the bar is disabled.
+class progress_poller {
+public:
+  progress_poller(progress_bar& bar, std::function<size_t()> count);
+
+  /// Stops polling and draws the bar full.
+  ~progress_poller();
+
+private:
+  progress_bar& bar_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
 };
 
 } // namespace sprintrt::cli

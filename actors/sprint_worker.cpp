@@ -60,7 +60,7 @@ using worker_impl =
                                 caf::reacts_to<received_atom, uint64_t, message_buffer>,
                                 caf::reacts_to<sent_atom, uint64_t, message_buffer>,
                                 caf::reacts_to<down_atom, uint64_t, runtime::child_down>,
-                                caf::reacts_to<timeout_atom>,
+                                caf::reacts_to<timeout_atom, int64_t>,
                                 caf::reacts_to<restart_atom, uint64_t>>;
 
 using clock = std::chrono::steady_clock;
@@ -171,14 +171,17 @@ std::optional<clock::time_point> current_deadline(const worker_state& st) {
   return std::nullopt;
 }
 
-/// Makes sure a timeout message arrives no later than `deadline`.
+/// Makes sure a timeout message arrives no later than `deadline`. The
+/// message names the due time it was armed for, so that exactly that
+/// arming is forgotten when it arrives, however early or late.
 void arm_timer(worker_pointer self, clock::time_point deadline) {
   auto& st = self->state;
   if (st.timer_due && *st.timer_due <= deadline)
     return;
   st.timer_due = deadline;
-  auto delay = std::chrono::duration_cast<std::chrono::microseconds>(deadline - clock::now());
-  self->delayed_send(self, std::max(delay, std::chrono::microseconds{0}), timeout_atom::value);
+  auto delay = std::chrono::ceil<std::chrono::microseconds>(deadline - clock::now());
+  self->delayed_send(self, std::max(delay, std::chrono::microseconds{0}), timeout_atom::value,
+                     static_cast<int64_t>(deadline.time_since_epoch().count()));
 }
 
 protocol::byte_buffer take_buffer(worker_state& st) {
@@ -519,10 +522,10 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
         }
         on_child_lost(self, down);
       },
-      [self](timeout_atom) {
+      [self](timeout_atom, int64_t due) {
         auto& st = self->state;
         auto now = clock::now();
-        if (st.timer_due && now >= *st.timer_due)
+        if (st.timer_due && st.timer_due->time_since_epoch().count() == due)
           st.timer_due.reset();
         auto deadline = current_deadline(st);
         if (!deadline || !st.channel)

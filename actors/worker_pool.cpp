@@ -30,21 +30,15 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 /// One worker as the pool sees it. A worker that terminates is replaced in
-/// its slot by a new incarnation; replies of the old one must not touch the
-/// new one's counters.
+/// its slot; the counters stay, since every request counted in them is
+/// answered exactly once (CAF answers requests to a dead actor with an
+/// error).
 struct worker_slot {
   sprint_worker_actor handle;
-  uint64_t incarnation = 0;
   /// Frames of segments assigned to it and not answered yet (its LPT load).
   int64_t queued_frames = 0;
   /// Requests of any kind assigned to it and not answered yet.
   size_t queued_requests = 0;
-};
-
-/// Which worker a request went to.
-struct slot_ref {
-  size_t index;
-  uint64_t incarnation;
 };
 
 /// A single-segment request waiting for a free worker.
@@ -95,13 +89,31 @@ struct pool_state {
   runtime::io_thread* io = nullptr;
   std::string label;
   std::vector<worker_slot> workers;
-  uint64_t next_incarnation = 0;
   std::deque<waiting_request> waiting;
   pool_stats stats;
   /// Requests in progress, by id: how to fail each if the pool stops first
   /// (the workers' replies would not reach it then).
   std::map<uint64_t, std::function<void(const caf::error&)>> in_progress;
   uint64_t next_id = 0;
+  /// Set when the pool cannot serve anything (e.g. remote pools requested).
+  caf::error refusal;
+
+  ~pool_state() {
+    // Normally stop_pool emptied everything. If the pool ended otherwise
+    // (killed, an exception), nobody may wait forever and no worker may
+    // outlive it.
+    auto gone = make_error(errc::cancelled, label + " terminated");
+    for (auto& req : waiting) {
+      if (std::holds_alternative<segment_job>(req.what))
+        req.loss_promise.deliver(gone);
+      else
+        req.fsa_promise.deliver(gone);
+    }
+    for (auto& [id, cancel] : in_progress)
+      cancel(gone);
+    for (auto& slot : workers)
+      caf::anon_send_exit(slot.handle, caf::exit_reason::user_shutdown);
+  }
 };
 
 using pool_pointer = worker_pool_actor::stateful_pointer<pool_state>;
@@ -120,14 +132,14 @@ void untrack(pool_pointer self, uint64_t id) {
   self->state.in_progress.erase(id);
 }
 
-/// Starts a new worker in slot `index` (first use, or replacing one that
-/// terminated). The pool monitors it.
+/// Starts a worker in slot `index` (first use, or replacing one that
+/// terminated; the slot's counters stay). The pool monitors it.
 void start_worker(pool_pointer self, size_t index) {
   auto& st = self->state;
   auto name = st.label + " worker " + std::to_string(index);
   auto handle = spawn_sprint_worker(self->system(), *st.io, st.opts, name);
   self->monitor(handle);
-  st.workers[index] = worker_slot{handle, st.next_incarnation++, 0, 0};
+  st.workers[index].handle = handle;
 }
 
 /// Creates workers until there are `count` (at most numInstances).
@@ -140,8 +152,16 @@ void ensure_workers(pool_pointer self, size_t count) {
   }
 }
 
-slot_ref ref_of(pool_pointer self, size_t index) {
-  return {index, self->state.workers[index].incarnation};
+/// Whether `err` says that `used`, the worker a request went to, was gone.
+/// Then the slot gets a new worker (unless the down message did that
+/// already), and the request should be sent again.
+bool worker_was_gone(pool_pointer self, size_t index, const sprint_worker_actor& used,
+                     const caf::error& err) {
+  if (err != caf::sec::request_receiver_down)
+    return false;
+  if (self->state.workers[index].handle == used)
+    start_worker(self, index);
+  return true;
 }
 
 /// Counts a request of `frames` frames as assigned to a worker.
@@ -153,13 +173,11 @@ void assign(pool_pointer self, size_t index, int64_t frames) {
 
 void serve_waiting(pool_pointer self);
 
-/// Counts a request as answered by the worker it went to.
-void worker_done(pool_pointer self, slot_ref ref, int64_t frames) {
-  auto& slot = self->state.workers[ref.index];
-  if (slot.incarnation == ref.incarnation) {
-    slot.queued_frames -= frames;
-    --slot.queued_requests;
-  }
+/// Counts a request as answered by worker `index`.
+void worker_done(pool_pointer self, size_t index, int64_t frames) {
+  auto& slot = self->state.workers[index];
+  slot.queued_frames -= frames;
+  --slot.queued_requests;
   serve_waiting(self);
 }
 
@@ -178,46 +196,63 @@ caf::error combined_error(const std::string& what, const segment_lists& progress
 
 // -- single segments --------------------------------------------------------------
 
-/// Sends one single-segment request to worker `index`.
+/// Sends one single-segment request to worker `index`. If that worker turns
+/// out to be gone, the request waits again for a (replaced) worker.
 void send_single(pool_pointer self, size_t index, waiting_request req) {
-  auto ref = ref_of(self, index);
-  auto& handle = self->state.workers[index].handle;
-  if (auto* job = std::get_if<segment_job>(&req.what)) {
-    auto frames = static_cast<int64_t>(job->log_posteriors.rows);
-    assign(self, index, frames);
-    auto promise = req.loss_promise;
-    auto id = track(self, [promise](const caf::error& err) mutable { promise.deliver(err); });
-    self->request(handle, caf::infinite, compute_atom::value, std::move(*job))
+  auto used = self->state.workers[index].handle;
+  auto frames = std::holds_alternative<segment_job>(req.what)
+                    ? static_cast<int64_t>(std::get<segment_job>(req.what).log_posteriors.rows)
+                    : int64_t{0};
+  assign(self, index, frames);
+  // The request is kept (as the cancel hook) until answered, so that a
+  // worker gone before reading it can be given the same request again.
+  auto kept = std::make_shared<waiting_request>(std::move(req));
+  auto id = track(self, [kept](const caf::error& err) {
+    if (std::holds_alternative<segment_job>(kept->what))
+      kept->loss_promise.deliver(err);
+    else
+      kept->fsa_promise.deliver(err);
+  });
+  auto retry_or = [self, index, used, frames, id, kept](const caf::error& err, auto fail) {
+    untrack(self, id);
+    if (worker_was_gone(self, index, used, err)) {
+      auto& slot = self->state.workers[index];
+      slot.queued_frames -= frames;
+      --slot.queued_requests;
+      self->state.waiting.push_front(std::move(*kept));
+      serve_waiting(self);
+      return;
+    }
+    fail();
+    worker_done(self, index, frames);
+  };
+  if (auto* job = std::get_if<segment_job>(&kept->what)) {
+    self->request(used, caf::infinite, compute_atom::value, *job)
         .then(
-            [self, ref, frames, id, promise](double loss) mutable {
+            [self, index, frames, id, kept](double loss) {
               ++self->state.stats.segments;
-              promise.deliver(loss);
+              kept->loss_promise.deliver(loss);
               untrack(self, id);
-              worker_done(self, ref, frames);
+              worker_done(self, index, frames);
             },
-            [self, ref, frames, id, promise](caf::error& err) mutable {
-              ++self->state.stats.failed_segments;
-              promise.deliver(err);
-              untrack(self, id);
-              worker_done(self, ref, frames);
+            [self, kept, retry_or](caf::error& err) {
+              retry_or(err, [&] {
+                ++self->state.stats.failed_segments;
+                kept->loss_promise.deliver(err);
+              });
             });
     return;
   }
-  assign(self, index, 0);
-  auto promise = req.fsa_promise;
-  auto id = track(self, [promise](const caf::error& err) mutable { promise.deliver(err); });
-  self->request(handle, caf::infinite, fsa_atom::value, std::get<std::string>(req.what))
+  self->request(used, caf::infinite, fsa_atom::value, std::get<std::string>(kept->what))
       .then(
-          [self, ref, id, promise](segment_fsa& fsa) mutable {
+          [self, index, id, kept](segment_fsa& fsa) {
             ++self->state.stats.fsa_exports;
-            promise.deliver(std::move(fsa));
+            kept->fsa_promise.deliver(std::move(fsa));
             untrack(self, id);
-            worker_done(self, ref, 0);
+            worker_done(self, index, 0);
           },
-          [self, ref, id, promise](caf::error& err) mutable {
-            promise.deliver(err);
-            untrack(self, id);
-            worker_done(self, ref, 0);
+          [kept, retry_or](caf::error& err) {
+            retry_or(err, [&] { kept->fsa_promise.deliver(err); });
           });
 }
 
@@ -283,7 +318,8 @@ float to_float_loss(double loss) {
   return static_cast<float>(loss);
 }
 
-/// Sends worker `w`'s next segment of the batch, if any.
+/// Sends worker `w`'s next segment of the batch, if any. A segment whose
+/// worker turns out to be gone goes back to the list for the replacement.
 void send_next_segment(pool_pointer self, std::shared_ptr<batch_progress> progress, size_t w) {
   auto& list = progress->lists[w];
   if (list.empty())
@@ -291,25 +327,30 @@ void send_next_segment(pool_pointer self, std::shared_ptr<batch_progress> progre
   size_t index = list.front();
   list.pop_front();
   auto frames = progress->lengths[index];
-  auto ref = ref_of(self, w);
   auto rows = static_cast<size_t>(frames);
+  auto used = self->state.workers[w].handle;
   segment_job job{progress->tags[index], segment_slice(progress->log_posteriors, index, rows),
                   segment_slice(progress->result.error_signal, index, rows)};
-  auto answered = [self, progress, w, ref, frames] {
-    worker_done(self, ref, frames);
+  auto answered = [self, progress, w, frames] {
+    worker_done(self, w, frames);
     if (--progress->pending == 0)
       finish_batch(self, *progress);
     else
       send_next_segment(self, progress, w);
   };
-  self->request(self->state.workers[w].handle, caf::infinite, compute_atom::value, std::move(job))
+  self->request(used, caf::infinite, compute_atom::value, std::move(job))
       .then(
           [self, progress, index, answered](double loss) {
             progress->result.loss[index] = to_float_loss(loss);
             ++self->state.stats.segments;
             answered();
           },
-          [self, progress, index, answered](caf::error& err) {
+          [self, progress, w, index, used, answered](caf::error& err) {
+            if (worker_was_gone(self, w, used, err)) {
+              progress->lists[w].push_front(index);
+              send_next_segment(self, progress, w);
+              return;
+            }
             ++self->state.stats.failed_segments;
             progress->record_failure(index, err);
             answered();
@@ -380,30 +421,35 @@ void finish_automata(pool_pointer self, automata_progress& progress) {
     progress.promise.deliver(std::move(*merged));
 }
 
-/// Sends worker `w`'s next FSA export, if any.
+/// Sends worker `w`'s next FSA export, if any (retried on a replacement
+/// worker like a batch segment).
 void send_next_export(pool_pointer self, std::shared_ptr<automata_progress> progress, size_t w) {
   auto& list = progress->lists[w];
   if (list.empty())
     return;
   size_t index = list.front();
   list.pop_front();
-  auto ref = ref_of(self, w);
-  auto answered = [self, progress, w, ref] {
-    worker_done(self, ref, 0);
+  auto used = self->state.workers[w].handle;
+  auto answered = [self, progress, w] {
+    worker_done(self, w, 0);
     if (--progress->pending == 0)
       finish_automata(self, *progress);
     else
       send_next_export(self, progress, w);
   };
-  self->request(self->state.workers[w].handle, caf::infinite, fsa_atom::value,
-                progress->tags[index])
+  self->request(used, caf::infinite, fsa_atom::value, progress->tags[index])
       .then(
           [self, progress, index, answered](segment_fsa& fsa) {
             ++self->state.stats.fsa_exports;
             progress->automata[index] = std::move(fsa);
             answered();
           },
-          [progress, index, answered](caf::error& err) {
+          [self, progress, w, index, used, answered](caf::error& err) {
+            if (worker_was_gone(self, w, used, err)) {
+              progress->lists[w].push_front(index);
+              send_next_export(self, progress, w);
+              return;
+            }
             progress->record_failure(index, err);
             answered();
           });
@@ -442,10 +488,13 @@ caf::result<pool_stats> collect_stats(pool_pointer self) {
   auto collected = std::make_shared<pool_stats>(st.stats);
   collected->workers.resize(st.workers.size());
   auto pending = std::make_shared<size_t>(st.workers.size());
+  auto id = track(self, [promise](const caf::error& err) mutable { promise.deliver(err); });
   for (size_t w = 0; w < st.workers.size(); ++w) {
-    auto done = [collected, pending, promise]() mutable {
-      if (--*pending == 0)
+    auto done = [self, collected, pending, promise, id]() mutable {
+      if (--*pending == 0) {
+        untrack(self, id);
         promise.deliver(*collected);
+      }
     };
     self->request(st.workers[w].handle, caf::infinite, stats_atom::value)
         .then(
@@ -486,11 +535,15 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, sprint_options
   st.opts = std::move(opts);
   st.io = io;
   st.label = std::move(name);
+  if (!st.opts.remote.empty())
+    st.refusal = make_error(errc::invalid_options,
+                            st.label + ": the 'remote' option (pools on other machines) is not "
+                                       "supported yet; remove it to run local children");
   self->set_exit_handler([self](caf::exit_msg& msg) { stop_pool(self, msg.reason); });
   self->set_down_handler([self](caf::down_msg& msg) {
     // Workers end only when stopped; one that terminated otherwise (killed,
     // an exception) failed its requests, whose callbacks already ran or will
-    // run. Its slot gets a new worker.
+    // run. Its slot gets a new worker (unless a request found it gone first).
     auto& st = self->state;
     for (size_t i = 0; i < st.workers.size(); ++i)
       if (st.workers[i].handle.address() == msg.source) {
@@ -500,11 +553,19 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, sprint_options
       }
   });
   return {
-      [self](compute_atom, batch& b) { return compute_batch(self, b); },
-      [self](automata_atom, std::vector<std::string>& tags) {
+      [self](compute_atom, batch& b) -> caf::result<batch_result> {
+        if (self->state.refusal)
+          return self->state.refusal;
+        return compute_batch(self, b);
+      },
+      [self](automata_atom, std::vector<std::string>& tags) -> caf::result<batch_automata> {
+        if (self->state.refusal)
+          return self->state.refusal;
         return compute_automata(self, tags);
       },
       [self](compute_atom, segment_job& job) -> caf::result<double> {
+        if (self->state.refusal)
+          return self->state.refusal;
         waiting_request req;
         req.what = std::move(job);
         req.loss_promise = self->make_response_promise<double>();
@@ -514,6 +575,8 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, sprint_options
         return promise;
       },
       [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
+        if (self->state.refusal)
+          return self->state.refusal;
         waiting_request req;
         req.what = std::move(segment);
         req.fsa_promise = self->make_response_promise<segment_fsa>();

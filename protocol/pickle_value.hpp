@@ -176,22 +176,32 @@ public:
 
   // -- factories --------------------------------------------------------------
 
+  /// Python's True or False.
   static value boolean(bool x);
+  /// An int (sprintrt's ints are 64-bit).
   static value integer(int64_t x);
+  /// A float.
   static value floating(double x);
+  /// A str; `text` is UTF-8.
   static value str(std::string text);
+  /// A bytes object.
   static value bytes(bytes_ref data);
   /// A tuple; nests (and thereby freezes) every container among `xs`.
   static value tuple(items xs);
   /// A list; nests every container among `xs`.
   static value list(items xs);
   /// A dict; nests every container among the values. Keys must be scalar
-  /// keys (`is_scalar_key`); a later pair replaces an earlier one with an
-  /// equal key, as in Python.
+  /// keys (`is_scalar_key`; others are a programming error); a later pair
+  /// replaces an earlier one with an equal key of the same kind (unlike
+  /// Python, 1, 1.0 and True are different keys).
   static value dict(dict_items xs);
+  /// A NumPy array.
   static value array(ndarray x);
+  /// A NumPy scalar.
   static value scalar(numpy_scalar x);
+  /// A whitelisted callable named by GLOBAL (pickle machine only).
   static value global(callable fn);
+  /// A `numpy.dtype` under construction (pickle machine only).
   static value numpy_dtype(dtype_object x);
 
   // -- observers --------------------------------------------------------------

@@ -40,8 +40,10 @@ void child_reaper::poll() {
     int status = 0;
     pid_t rc = ::waitpid(i->first, &status, WNOHANG);
     if (rc == i->first || (rc < 0 && errno == ECHILD)) {
-      if (rc < 0)
+      if (rc < 0) {
         spdlog::warn("child {} was reaped by someone else (waitpid(-1) elsewhere?)", i->first);
+        status = reaped_elsewhere;
+      }
       exited.emplace_back(std::move(i->second), status);
       i = watched_.erase(i);
     } else {
@@ -59,6 +61,8 @@ void child_reaper::kill_all() {
   for (auto& [pid, callback] : children) {
     int status = 0;
     pid_t rc = ::waitpid(pid, &status, WNOHANG);
+    if (rc < 0)
+      status = reaped_elsewhere;
     if (rc == 0) {
       // Still running (only then: after ECHILD the pid may belong to
       // someone else by now).

@@ -19,6 +19,10 @@
 
 namespace sprintrt::runtime {
 
+/// The status reported for a child that someone else reaped (its real
+/// status is lost): not a valid wait status.
+constexpr int reaped_elsewhere = -1;
+
 /// Watches child processes and reaps them when they exit. All member
 /// functions run on the io thread.
 class child_reaper {
@@ -26,8 +30,9 @@ public:
   /// Starts listening for SIGCHLD on `io`.
   explicit child_reaper(boost::asio::io_context& io);
 
-  /// Calls `on_exit(wait_status)` once `pid` has exited and was reaped. Checks
-  /// at once, in case the child died before it was watched.
+  /// Calls `on_exit(wait_status)` once `pid` has exited and was reaped
+  /// (`reaped_elsewhere` if another waitpid got it first). Checks at once,
+  /// in case the child died before it was watched.
   void watch(pid_t pid, std::function<void(int)> on_exit);
 
   /// Sends SIGKILL to `pid` if it is watched (and not yet reaped). The reap

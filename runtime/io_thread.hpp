@@ -44,7 +44,8 @@ public:
   /// Runs `fn` on the io thread.
   void post(std::function<void()> fn);
 
-  /// Returns whether `stop` was called: work posted now would never run.
+  /// Returns whether `stop` was called: no child may be started any more
+  /// (the reaper stops listening), and work posted from now on may not run.
   bool stopped() const noexcept;
 
   /// Returns whether the caller runs on the io thread.

@@ -33,11 +33,12 @@ using descriptor = asio::posix::stream_descriptor;
 // -- child_down -------------------------------------------------------------------
 
 bool child_down::clean_exit() const noexcept {
-  return pid >= 0 && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+  return pid >= 0 && wait_status != reaped_elsewhere && WIFEXITED(wait_status) &&
+         WEXITSTATUS(wait_status) == 0;
 }
 
 int child_down::exit_code() const noexcept {
-  if (pid < 0)
+  if (pid < 0 || wait_status == reaped_elsewhere)
     return 0;
   if (WIFEXITED(wait_status))
     return WEXITSTATUS(wait_status);
@@ -49,6 +50,8 @@ int child_down::exit_code() const noexcept {
 std::string child_down::describe() const {
   if (pid < 0)
     return "was never started";
+  if (wait_status == reaped_elsewhere)
+    return "was reaped by someone else (its status is unknown)";
   if (WIFEXITED(wait_status))
     return "exited with status " + std::to_string(WEXITSTATUS(wait_status));
   if (WIFSIGNALED(wait_status))
@@ -104,6 +107,13 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   caf::error cause;
 
   void start() {
+    // stop() may have begun between open() and now; its reaper no longer
+    // listens, so a child started now would never be reaped.
+    if (io.stopped()) {
+      cause = make_error(errc::cancelled, "the io thread is stopping: no new children");
+      finish(-1);
+      return;
+    }
     auto child = spawn_sprint_child(opts, environ);
     if (!child) {
       cause = std::move(child.error());
@@ -193,14 +203,15 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   /// Reports the messages completed by the last commit or feed, or fails the
   /// channel if the stream broke the framing (it cannot be trusted after).
   bool accepted(caf::error framing_error) {
+    // Messages completed before the broken part still count.
+    while (auto message = decoder.next())
+      if (events.message)
+        events.message(std::move(*message));
     if (framing_error) {
       fail(
           make_error(errc::child_failed, "the child broke the protocol: " + render(framing_error)));
       return false;
     }
-    while (auto message = decoder.next())
-      if (events.message)
-        events.message(std::move(*message));
     return true;
   }
 
@@ -285,13 +296,15 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
       finish(*reaped);
   }
 
-  /// Reads whatever is left in a non-blocking pipe of a dead child.
+  /// Reads whatever is left in a non-blocking pipe of a dead child: at
+  /// most 64 MiB (more than the pipe holds), in case a grandchild that
+  /// inherited the pipe keeps writing.
   template <class OnBytes>
   static void drain(std::optional<descriptor>& fd, OnBytes&& on_bytes) {
     if (!fd)
       return;
     std::array<char, 65536> chunk;
-    for (;;) {
+    for (size_t total = 0; total < (size_t{64} << 20); total += chunk.size()) {
       ssize_t n = ::read(fd->native_handle(), chunk.data(), chunk.size());
       if (n < 0 && errno == EINTR)
         continue;

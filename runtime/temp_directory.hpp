@@ -17,9 +17,11 @@ public:
   /// Creates `<tmp>/<prefix>-XXXXXX` (mkdtemp); fails with `io_error`.
   static caf::expected<temp_directory> make(const std::string& prefix);
 
+  /// Takes over `other`'s directory; `other` then owns none.
   temp_directory(temp_directory&& other) noexcept : path_(std::move(other.path_)) {
     other.path_.clear();
   }
+  /// Removes this directory, then takes over `other`'s.
   temp_directory& operator=(temp_directory&& other) noexcept;
   temp_directory(const temp_directory&) = delete;
   temp_directory& operator=(const temp_directory&) = delete;

@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh --target sprintrt sprint-sim
-exec "${BUILD_DIR:-build}/tools/sprintrt" demo "$@"
+exec "${BUILD_DIR:-build}/tools/sprintrt/sprintrt" demo "$@"

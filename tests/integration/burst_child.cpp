@@ -2,7 +2,8 @@
 // and exits at once, without waiting for anything: the race between its
 // last bytes and its exit status is what the channel must get right.
 // The message is a pickle of one bytes object of N bytes, N from an argument
-// --*.burst-bytes=N (default 1000).
+// --*.burst-bytes=N (default 1000). With --*.burst-garbage=1 a broken frame
+// (a negative length) follows in the same write.
 
 #include <unistd.h>
 
@@ -14,11 +15,13 @@
 
 int main(int argc, char** argv) {
   size_t n = 1000;
+  bool garbage = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto pos = arg.find("burst-bytes=");
     if (pos != std::string::npos)
       n = std::strtoull(arg.c_str() + pos + 12, nullptr, 10);
+    garbage = garbage || arg.find("burst-garbage=1") != std::string::npos;
   }
   // PROTO 3, BINBYTES n <n bytes>, TUPLE1, STOP
   std::vector<unsigned char> pickle{0x80, 3, 'B'};
@@ -32,6 +35,8 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 4; ++k)
     frame.push_back(static_cast<unsigned char>((size >> (8 * k)) & 0xff));
   frame.insert(frame.end(), pickle.begin(), pickle.end());
+  if (garbage)
+    frame.insert(frame.end(), {0xff, 0xff, 0xff, 0xff});
   size_t done = 0;
   while (done < frame.size()) {
     ssize_t w = ::write(3, frame.data() + done, frame.size() - done);

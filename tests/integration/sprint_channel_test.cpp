@@ -87,3 +87,20 @@ TEST_CASE("a channel opened after the io thread stopped is down at once") {
   CHECK(seen.down->pid == -1);
   CHECK(seen.message_sizes.empty());
 }
+
+TEST_CASE("messages completed before a framing error are still delivered") {
+  runtime::io_thread io;
+  collector seen;
+  auto opts = burst_options(100);
+  opts.sprint_config.push_back({{word_piece::literal, "--*.burst-garbage=1"}});
+  auto channel = runtime::sprint_channel::open(io, opts, "garbage", seen.events());
+  REQUIRE(seen.wait_down());
+  REQUIRE(seen.message_sizes.size() == 1);
+  CHECK(seen.message_sizes[0] == 109);
+  // Whether the child's exit or the bad prefix is seen first, a bad prefix
+  // that arrives is reported as the cause.
+  if (seen.down->cause)
+    CHECK_THAT(render(seen.down->cause), Catch::Contains("length prefix -1 is not positive") ||
+                                             Catch::Contains("closed its pipe"));
+  io.stop();
+}

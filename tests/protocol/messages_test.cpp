@@ -240,6 +240,8 @@ TEST_CASE("malformed replies are invalid messages that say what was wrong") {
   check(decode_loss_reply(ok3(value::str("x"), es({3, 4})), 3, 4).error(), "loss must be a number");
   check(decode_loss_reply(ok3(value::floating(std::nan("")), es({3, 4})), 3, 4).error(),
         "loss is NaN");
+  check(decode_loss_reply(ok3(value::floating(-INFINITY), es({3, 4})), 3, 4).error(),
+        "loss is -inf");
   check(decode_fsa_reply(
             value::tuple({value::str("ok"), value::integer(int64_t{1} << 32), value::integer(0),
                           value::array(ndarray{dtype::uint32, {0}, {}}),

@@ -43,6 +43,7 @@ private:
 /// Does nothing when the bar is disabled.
 class progress_poller {
 public:
+  /// Starts polling `count` into `bar` (if the bar is enabled).
   progress_poller(progress_bar& bar, std::function<size_t()> count);
 
   /// Stops polling and draws the bar full.

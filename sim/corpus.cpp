@@ -113,4 +113,23 @@ bool corpus::contains(std::string_view segment) const {
   return index_.find(segment) != index_.end();
 }
 
+caf::error write_corpus_file(const std::string& path, span<const corpus_entry> entries) {
+  const auto fail = [&] {
+    return make_error(errc::io_error,
+                      "cannot write corpus file '" + path + "': " + std::strerror(errno));
+  };
+  std::ofstream out{path};
+  if (!out)
+    return fail();
+  for (const auto& entry : entries) {
+    out << entry.name << '\t';
+    for (size_t k = 0; k < entry.labels.size(); ++k)
+      out << (k > 0 ? " " : "") << entry.labels[k];
+    out << '\n';
+  }
+  if (!out.flush())
+    return fail();
+  return {};
+}
+
 } // namespace sprintrt::sim

@@ -77,4 +77,15 @@ private:
   std::map<std::string, size_t, std::less<>> index_;
 };
 
+/// One segment as a corpus file lists it: its name and its labels.
+struct corpus_entry {
+  std::string name;
+  std::vector<uint32_t> labels;
+};
+
+/// Writes `entries` to the file at `path` (replacing it) in the format
+/// `corpus` reads: one `NAME<TAB>LABELS` line per entry, labels separated by
+/// one space. Returns an `io_error` naming the file if it cannot be written.
+caf::error write_corpus_file(const std::string& path, span<const corpus_entry> entries);
+
 } // namespace sprintrt::sim

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <stdexcept>
 
@@ -40,18 +39,15 @@ std::vector<test_segment> write_corpus(const temp_dir& dir, size_t count, uint32
   std::uniform_int_distribution<uint32_t> label{1, num_labels - 1};
   std::uniform_int_distribution<size_t> length{1, 4};
   std::vector<test_segment> segments;
-  std::ofstream out{corpus_path(dir)};
   for (size_t i = 0; i < count; ++i) {
     test_segment seg{"corpus/rec/seg-" + std::to_string(i), {}};
     size_t n = length(gen);
-    out << seg.name << '\t';
-    for (size_t k = 0; k < n; ++k) {
+    for (size_t k = 0; k < n; ++k)
       seg.labels.push_back(label(gen));
-      out << (k > 0 ? " " : "") << seg.labels.back();
-    }
-    out << '\n';
     segments.push_back(std::move(seg));
   }
+  if (auto err = sim::write_corpus_file(corpus_path(dir), segments))
+    throw std::runtime_error(render(err));
   return segments;
 }
 

@@ -18,6 +18,7 @@
 
 #include "runtime/io_thread.hpp"
 #include "runtime/temp_directory.hpp"
+#include "sim/corpus.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/worker_interface.hpp"
 
@@ -37,10 +38,7 @@ private:
 };
 
 /// One segment of a test corpus.
-struct test_segment {
-  std::string name;
-  std::vector<uint32_t> labels;
-};
+using test_segment = sim::corpus_entry;
 
 /// Writes a corpus of `count` segments named "corpus/rec/seg-<i>" with 1 to
 /// 4 random labels in 1..num_labels-1 (0 is the CTC blank) to

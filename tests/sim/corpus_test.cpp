@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -131,4 +132,22 @@ TEST_CASE("a corpus is read from any stream") {
   const auto c = unwrap(corpus::from_stream(in, "stdin"));
   CHECK(labels_of(c, "s1") == std::vector<uint32_t>{5});
   CHECK(c.source() == "stdin");
+}
+
+TEST_CASE("a written corpus file reads back as the same segments") {
+  const temp_file file{""};
+  const std::vector<corpus_entry> entries{{"rec/1", {3, 1, 2}}, {"silence/1", {}}, {"rec/2", {7}}};
+  REQUIRE(!write_corpus_file(file.path(), entries));
+  std::ifstream in{file.path()};
+  CHECK(std::string{std::istreambuf_iterator<char>{in}, {}} ==
+        "rec/1\t3 1 2\nsilence/1\t\nrec/2\t7\n");
+  const auto c = unwrap(corpus::from_file(file.path()));
+  CHECK(c.segment_names() == std::vector<std::string>{"rec/1", "silence/1", "rec/2"});
+  CHECK(labels_of(c, "rec/1") == std::vector<uint32_t>{3, 1, 2});
+  CHECK(labels_of(c, "silence/1").empty());
+
+  auto err = write_corpus_file("/nonexistent/sprintrt/corpus.txt", entries);
+  CHECK(err == errc::io_error);
+  CHECK(error_message(err) ==
+        "cannot write corpus file '/nonexistent/sprintrt/corpus.txt': No such file or directory");
 }

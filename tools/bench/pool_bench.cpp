@@ -348,7 +348,7 @@ void run_pool_bench(const pool_bench_options& options, const std::string& argv0)
   temp_dir dir;
   // Skewed lengths: many short segments, few long ones, 300 down to 20.
   std::vector<int64_t> lengths;
-  std::vector<corpus_segment> segments{{small_segment, {1}}, {large_segment, {1}}};
+  std::vector<sim::corpus_entry> segments{{small_segment, {1}}, {large_segment, {1}}};
   for (size_t b = 0; b < batch_segments; ++b) {
     const double x = static_cast<double>(batch_segments - 1 - b) / (batch_segments - 1);
     lengths.push_back(20 + static_cast<int64_t>(std::lround(280 * x * x)));

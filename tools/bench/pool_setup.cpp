@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <stdexcept>
 
@@ -31,17 +30,10 @@ runtime::temp_directory make_temp_directory() {
 
 temp_dir::temp_dir() : dir_(make_temp_directory()) {}
 
-std::string write_corpus(const temp_dir& dir, const std::vector<corpus_segment>& segments) {
+std::string write_corpus(const temp_dir& dir, const std::vector<sim::corpus_entry>& segments) {
   const std::string path = dir.path() + "/corpus.txt";
-  std::ofstream out{path};
-  for (const auto& segment : segments) {
-    out << segment.name << '\t';
-    for (size_t i = 0; i < segment.labels.size(); ++i)
-      out << (i > 0 ? " " : "") << segment.labels[i];
-    out << '\n';
-  }
-  if (!out.flush())
-    throw std::runtime_error("cannot write " + path);
+  if (auto err = sim::write_corpus_file(path, segments))
+    throw std::runtime_error(render(err));
   return path;
 }
 

@@ -14,6 +14,7 @@
 
 #include "runtime/io_thread.hpp"
 #include "runtime/temp_directory.hpp"
+#include "sim/corpus.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "sprintrt/worker_interface.hpp"
@@ -33,15 +34,9 @@ private:
   runtime::temp_directory dir_;
 };
 
-/// One corpus line: a segment name and its labels.
-struct corpus_segment {
-  std::string name;
-  std::vector<uint32_t> labels;
-};
-
 /// Writes `segments` as `dir/corpus.txt` in sprint-sim's corpus format and
 /// returns the file's path.
-std::string write_corpus(const temp_dir& dir, const std::vector<corpus_segment>& segments);
+std::string write_corpus(const temp_dir& dir, const std::vector<sim::corpus_entry>& segments);
 
 /// Returns `given` if not empty, else sprint-sim next to this program's build
 /// tree: `<dir of /proc/self/exe, or of argv0>/../sprint-sim/sprint-sim`.

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/edit_distance.hpp"
 #include "runtime/temp_directory.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/sprint_runtime.hpp"
@@ -101,7 +102,10 @@ int run(const demo_options& cli) {
     return 1;
   }
   auto corpus = scratch->path() + "/corpus.txt";
-  write_demo_corpus(segments, corpus);
+  if (auto err = write_demo_corpus(segments, corpus)) {
+    std::cerr << "sprintrt demo: " << render(err) << "\n";
+    return 1;
+  }
 
   sprint_options opts;
   opts.sprint_exec_path = sprint_sim;

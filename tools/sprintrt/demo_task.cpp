@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
+#include "sim/corpus.hpp"
 #include "sprintrt/tensor_eigen.hpp"
 
 namespace sprintrt::cli {
@@ -44,14 +44,11 @@ std::vector<demo_segment> make_demo_task(const demo_task_config& config) {
   return segments;
 }
 
-void write_demo_corpus(const std::vector<demo_segment>& segments, const std::string& path) {
-  std::ofstream out{path};
-  for (const auto& seg : segments) {
-    out << seg.name << '\t';
-    for (size_t k = 0; k < seg.labels.size(); ++k)
-      out << (k > 0 ? " " : "") << seg.labels[k];
-    out << '\n';
-  }
+caf::error write_demo_corpus(const std::vector<demo_segment>& segments, const std::string& path) {
+  std::vector<sim::corpus_entry> entries;
+  for (const auto& seg : segments)
+    entries.push_back({seg.name, seg.labels});
+  return sim::write_corpus_file(path, entries);
 }
 
 demo_model::demo_model(size_t features, size_t classes)
@@ -99,22 +96,6 @@ std::vector<uint32_t> demo_model::decode(const demo_segment& segment) const {
     previous = k;
   }
   return labels;
-}
-
-size_t edit_distance(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
 }
 
 } // namespace sprintrt::cli

@@ -18,6 +18,7 @@
 #include <Eigen/Core>
 
 #include "sprintrt/batch.hpp"
+#include "sprintrt/error.hpp"
 
 namespace sprintrt::cli {
 
@@ -44,8 +45,8 @@ struct demo_task_config {
 /// Makes the task's segments (deterministic for a seed).
 std::vector<demo_segment> make_demo_task(const demo_task_config& config);
 
-/// Writes the corpus file sprint-sim reads (name TAB labels).
-void write_demo_corpus(const std::vector<demo_segment>& segments, const std::string& path);
+/// Writes the corpus file sprint-sim reads (an `io_error` if it cannot).
+caf::error write_demo_corpus(const std::vector<demo_segment>& segments, const std::string& path);
 
 /// A linear softmax model over `classes` classes.
 class demo_model {
@@ -70,8 +71,5 @@ private:
   matrix weights_grad_;
   Eigen::RowVectorXf bias_grad_;
 };
-
-/// Levenshtein distance between label sequences.
-size_t edit_distance(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b);
 
 } // namespace sprintrt::cli

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/edit_distance.hpp"
 #include "runtime/shell_words.hpp"
 #include "runtime/sprint_args.hpp"
 
@@ -320,31 +321,16 @@ constexpr std::array<option_entry, 16> option_table = {{
     {"remote", parse_remote},
 }};
 
-/// Case-insensitive Levenshtein distance.
-size_t edit_distance(std::string_view a, std::string_view b) {
-  const auto lower = [](char c) {
-    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  };
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t substitute = diagonal + (lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1);
-      diagonal = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitute});
-    }
-  }
-  return row[b.size()];
+/// Whether two characters are equal ignoring case (for key suggestions).
+bool same_ignoring_case(char x, char y) {
+  return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
 }
 
 caf::error unknown_key(const std::string& key) {
   std::string_view best;
   size_t best_distance = std::max<size_t>(2, key.size() / 4) + 1;
   for (const auto& entry : option_table) {
-    const auto distance = edit_distance(key, entry.key);
+    const auto distance = edit_distance(std::string_view{key}, entry.key, same_ignoring_case);
     if (distance < best_distance) {
       best = entry.key;
       best_distance = distance;

@@ -93,9 +93,6 @@ public:
   /// An injector for `options`.
   explicit fault_injector(fault_options options) : options_(std::move(options)) {}
 
-  /// Returns the options.
-  const fault_options& options() const noexcept { return options_; }
-
   /// Returns whether the process must exit before reading anything.
   bool exits_at_start() const noexcept { return options_.kind == fault_kind::exit_at_start; }
 

@@ -65,9 +65,6 @@ public:
   /// Returns the options.
   const service_options& options() const noexcept { return options_; }
 
-  /// Returns the criterion.
-  const criterion& segments_criterion() const noexcept { return criterion_; }
-
   /// Decodes `message` (a pickle as `protocol::read_pickle` returns it) as a
   /// command and handles it; a malformed command is answered with an
   /// exception reply.

@@ -217,10 +217,8 @@ private:
   using outcome = std::optional<caf::error>;
 
   outcome apply_python_control(const argument& arg) {
-    if (arg.name == "python-control-enabled") {
-      python_control_enabled_ = false;
+    if (arg.name == "python-control-enabled")
       return assign(arg, python_control_enabled_, parse_bool, expected_bool);
-    }
     if (arg.name == "pymod-config")
       return apply_pymod_config(arg);
     if (arg.name == "pymod-path")

@@ -29,8 +29,8 @@ tensor tensor::zeros(std::vector<size_t> shape) {
 caf::expected<tensor> tensor::from_vector(std::vector<float> data, std::vector<size_t> shape) {
   auto n = element_count(shape);
   if (!n || *n != data.size()) {
-    tensor shaped{shape, nullptr};
-    return make_error(errc::invalid_input, "tensor of shape " + shaped.shape_string() + " needs " +
+    return make_error(errc::invalid_input, "tensor of shape " + sprintrt::shape_string(shape) +
+                                               " needs " +
                                                (n ? std::to_string(*n) : std::string{"too many"}) +
                                                " elements, got " + std::to_string(data.size()));
   }
@@ -41,14 +41,18 @@ tensor tensor::clone() const {
   return tensor{shape_, std::make_shared<std::vector<float>>(*storage_)};
 }
 
-std::string tensor::shape_string() const {
+std::string shape_string(const std::vector<size_t>& shape) {
   std::string text = "[";
-  for (size_t i = 0; i < shape_.size(); ++i) {
+  for (size_t i = 0; i < shape.size(); ++i) {
     if (i > 0)
       text += ", ";
-    text += std::to_string(shape_[i]);
+    text += std::to_string(shape[i]);
   }
   return text + "]";
+}
+
+std::string tensor::shape_string() const {
+  return sprintrt::shape_string(shape_);
 }
 
 matrix_slice segment_slice(const tensor& batch, size_t b, size_t frames) {

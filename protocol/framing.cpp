@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "common/little_endian.hpp"
+
 namespace sprintrt::protocol {
 
 const char* to_string(framing f) noexcept {
@@ -150,9 +152,7 @@ caf::error frame_decoder::commit_length_prefixed(size_t n) {
       pos += take;
       if (header_size_ < 4)
         break;
-      uint32_t bits = 0;
-      for (size_t i = 0; i < 4; ++i)
-        bits |= std::to_integer<uint32_t>(header_[i]) << (8 * i);
+      auto bits = static_cast<uint32_t>(read_le(byte_span{header_, 4}));
       auto size = static_cast<int32_t>(bits);
       if (size <= 0)
         return fail(make_error(errc::protocol_error,

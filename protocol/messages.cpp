@@ -7,6 +7,7 @@
 
 #include "protocol/ndarray_access.hpp"
 #include "protocol/utf8.hpp"
+#include "sprintrt/tensor.hpp"
 
 namespace sprintrt::protocol {
 
@@ -71,16 +72,6 @@ std::optional<double> as_number(const value& x) {
   if (x.is(value::kind::numpy_scalar))
     return x.as_numpy_scalar().to_double();
   return std::nullopt;
-}
-
-std::string shape_string(const std::vector<size_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0)
-      s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
 }
 
 /// Checks that `x` is an array of `type` with exactly `shape`.

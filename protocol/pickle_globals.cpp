@@ -50,7 +50,7 @@ caf::expected<value> make_ndarray(const value& data, const value& type_name, con
 
 std::optional<callable> resolve_global(std::string_view module, std::string_view name) {
   if (name == "make_numpy_ndarray_fromstring" &&
-      (module == "returnn.util.task_system" || module == "TaskSystem"))
+      (module == default_array_module || module == legacy_array_module))
     return callable::make_ndarray;
   if (name == "scalar" && (module == "numpy.core.multiarray" || module == "numpy._core.multiarray"))
     return callable::numpy_scalar;

@@ -15,6 +15,12 @@
 
 namespace sprintrt::protocol {
 
+/// The module RETURNN's array constructor lives in today.
+constexpr std::string_view default_array_module = "returnn.util.task_system";
+
+/// The module of the array constructor in RETURNN checkouts before 2020.
+constexpr std::string_view legacy_array_module = "TaskSystem";
+
 /// Resolves a GLOBAL's module and name; nothing for every pair not on the
 /// whitelist.
 std::optional<callable> resolve_global(std::string_view module, std::string_view name);

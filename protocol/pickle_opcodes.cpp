@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "common/little_endian.hpp"
+
 namespace sprintrt::protocol {
 
 namespace {
@@ -75,13 +77,6 @@ struct opcode_table {
       by_code[info.code] = &info;
   }
 };
-
-uint64_t read_le(const std::byte* p, size_t n) noexcept {
-  uint64_t x = 0;
-  for (size_t i = 0; i < n; ++i)
-    x |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return x;
-}
 
 /// Finds the newline ending a line that starts at `from`; npos if absent.
 size_t find_newline(byte_span data, size_t from) noexcept {
@@ -155,7 +150,7 @@ caf::expected<instruction> measure_instruction(byte_span data, size_t offset,
   auto take_prefixed = [&](size_t prefix_size) -> caf::expected<instruction> {
     if (available < prefix_size)
       return result;
-    uint64_t size = read_le(data.data() + arg_begin, prefix_size);
+    uint64_t size = read_le(data.subspan(arg_begin, prefix_size));
     arg_begin += prefix_size;
     available -= prefix_size;
     return take(size);

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/little_endian.hpp"
 #include "protocol/pickle_globals.hpp"
 #include "protocol/pickle_opcodes.hpp"
 #include "protocol/utf8.hpp"
@@ -16,13 +17,6 @@
 namespace sprintrt::protocol {
 
 namespace {
-
-uint64_t read_le(byte_span bytes) noexcept {
-  uint64_t x = 0;
-  for (size_t i = 0; i < bytes.size(); ++i)
-    x |= static_cast<uint64_t>(bytes[i]) << (8 * i);
-  return x;
-}
 
 std::string_view as_text(byte_span bytes) noexcept {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};

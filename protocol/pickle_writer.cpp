@@ -72,14 +72,18 @@ void pickle_writer::str(std::string_view text) {
   out_.append(text.data(), text.size());
 }
 
-void pickle_writer::bytes(byte_span data) {
-  if (data.size() <= std::numeric_limits<uint32_t>::max()) {
+void pickle_writer::bytes_header(size_t size) {
+  if (size <= std::numeric_limits<uint32_t>::max()) {
     opcode(op::binbytes);
-    raw_le(data.size(), 4);
+    raw_le(size, 4);
   } else {
     opcode(op::binbytes8);
-    raw_le(data.size(), 8);
+    raw_le(size, 8);
   }
+}
+
+void pickle_writer::bytes(byte_span data) {
+  bytes_header(data.size());
   out_.append(data);
 }
 
@@ -139,13 +143,7 @@ void pickle_writer::ndarray(std::string_view module, dtype type, span<const size
   // The argument tuple (bytes, dtype_name, shape), with the data copied in
   // row by row right behind the BINBYTES header.
   size_t size = data.size();
-  if (size <= std::numeric_limits<uint32_t>::max()) {
-    opcode(op::binbytes);
-    raw_le(size, 4);
-  } else {
-    opcode(op::binbytes8);
-    raw_le(size, 8);
-  }
+  bytes_header(size);
   out_.reserve_extra(size);
   if (data.stride == data.row_bytes) {
     out_.append(data.first, size);

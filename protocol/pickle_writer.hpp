@@ -17,16 +17,11 @@
 #include "common/span.hpp"
 #include "protocol/byte_buffer.hpp"
 #include "protocol/dtype.hpp"
+#include "protocol/pickle_globals.hpp"
 #include "protocol/pickle_value.hpp"
 #include "sprintrt/error.hpp"
 
 namespace sprintrt::protocol {
-
-/// The module RETURNN's array constructor lives in today.
-constexpr std::string_view default_array_module = "returnn.util.task_system";
-
-/// The module of the array constructor in RETURNN checkouts before 2020.
-constexpr std::string_view legacy_array_module = "TaskSystem";
 
 /// Array data as `rows` rows of `row_bytes` bytes, `stride` bytes apart.
 /// Contiguous data is one row, or rows with `stride == row_bytes`.
@@ -92,6 +87,9 @@ public:
 private:
   void opcode(uint8_t code) { out_.push_back(static_cast<std::byte>(code)); }
   void raw_le(uint64_t x, size_t n);
+  /// Writes BINBYTES (or BINBYTES8 beyond 4 GiB) with the length `size`;
+  /// the caller appends the bytes.
+  void bytes_header(size_t size);
   void global(std::string_view module, std::string_view name);
 
   byte_buffer& out_;

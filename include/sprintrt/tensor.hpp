@@ -67,6 +67,9 @@ private:
   float_storage storage_;
 };
 
+/// Returns `shape` as text, e.g. "[7, 2, 5]".
+std::string shape_string(const std::vector<size_t>& shape);
+
 /// Segment `b` of a time-major [T, B, D] tensor, its first `frames` frames:
 /// a `frames` x D slice with row stride B * D. `b` and `frames` must be in
 /// range.

@@ -21,6 +21,7 @@
 #include "protocol/pickle_repr.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/sprint_channel.hpp"
+#include "runtime/wire_format.hpp"
 
 namespace sprintrt {
 
@@ -306,11 +307,8 @@ void on_init_reply(worker_pointer self, const protocol::value& msg) {
     st.channel->kill(make_error(errc::child_failed, "bad reply to init: " + render(reply.error())));
     return;
   }
-  if (reply->version != protocol::protocol_version) {
-    st.channel->kill(
-        make_error(errc::invalid_message, "the child speaks protocol version " +
-                                              std::to_string(reply->version) + ", expected " +
-                                              std::to_string(protocol::protocol_version)));
+  if (auto err = protocol::check_protocol_version(*reply)) {
+    st.channel->kill(err);
     return;
   }
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - st.started_at);
@@ -428,9 +426,7 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
   st.opts = std::move(opts);
   st.io = io;
   st.label = std::move(name);
-  st.format.framing = st.opts.framing == pipe_framing::raw ? protocol::framing::raw
-                                                           : protocol::framing::length_prefixed;
-  st.format.array_module = st.opts.array_global_module;
+  st.format = runtime::wire_format_of(st.opts);
   self->set_exit_handler([self](caf::exit_msg& msg) { begin_stop(self, msg.reason); });
   start_child(self);
   return {

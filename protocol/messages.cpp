@@ -243,6 +243,13 @@ caf::expected<init_reply> decode_init_reply(const value& message) {
   return init_reply{xs[1].as_str(), *version};
 }
 
+caf::error check_protocol_version(const init_reply& reply) {
+  if (reply.version == protocol_version)
+    return {};
+  return invalid("the child speaks protocol version " + std::to_string(reply.version) +
+                 ", expected " + std::to_string(protocol_version));
+}
+
 caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames, size_t dim) {
   auto items = ok_reply(message, loss_command_name, 2);
   if (!items)

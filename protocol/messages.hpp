@@ -134,6 +134,10 @@ struct fsa_reply {
 /// `invalid_message`. (The version is returned, not checked.)
 caf::expected<init_reply> decode_init_reply(const value& message);
 
+/// Checks that the child speaks `protocol_version`; an `invalid_message`
+/// error naming both versions otherwise.
+caf::error check_protocol_version(const init_reply& reply);
+
 /// Decodes the reply to a loss command for `frames` x `dim` posteriors.
 caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames, size_t dim);
 

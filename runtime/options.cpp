@@ -18,6 +18,7 @@
 #include "common/edit_distance.hpp"
 #include "runtime/shell_words.hpp"
 #include "runtime/sprint_args.hpp"
+#include "runtime/wire_format.hpp"
 
 namespace sprintrt {
 
@@ -475,7 +476,7 @@ std::string to_json_string(const sprint_options& opts) {
       {"numInstances", opts.num_instances},
       {"pymodPath", opts.pymod_path},
       {"pymodName", opts.pymod_name},
-      {"framing", opts.framing == pipe_framing::raw ? "raw" : "length_prefixed"},
+      {"framing", protocol::to_string(runtime::wire_framing(opts.framing))},
       {"arrayGlobalModule", opts.array_global_module},
       {"initTimeout", seconds(opts.init_timeout)},
       {"replyTimeout", seconds(opts.reply_timeout)},

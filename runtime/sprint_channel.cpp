@@ -22,6 +22,7 @@
 #include "runtime/child_spawn.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/output_tail.hpp"
+#include "runtime/wire_format.hpp"
 
 extern char** environ;
 
@@ -77,10 +78,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   impl(io_thread& io_thread, sprint_options options, std::string child_name,
        channel_events callbacks)
       : io(io_thread), opts(std::move(options)), name(std::move(child_name)),
-        events(std::move(callbacks)),
-        decoder(opts.framing == pipe_framing::raw ? protocol::framing::raw
-                                                  : protocol::framing::length_prefixed),
-        tail(name) {}
+        events(std::move(callbacks)), decoder(wire_framing(opts.framing)), tail(name) {}
 
   io_thread& io;
   sprint_options opts;

@@ -11,6 +11,7 @@
 
 using namespace sprintrt::protocol;
 using sprintrt::errc;
+using sprintrt::error_message;
 using sprintrt::render;
 using sprintrt::test::golden;
 
@@ -114,6 +115,10 @@ TEST_CASE("the golden replies decode to typed replies") {
   REQUIRE(init);
   CHECK(init->child_name == "SprintControl");
   CHECK(init->version == 1);
+  CHECK_FALSE(check_protocol_version(*init));
+  auto newer = check_protocol_version({"SprintControl", 2});
+  CHECK(newer == errc::invalid_message);
+  CHECK(error_message(newer) == "the child speaks protocol version 2, expected 1");
   for (auto name : {"c2p_loss_reply", "legacy_c2p_loss_reply"}) {
     auto loss = decode_loss_reply(golden_value(name), 3, 4);
     REQUIRE(loss);

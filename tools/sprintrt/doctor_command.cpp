@@ -27,6 +27,7 @@
 #include "runtime/io_thread.hpp"
 #include "runtime/output_tail.hpp"
 #include "runtime/sprint_channel.hpp"
+#include "runtime/wire_format.hpp"
 #include "tools/sprintrt/commands.hpp"
 
 namespace sprintrt::cli {
@@ -114,9 +115,7 @@ public:
     summary_["options"] = json::parse(to_json_string(opts_));
     if (auto err = runtime::check_executable(opts_.sprint_exec_path))
       return diagnose("program", render(err));
-    format_.framing = opts_.framing == pipe_framing::raw ? protocol::framing::raw
-                                                         : protocol::framing::length_prefixed;
-    format_.array_module = opts_.array_global_module;
+    format_ = runtime::wire_format_of(opts_);
     io_.emplace();
     auto start = clock::now();
     channel_ = runtime::sprint_channel::open(*io_, opts_, "doctor", events_.callbacks());
@@ -158,10 +157,8 @@ private:
     summary_["handshake_ms"] = init_ms;
     if (!init_reply)
       return diagnose("handshake", "bad reply to init: " + render(init_reply.error()));
-    if (init_reply->version != protocol::protocol_version)
-      return diagnose("handshake", "the child speaks protocol version " +
-                                       std::to_string(init_reply->version) + ", expected " +
-                                       std::to_string(protocol::protocol_version));
+    if (auto err = protocol::check_protocol_version(*init_reply))
+      return diagnose("handshake", error_message(err));
     summary_["child_name"] = init_reply->child_name;
     say("handshake ok: child '" + init_reply->child_name + "', protocol version 1, " + ms(init_ms));
     if (!cli_.segment.empty())

@@ -20,11 +20,6 @@ worker_pool_actor pool_registry::pool(const sprint_options& opts) {
   return pool;
 }
 
-size_t pool_registry::size() const {
-  std::lock_guard<std::mutex> guard{mutex_};
-  return pools_.size();
-}
-
 void pool_registry::stop_all() {
   std::lock_guard<std::mutex> guard{mutex_};
   for (auto& [key, pool] : pools_)

@@ -30,9 +30,6 @@ public:
   /// Returns the pool for `opts` (the same pool for equal options).
   worker_pool_actor pool(const sprint_options& opts);
 
-  /// Returns the number of pools created.
-  size_t size() const;
-
   /// Stops every pool (and so every worker and child); forgets them.
   void stop_all();
 

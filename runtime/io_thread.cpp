@@ -64,14 +64,6 @@ child_reaper& io_thread::reaper() noexcept {
   return impl_->reaper;
 }
 
-void io_thread::post(std::function<void()> fn) {
-  asio::post(impl_->io, std::move(fn));
-}
-
-bool io_thread::running_in_this_thread() const noexcept {
-  return impl_->thread.get_id() == std::this_thread::get_id();
-}
-
 bool io_thread::stopped() const noexcept {
   return impl_->stopped;
 }

@@ -10,7 +10,6 @@
 /// only on this thread.
 
 #include <chrono>
-#include <functional>
 #include <memory>
 
 namespace boost::asio {
@@ -41,15 +40,9 @@ public:
   /// Returns the reaper of this thread's children; use it on the io thread only.
   child_reaper& reaper() noexcept;
 
-  /// Runs `fn` on the io thread.
-  void post(std::function<void()> fn);
-
   /// Returns whether `stop` was called: no child may be started any more
   /// (the reaper stops listening), and work posted from now on may not run.
   bool stopped() const noexcept;
-
-  /// Returns whether the caller runs on the io thread.
-  bool running_in_this_thread() const noexcept;
 
   /// Waits up to `grace` for children that are still exiting (e.g. after
   /// `exit` was sent), then kills and reaps the rest, stops the io_context

@@ -46,9 +46,6 @@ public:
   /// mismatching echo.
   void round_trip(size_t payload);
 
-  /// Returns the child's pid.
-  pid_t pid() const noexcept { return pid_; }
-
 private:
   echo_kind kind_;
   pid_t pid_ = -1;

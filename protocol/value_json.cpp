@@ -11,17 +11,17 @@
 
 namespace sprintrt::protocol {
 
-namespace {
-
-using json = nlohmann::json;
-
-json float_to_json(double x) {
+nlohmann::json float_to_json(double x) {
   if (std::isnan(x))
     return "nan";
   if (std::isinf(x))
     return x > 0 ? "inf" : "-inf";
   return x;
 }
+
+namespace {
+
+using json = nlohmann::json;
 
 std::string to_hex(byte_span bytes) {
   static constexpr char digits[] = "0123456789abcdef";

@@ -22,6 +22,10 @@
 
 namespace sprintrt::protocol {
 
+/// A number as JSON: itself if finite, else the string "inf", "-inf" or
+/// "nan" (JSON has no non-finite numbers).
+nlohmann::json float_to_json(double x);
+
 /// Converts a value to its typed JSON form.
 nlohmann::json to_json(const value& x);
 

@@ -63,3 +63,11 @@ TEST_CASE("malformed typed JSON is refused with the offending part") {
     CHECK(x.error() == sprintrt::errc::invalid_input);
   }
 }
+
+TEST_CASE("numbers are JSON numbers, non-finite ones strings") {
+  auto inf = std::numeric_limits<double>::infinity();
+  CHECK(float_to_json(12.375) == json(12.375));
+  CHECK(float_to_json(inf) == json("inf"));
+  CHECK(float_to_json(-inf) == json("-inf"));
+  CHECK(float_to_json(std::nan("")) == json("nan"));
+}

@@ -47,7 +47,6 @@ int run(const automata_options& cli) {
                            }};
     merged = client.automata(*tags);
   }
-  bar.update(batch_size);
   if (!merged)
     return fail(render(merged.error()));
   size_t edges_shape[] = {4, merged->num_edges()};

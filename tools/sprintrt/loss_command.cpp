@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/value_json.hpp"
 #include "runtime/npy_file.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/sprint_runtime.hpp"
@@ -29,14 +30,6 @@ struct loss_options {
   std::string error_signal_out;
   bool json_output = false;
 };
-
-json number_or_text(double x) {
-  if (std::isinf(x))
-    return x > 0 ? "inf" : "-inf";
-  if (std::isnan(x))
-    return "nan";
-  return x;
-}
 
 int fail(const std::string& what) {
   std::cerr << "sprintrt loss: " << what << "\n";
@@ -66,7 +59,6 @@ int run(const loss_options& cli) {
                            }};
     result = client.compute(std::move(*input));
   }
-  bar.update(tags.size());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!result)
     return fail(render(result.error()));
@@ -94,8 +86,9 @@ int run(const loss_options& cli) {
     summary["seconds"] = seconds;
     summary["segments"] = json::array();
     for (size_t b = 0; b < tags.size(); ++b)
-      summary["segments"].push_back(
-          {{"tag", tags[b]}, {"frames", lengths[b]}, {"loss", number_or_text(result->loss[b])}});
+      summary["segments"].push_back({{"tag", tags[b]},
+                                     {"frames", lengths[b]},
+                                     {"loss", protocol::float_to_json(result->loss[b])}});
     summary["workers"] = json::array();
     if (stats)
       for (const auto& w : stats->workers)

@@ -46,6 +46,7 @@ progress_poller::~progress_poller() {
   done_ = true;
   if (thread_.joinable())
     thread_.join();
+  bar_.finish();
 }
 
 } // namespace sprintrt::cli

@@ -29,6 +29,9 @@ public:
   /// Redraws with `done` items done.
   void update(size_t done);
 
+  /// Redraws with every item done.
+  void finish() { update(total_); }
+
 private:
   std::string label_;
   size_t total_;

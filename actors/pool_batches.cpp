@@ -139,16 +139,17 @@ caf::result<batch_result> compute_batch(pool_pointer self, batch& b) {
   auto progress = std::make_shared<batch_progress>();
   progress->result.loss.assign(batch_size, 0.0f);
   progress->result.error_signal = error_signal_output(b);
-  progress->log_posteriors = b.log_posteriors;
-  progress->tags = b.tags;
-  progress->lengths = b.seq_lengths;
+  // The batch is this request's own copy: its parts move into the progress.
+  progress->log_posteriors = std::move(b.log_posteriors);
+  progress->tags = std::move(b.tags);
+  progress->lengths = std::move(b.seq_lengths);
   progress->pending = batch_size;
   progress->promise = self->make_response_promise<batch_result>();
   progress->id = track(self, [progress](const caf::error& err) { progress->promise.deliver(err); });
-  progress->lists = assign_lists(self, b.seq_lengths);
+  progress->lists = assign_lists(self, progress->lengths);
   for (size_t w = 0; w < progress->lists.size(); ++w) {
     for (size_t index : progress->lists[w])
-      assign(self, w, b.seq_lengths[index]);
+      assign(self, w, progress->lengths[index]);
     send_next_segment(self, progress, w);
   }
   return progress->promise;
@@ -214,12 +215,12 @@ caf::result<batch_automata> compute_automata(pool_pointer self, std::vector<std:
     return with_context(st.label, err);
   auto progress = std::make_shared<automata_progress>();
   progress->automata.resize(tags.size());
-  progress->tags = tags;
   progress->pending = tags.size();
+  progress->tags = std::move(tags);
   progress->promise = self->make_response_promise<batch_automata>();
   progress->id = track(self, [progress](const caf::error& err) { progress->promise.deliver(err); });
   // Exports cost about the same per segment: count each as one frame.
-  std::vector<int64_t> unit(tags.size(), 1);
+  std::vector<int64_t> unit(progress->tags.size(), 1);
   progress->lists = assign_lists(self, unit);
   for (size_t w = 0; w < progress->lists.size(); ++w) {
     for (size_t i = 0; i < progress->lists[w].size(); ++i)

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "tests/runtime/npy_test_support.hpp"

@@ -7,15 +7,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "runtime/npy_file.hpp"
+#include "runtime/temp_directory.hpp"
 
 namespace npy_test {
 
@@ -25,17 +24,17 @@ using namespace sprintrt::runtime;
 
 using shape_type = std::vector<size_t>;
 
-/// A fresh directory (mkdtemp) that is removed with everything in it.
+/// A fresh directory that is removed with everything in it.
 struct temp_dir {
-  std::string path;
+  temp_directory dir = make_directory();
+  std::string path = dir.path();
 
-  temp_dir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "npy_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
+  static temp_directory make_directory() {
+    auto made = temp_directory::make("npy_test");
+    if (!made)
+      FAIL(sprintrt::render(made.error()));
+    return std::move(*made);
   }
-
-  ~temp_dir() { std::filesystem::remove_all(path); }
 
   std::string file(const std::string& name) const { return path + "/" + name; }
 

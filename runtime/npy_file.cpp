@@ -34,9 +34,10 @@ caf::error npy_error(const std::string& path, errc code, const std::string& what
   return make_error(code, "npy file '" + path + "': " + what);
 }
 
-/// The product of `shape` (0 if any extent is 0), or nothing on overflow.
-std::optional<size_t> element_count(span<const size_t> shape) {
-  size_t n = 1;
+/// The size in bytes of an array of `type` and `shape` (0 if any extent is
+/// 0), or nothing if it does not fit in a size_t.
+std::optional<size_t> byte_count(span<const size_t> shape, dtype type) {
+  size_t n = protocol::item_size(type);
   for (size_t extent : shape)
     if (extent == 0)
       return 0;
@@ -156,12 +157,11 @@ caf::expected<npy_layout> open_npy(const std::string& path) {
   layout.type = *type;
   layout.shape = std::move(fields.shape);
   layout.data_offset = header_offset + header_length;
-  auto count = element_count(layout.shape);
-  const size_t item = protocol::item_size(layout.type);
-  if (!count || *count > SIZE_MAX / item)
+  auto bytes = byte_count(layout.shape, layout.type);
+  if (!bytes)
     return invalid(describe(layout.shape, layout.type) + " is too large: its size in bytes " +
                    "does not fit in 64 bits");
-  layout.data_bytes = *count * item;
+  layout.data_bytes = *bytes;
   const uint64_t available = file_size - layout.data_offset;
   if (available != layout.data_bytes)
     return invalid(std::string{available < layout.data_bytes ? "data truncated" : "trailing data"} +
@@ -285,15 +285,14 @@ template caf::expected<npy_typed_array<uint8_t>> read_npy_exact(const std::strin
 
 caf::error write_npy(const std::string& path, dtype type, span<const size_t> shape,
                      byte_span data) {
-  auto count = element_count(shape);
-  const size_t item = protocol::item_size(type);
-  if (!count || *count > SIZE_MAX / item)
+  auto bytes = byte_count(shape, type);
+  if (!bytes)
     return npy_error(path, errc::invalid_input,
                      "cannot write " + describe(shape, type) + ": its size overflows 64 bits");
-  if (data.size() != *count * item)
+  if (data.size() != *bytes)
     return npy_error(path, errc::invalid_input,
                      "cannot write " + describe(shape, type) + ": it needs " +
-                         std::to_string(*count * item) + " bytes of data, got " +
+                         std::to_string(*bytes) + " bytes of data, got " +
                          std::to_string(data.size()));
   auto header = make_header(type, shape);
   if (!header)
@@ -338,9 +337,8 @@ namespace detail {
 caf::error check_npy_conversion(const npy_array& array, bool to_floating, size_t to_size,
                                 const std::string& to_name) {
   const char* from = protocol::to_string(array.type);
-  auto count = element_count(array.shape);
-  if (!count || *count > SIZE_MAX / protocol::item_size(array.type) ||
-      array.data.size() != *count * protocol::item_size(array.type))
+  auto bytes = byte_count(array.shape, array.type);
+  if (!bytes || array.data.size() != *bytes)
     return make_error(errc::invalid_input, "the " + std::string{from} + " array of shape " +
                                                npy_shape_string(array.shape) + " has " +
                                                std::to_string(array.data.size()) +

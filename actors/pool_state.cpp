@@ -12,13 +12,6 @@
 
 namespace sprintrt::detail {
 
-void waiting_request::fail(const caf::error& err) {
-  if (std::holds_alternative<segment_job>(what))
-    loss_promise.deliver(err);
-  else
-    fsa_promise.deliver(err);
-}
-
 void segment_lists::record_failure(size_t index, const caf::error& err) {
   if (!first_error)
     first_error = err;

@@ -20,12 +20,12 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/segment_requests.hpp"
 #include "common/span.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/pool_interface.hpp"
@@ -47,16 +47,6 @@ struct worker_slot {
   int64_t queued_frames = 0;
   /// Requests of any kind assigned to it and not answered yet.
   size_t queued_requests = 0;
-};
-
-/// A single-segment request waiting for a free worker.
-struct waiting_request {
-  std::variant<segment_job, std::string> what;
-  caf::typed_response_promise<double> loss_promise;
-  caf::typed_response_promise<segment_fsa> fsa_promise;
-
-  /// Answers the request with `err`, whichever kind it is.
-  void fail(const caf::error& err);
 };
 
 /// What batch and automata requests have in common: each worker's list of
@@ -84,7 +74,8 @@ struct pool_state {
   /// Names the pool in logs and errors ("pool 1").
   std::string label;
   std::vector<worker_slot> workers;
-  std::deque<waiting_request> waiting;
+  /// Single-segment requests waiting for a free worker.
+  std::deque<segment_request> waiting;
   pool_stats stats;
   /// Requests in progress, by id: how to fail each if the pool stops first
   /// (the workers' replies would not reach it then).

@@ -6,6 +6,25 @@
 
 namespace sprintrt {
 
+const std::string& segment_request::segment() const noexcept {
+  return is_loss() ? std::get<segment_job>(what).segment : std::get<std::string>(what);
+}
+
+int64_t segment_request::frames() const noexcept {
+  return is_loss() ? static_cast<int64_t>(std::get<segment_job>(what).log_posteriors.rows) : 0;
+}
+
+std::string_view segment_request::command() const noexcept {
+  return is_loss() ? protocol::loss_command_name : protocol::fsa_command_name;
+}
+
+void segment_request::fail(const caf::error& err) {
+  if (is_loss())
+    loss_promise.deliver(err);
+  else
+    fsa_promise.deliver(err);
+}
+
 caf::error check_job(const segment_job& job) {
   const auto& in = job.log_posteriors;
   const auto& out = job.error_signal;

@@ -1,12 +1,17 @@
 #pragma once
 
 /// @file
-/// The worker's side of one request, apart from the actor mechanics:
-/// checking a job before it is sent, turning the child's reply into the
-/// result (the error signal copied into the job's output slice), and
-/// describing how a child ended for error messages.
+/// One request for one segment, apart from the actor mechanics: what the
+/// pool and the worker queue, checking a job before it is sent, turning the
+/// child's reply into the result (the error signal copied into the job's
+/// output slice), and describing how a child ended for error messages.
 
+#include <cstdint>
 #include <string>
+#include <string_view>
+#include <variant>
+
+#include <caf/typed_response_promise.hpp>
 
 #include "protocol/pickle_value.hpp"
 #include "runtime/sprint_channel.hpp"
@@ -14,6 +19,32 @@
 #include "sprintrt/segment.hpp"
 
 namespace sprintrt {
+
+/// One request for one segment, as the pool and the worker queue it until it
+/// is answered: a loss job or an FSA export, and the promise that answers it.
+struct segment_request {
+  /// A loss job, or the name of the segment whose FSA to export.
+  std::variant<segment_job, std::string> what;
+  /// Answers a loss job.
+  caf::typed_response_promise<double> loss_promise;
+  /// Answers an FSA export.
+  caf::typed_response_promise<segment_fsa> fsa_promise;
+
+  /// Returns whether it is a loss job (else an FSA export).
+  bool is_loss() const noexcept { return std::holds_alternative<segment_job>(what); }
+
+  /// Returns the segment's name.
+  const std::string& segment() const noexcept;
+
+  /// Returns the frames of a loss job, 0 for an export (its LPT weight).
+  int64_t frames() const noexcept;
+
+  /// Returns the protocol command that serves it.
+  std::string_view command() const noexcept;
+
+  /// Answers it with `err`.
+  void fail(const caf::error& err);
+};
 
 /// Checks that a job names a segment and that its slices are valid and of
 /// the same shape. Errors are `invalid_input` naming the segment.

@@ -67,31 +67,10 @@ using worker_impl =
 using clock = std::chrono::steady_clock;
 
 /// A request waiting for, or being served by, the child.
-struct pending_request {
-  /// Requests of both kinds: a loss job, or an FSA export.
-  std::variant<segment_job, std::string> what;
-  caf::typed_response_promise<double> loss_promise;
-  caf::typed_response_promise<segment_fsa> fsa_promise;
+struct pending_request : segment_request {
   /// How many children failed while serving it.
   size_t failures = 0;
   clock::time_point sent_at;
-
-  bool is_loss() const noexcept { return std::holds_alternative<segment_job>(what); }
-
-  const std::string& segment() const {
-    return is_loss() ? std::get<segment_job>(what).segment : std::get<std::string>(what);
-  }
-
-  std::string_view command() const {
-    return is_loss() ? protocol::loss_command_name : protocol::fsa_command_name;
-  }
-
-  void fail(const caf::error& err) {
-    if (is_loss())
-      loss_promise.deliver(err);
-    else
-      fsa_promise.deliver(err);
-  }
 };
 
 /// Where a worker is in a child's life.

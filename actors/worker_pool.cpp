@@ -22,15 +22,13 @@ namespace {
 
 /// Sends one single-segment request to worker `index`. If that worker turns
 /// out to be gone, the request waits again for a (replaced) worker.
-void send_single(pool_pointer self, size_t index, waiting_request req) {
+void send_single(pool_pointer self, size_t index, segment_request req) {
   auto used = self->state.workers[index].handle;
-  auto frames = std::holds_alternative<segment_job>(req.what)
-                    ? static_cast<int64_t>(std::get<segment_job>(req.what).log_posteriors.rows)
-                    : int64_t{0};
+  auto frames = req.frames();
   assign(self, index, frames);
   // The request is kept (as the cancel hook) until answered, so that a
   // worker gone before reading it can be given the same request again.
-  auto kept = std::make_shared<waiting_request>(std::move(req));
+  auto kept = std::make_shared<segment_request>(std::move(req));
   auto id = track(self, [kept](const caf::error& err) { kept->fail(err); });
   auto retry_or = [self, index, used, frames, id, kept](const caf::error& err, auto fail) {
     untrack(self, id);
@@ -187,7 +185,7 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, sprint_options
       [self](compute_atom, segment_job& job) -> caf::result<double> {
         if (self->state.refusal)
           return self->state.refusal;
-        waiting_request req;
+        segment_request req;
         req.what = std::move(job);
         req.loss_promise = self->make_response_promise<double>();
         auto promise = req.loss_promise;
@@ -198,7 +196,7 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, sprint_options
       [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
         if (self->state.refusal)
           return self->state.refusal;
-        waiting_request req;
+        segment_request req;
         req.what = std::move(segment);
         req.fsa_promise = self->make_response_promise<segment_fsa>();
         auto promise = req.fsa_promise;

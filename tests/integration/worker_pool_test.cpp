@@ -173,7 +173,7 @@ TEST_CASE("single segments go to a free worker") {
   check_nothing_left(fds);
 }
 
-TEST_CASE("a batch with failing segments fails after all are done, listing each") {
+TEST_CASE("batches and automata with failing segments fail after all are done, listing each") {
   test::fd_snapshot fds;
   {
     test::temp_dir dir;
@@ -191,6 +191,13 @@ TEST_CASE("a batch with failing segments fails after all are done, listing each"
     CHECK_THAT(render(r.error()), Catch::Contains("pool 0: batch: 2 of 4 segments failed") &&
                                       Catch::Contains("segment 1 ('corpus/rec/unknown-1')") &&
                                       Catch::Contains("segment 3 ('corpus/rec/unknown-3')"));
+    // Automata requests fail the same way.
+    auto automata = client.automata({segments[0].name, "corpus/rec/unknown-1"});
+    REQUIRE_FALSE(automata);
+    CHECK(automata.error() == errc::child_exception);
+    CHECK_THAT(render(automata.error()),
+               Catch::Contains("pool 0: automata: 1 of 2 segments failed") &&
+                   Catch::Contains("segment 1 ('corpus/rec/unknown-1')"));
     // Invalid input is refused before anything is sent.
     auto nan_batch = make_batch(segments, {5, 6}, 1);
     nan_batch.log_posteriors.data()[(2 * 2 + 1) * dim + 3] = NAN;
@@ -204,6 +211,8 @@ TEST_CASE("a batch with failing segments fails after all are done, listing each"
     REQUIRE(stats);
     CHECK(stats->failed_segments == 2);
     CHECK(stats->segments == 2);
+    CHECK(stats->fsa_exports == 1);
+    CHECK(stats->automata == 1);
   }
   check_nothing_left(fds);
 }

@@ -143,25 +143,43 @@ size_t saturating_add(size_t a, size_t b) noexcept {
 
 } // namespace
 
-struct value::items_node {
-  items xs;
+/// What every container's node keeps besides its items.
+struct value::container_node {
+  /// 1 + the deepest item's depth (an upper bound after dict replacements).
   size_t depth = 1;
+  /// The size of the tree this container denotes, counting shared values
+  /// once per place (saturating).
   size_t tree_size = 1;
+  /// Set once the container is inside another one (or is a tuple): it never
+  /// changes again, which keeps values acyclic.
   bool nested = false;
 
+  /// Counts `x` as one more item.
   void account(const value& x) noexcept {
     depth = std::max(depth, x.depth() + 1);
     tree_size = saturating_add(tree_size, x.tree_size());
   }
 };
 
-struct value::dict_node {
+struct value::items_node : container_node {
+  items xs;
+
+  /// A node holding `xs`, each marked nested and counted.
+  static std::shared_ptr<items_node> of(items xs) {
+    auto node = std::make_shared<items_node>();
+    for (const auto& x : xs) {
+      x.mark_nested();
+      node->account(x);
+    }
+    node->xs = std::move(xs);
+    return node;
+  }
+};
+
+struct value::dict_node : container_node {
   dict_items xs;
   /// Key fingerprint to position in `xs`.
   std::unordered_map<std::string, size_t> index;
-  size_t depth = 1;
-  size_t tree_size = 1;
-  bool nested = false;
 };
 
 value value::boolean(bool x) {
@@ -185,25 +203,14 @@ value value::bytes(bytes_ref data) {
 }
 
 value value::tuple(items xs) {
-  auto node = std::make_shared<items_node>();
-  for (const auto& x : xs) {
-    x.mark_nested();
-    node->account(x);
-  }
-  node->xs = std::move(xs);
+  auto node = items_node::of(std::move(xs));
   // A tuple is immutable from birth.
   node->nested = true;
   return {kind::tuple, std::move(node)};
 }
 
 value value::list(items xs) {
-  auto node = std::make_shared<items_node>();
-  for (const auto& x : xs) {
-    x.mark_nested();
-    node->account(x);
-  }
-  node->xs = std::move(xs);
-  return {kind::list, std::move(node)};
+  return {kind::list, items_node::of(std::move(xs))};
 }
 
 value value::dict(dict_items xs) {
@@ -232,11 +239,8 @@ value value::numpy_dtype(dtype_object x) {
 }
 
 size_t value::tree_size() const noexcept {
-  if (auto node = std::get_if<std::shared_ptr<items_node>>(&payload_))
-    return (*node)->tree_size;
-  if (auto node = std::get_if<std::shared_ptr<dict_node>>(&payload_))
-    return (*node)->tree_size;
-  return 1;
+  auto node = container();
+  return node ? node->tree_size : 1;
 }
 
 bool value::is_scalar_key() const noexcept {
@@ -281,11 +285,8 @@ std::string value::key_fingerprint() const {
 }
 
 size_t value::depth() const noexcept {
-  if (auto node = std::get_if<std::shared_ptr<items_node>>(&payload_))
-    return (*node)->depth;
-  if (auto node = std::get_if<std::shared_ptr<dict_node>>(&payload_))
-    return (*node)->depth;
-  return 0;
+  auto node = container();
+  return node ? node->depth : 0;
 }
 
 bool value::as_bool() const {
@@ -333,13 +334,11 @@ const dtype_object& value::as_numpy_dtype() const {
 }
 
 void value::mark_nested() const noexcept {
-  if (auto node = std::get_if<std::shared_ptr<items_node>>(&payload_))
-    (*node)->nested = true;
-  else if (auto node = std::get_if<std::shared_ptr<dict_node>>(&payload_))
-    (*node)->nested = true;
+  if (auto node = container())
+    node->nested = true;
 }
 
-const void* value::container_identity() const noexcept {
+value::container_node* value::container() const noexcept {
   if (auto node = std::get_if<std::shared_ptr<items_node>>(&payload_))
     return node->get();
   if (auto node = std::get_if<std::shared_ptr<dict_node>>(&payload_))
@@ -350,7 +349,7 @@ const void* value::container_identity() const noexcept {
 bool value::append(value x) {
   assert(kind_ == kind::list);
   auto& node = std::get<std::shared_ptr<items_node>>(payload_);
-  if (node->nested || x.container_identity() == node.get())
+  if (node->nested || x.container() == node.get())
     return false;
   x.mark_nested();
   node->account(x);
@@ -361,7 +360,7 @@ bool value::append(value x) {
 bool value::set_item(value key, value x) {
   assert(kind_ == kind::dict);
   auto& node = std::get<std::shared_ptr<dict_node>>(payload_);
-  if (node->nested || !key.is_scalar_key() || x.container_identity() == node.get())
+  if (node->nested || !key.is_scalar_key() || x.container() == node.get())
     return false;
   x.mark_nested();
   auto [slot, inserted] = node->index.emplace(key.key_fingerprint(), node->xs.size());

@@ -258,6 +258,7 @@ public:
   friend bool operator!=(const value& x, const value& y) { return !(x == y); }
 
 private:
+  struct container_node;
   struct items_node;
   struct dict_node;
 
@@ -274,8 +275,8 @@ private:
   /// A string identifying a scalar key's kind and contents (for the index).
   std::string key_fingerprint() const;
 
-  /// Returns the address of a container's shared node (identity), else null.
-  const void* container_identity() const noexcept;
+  /// Returns a container's shared node (its identity too), else null.
+  container_node* container() const noexcept;
 
   kind kind_ = kind::none;
   payload payload_;

@@ -108,18 +108,10 @@ size_t frame_decoder::partial_bytes() const noexcept {
 
 void frame_decoder::recycle(byte_buffer&& buffer) {
   // One spare is enough: a Sprint pipe carries one message at a time.
-  if (!spare_ || spare_->capacity() < buffer.capacity()) {
+  if (spare_.capacity() < buffer.capacity()) {
     buffer.clear();
     spare_ = std::move(buffer);
   }
-}
-
-byte_buffer frame_decoder::take_spare_buffer() {
-  if (!spare_)
-    return byte_buffer{};
-  auto result = std::move(*spare_);
-  spare_.reset();
-  return result;
 }
 
 caf::error frame_decoder::fail(caf::error err) {
@@ -163,7 +155,7 @@ caf::error frame_decoder::commit_length_prefixed(size_t n) {
                                                     " bytes, more than the maximum message size " +
                                                     std::to_string(max_size_)));
       body_size_ = static_cast<size_t>(size);
-      body_ = take_spare_buffer();
+      body_ = std::move(spare_);
       continue;
     }
     size_t take = std::min(*body_size_ - body_.size(), bytes.size() - pos);
@@ -186,7 +178,7 @@ caf::error frame_decoder::commit_raw(size_t n) {
       return {};
     // The receive buffer becomes the message; bytes after its STOP (the start
     // of the next message) move to a fresh receive buffer.
-    auto rest = take_spare_buffer();
+    auto rest = std::move(spare_);
     rest.append(staging_.bytes().subspan(**end));
     staging_.set_size(**end);
     complete_.push_back(std::move(staging_));

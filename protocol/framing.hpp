@@ -99,7 +99,6 @@ public:
 private:
   caf::error commit_length_prefixed(size_t n);
   caf::error commit_raw(size_t n);
-  byte_buffer take_spare_buffer();
   caf::error fail(caf::error err);
 
   framing framing_;
@@ -119,7 +118,9 @@ private:
   /// Whether the last prepare() pointed into `body_` rather than `staging_`.
   bool prepared_body_ = false;
   std::deque<byte_buffer> complete_;
-  std::optional<byte_buffer> spare_;
+  /// A buffer handed back by `recycle` for the next body (moved out, it is
+  /// empty again).
+  byte_buffer spare_;
 };
 
 } // namespace sprintrt::protocol

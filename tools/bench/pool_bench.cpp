@@ -345,7 +345,6 @@ void run_pool_bench(const pool_bench_options& options, const std::string& argv0)
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::warn);
   const std::string sprint_sim = find_sprint_sim(options.sprint_sim, argv0);
-  temp_dir dir;
   // Skewed lengths: many short segments, few long ones, 300 down to 20.
   std::vector<int64_t> lengths;
   std::vector<sim::corpus_entry> segments{{small_segment, {1}}, {large_segment, {1}}};
@@ -357,9 +356,11 @@ void run_pool_bench(const pool_bench_options& options, const std::string& argv0)
       labels.push_back(1 + static_cast<uint32_t>((b * 7 + static_cast<size_t>(i) * 13) % 49));
     segments.push_back({"bench/batch-" + std::to_string(b), std::move(labels)});
   }
+  // Declared before the runtime: removed only after every child ended.
+  auto corpus = write_corpus(segments);
   pipe_echo echo{echo_kind::cat};
   bench_runtime live;
-  context cx{options, write_corpus(dir, segments), {}, live, echo, sf_echo};
+  context cx{options, corpus.path, {}, live, echo, sf_echo};
   cx.opts = sim_options(sprint_sim, cx.corpus, 1);
   std::vector<section> sections;
   const std::string load_before = machine_load();

@@ -17,24 +17,14 @@
 
 namespace sprintrt::bench {
 
-namespace {
-
-runtime::temp_directory make_temp_directory() {
+bench_corpus write_corpus(const std::vector<sim::corpus_entry>& segments) {
   auto dir = runtime::temp_directory::make("sprintrt-bench");
   if (!dir)
     throw std::runtime_error(render(dir.error()));
-  return std::move(*dir);
-}
-
-} // namespace
-
-temp_dir::temp_dir() : dir_(make_temp_directory()) {}
-
-std::string write_corpus(const temp_dir& dir, const std::vector<sim::corpus_entry>& segments) {
-  const std::string path = dir.path() + "/corpus.txt";
+  std::string path = dir->path() + "/corpus.txt";
   if (auto err = sim::write_corpus_file(path, segments))
     throw std::runtime_error(render(err));
-  return path;
+  return {std::move(*dir), std::move(path)};
 }
 
 std::string find_sprint_sim(const std::string& given, const std::string& argv0) {

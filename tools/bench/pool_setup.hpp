@@ -21,22 +21,16 @@
 
 namespace sprintrt::bench {
 
-/// A fresh directory under the temporary directory, removed with its
-/// contents on destruction (throws `std::runtime_error` if it cannot be made).
-class temp_dir {
-public:
-  temp_dir();
-
-  /// Returns the directory's path.
-  const std::string& path() const noexcept { return dir_.path(); }
-
-private:
-  runtime::temp_directory dir_;
+/// A corpus file in a directory of its own, removed with it.
+struct bench_corpus {
+  runtime::temp_directory dir;
+  /// `dir/corpus.txt`.
+  std::string path;
 };
 
-/// Writes `segments` as `dir/corpus.txt` in sprint-sim's corpus format and
-/// returns the file's path.
-std::string write_corpus(const temp_dir& dir, const std::vector<sim::corpus_entry>& segments);
+/// Writes `segments` as a fresh directory's `corpus.txt` in sprint-sim's
+/// format. Throws `std::runtime_error` if it cannot.
+bench_corpus write_corpus(const std::vector<sim::corpus_entry>& segments);
 
 /// Returns `given` if not empty, else sprint-sim next to this program's build
 /// tree: `<dir of /proc/self/exe, or of argv0>/../sprint-sim/sprint-sim`.

@@ -8,11 +8,13 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include <caf/fwd.hpp>
 
 #include "sprintrt/options.hpp"
 #include "sprintrt/pool_interface.hpp"
+#include "sprintrt/worker_source.hpp"
 
 namespace sprintrt {
 
@@ -53,6 +55,16 @@ public:
   /// Returns the pool for `opts`: the same pool for equal options (like
   /// RETURNN's `SprintInstancePool.get_global_instance`). Thread-safe.
   worker_pool_actor pool(const sprint_options& opts);
+
+  /// Returns a new pool of its own (not shared through the registry) whose
+  /// workers come from `source`, e.g. `sim_worker_source(opts)`; `name`
+  /// labels it in logs ("pool 3" when empty). It stops at `shutdown`.
+  /// Thread-safe.
+  worker_pool_actor pool(worker_source source, std::string name = {});
+
+  /// Returns the default source for `opts`: Sprint child processes started
+  /// from the options, `numInstances` of them, on this runtime's io thread.
+  worker_source child_process_source(const sprint_options& opts);
 
   /// Stops every pool and worker, waits until all actors are done, then
   /// stops the io thread, which kills and reaps any child still running.

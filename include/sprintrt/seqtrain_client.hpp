@@ -1,0 +1,74 @@
+#pragma once
+
+/// @file
+/// The blocking facade of the sequence-training scheduler, for trainers that
+/// are not actor-based, and the trainer's side of the error signal.
+///
+/// A trainer's loop, per epoch (`sprintrt demo` does exactly this):
+///
+/// ```cpp
+/// sched.start_epoch(epoch);
+/// for (size_t i = 0; i < batches.size(); ++i) {
+///   // Forward ahead while the delay admits it (the current batch always).
+///   while (next < batches.size() &&
+///          (next <= i || *sched.have_space(batches[next].size())))
+///     sched.forward(forward_with_current_model(batches[next++]));
+///   auto r = sched.train({layout_of(batches[i])});   // waits for loss data
+///   auto dz = seqtrain_error_signal(log_posteriors_now, r->hat_y, lengths);
+///   backprop(dz); update();
+/// }
+/// auto stats = sched.finish_epoch();
+/// ```
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "sprintrt/error.hpp"
+#include "sprintrt/pool_interface.hpp"
+#include "sprintrt/seqtrain_interface.hpp"
+#include "sprintrt/tensor.hpp"
+
+namespace sprintrt {
+
+class sprint_runtime;
+
+/// Owns one scheduler actor over a pool and calls it, waiting for each
+/// answer. Not copyable; the runtime must outlive it. Calls may come from
+/// any thread, but a training run is one sequence of calls.
+class seqtrain_client {
+public:
+  /// A scheduler over `pool` (e.g. `rt.pool(opts)` or `rt.pool(source)`).
+  /// `options.max_in_flight` should be the pool's number of workers.
+  seqtrain_client(sprint_runtime& rt, worker_pool_actor pool, seqtrain_options options);
+
+  /// Stops the scheduler.
+  ~seqtrain_client();
+
+  seqtrain_client(const seqtrain_client&) = delete;
+  seqtrain_client& operator=(const seqtrain_client&) = delete;
+
+  /// See `seqtrain_scheduler_actor` for each call's meaning and errors.
+  caf::error start_epoch(uint64_t epoch);
+  caf::expected<seqtrain_stats> finish_epoch();
+  caf::expected<bool> have_space(uint64_t num_seqs);
+  caf::error forward(forward_sequences sequences);
+  caf::expected<seqtrain_result> train(std::vector<seqtrain_batch> batches);
+  caf::expected<seqtrain_stats> stats();
+
+  /// Returns the scheduler's actor handle.
+  const seqtrain_scheduler_actor& scheduler() const noexcept { return scheduler_; }
+
+private:
+  sprint_runtime* runtime_;
+  seqtrain_scheduler_actor scheduler_;
+};
+
+/// The trainer's error signal from a train reply: `exp(log_posteriors) -
+/// hat_y` for frames t < lengths[b] of column b, zero elsewhere; both tensors
+/// [T, B, D] of the same shape, `lengths` [B] each in 0..T. Errors
+/// (`invalid_input`) name the mismatching shape or length.
+caf::expected<tensor> seqtrain_error_signal(const tensor& log_posteriors, const tensor& hat_y,
+                                            const std::vector<int64_t>& lengths);
+
+} // namespace sprintrt

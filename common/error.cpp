@@ -33,6 +33,8 @@ const char* to_string(errc code) noexcept {
     return "timeout";
   case errc::cancelled:
     return "cancelled";
+  case errc::invalid_request:
+    return "invalid_request";
   }
   return "unknown_error";
 }

@@ -44,6 +44,9 @@ enum class errc : uint8_t {
   timeout,
   /// A request was cancelled because its owner stopped.
   cancelled,
+  /// A request that the receiver's state does not allow: an epoch started
+  /// twice, a training range that moves backwards.
+  invalid_request,
 };
 
 /// The category atom of all errors created from `errc`.

@@ -173,12 +173,27 @@ constexpr std::array<std::string_view, 3> ignored_text_parameters{{
     "python-segment-order-config",
 }};
 
+/// The fault injection parameters of the `sprint-sim` process.
+constexpr std::array<std::string_view, 4> fault_parameters{{
+    "fault",
+    "fault-after",
+    "crash-segment",
+    "delay-ms",
+}};
+
+bool is_fault_parameter(std::string_view name) {
+  return std::find(fault_parameters.begin(), fault_parameters.end(), name) !=
+         fault_parameters.end();
+}
+
 constexpr std::string_view expected_bool = "expected true or false";
 constexpr std::string_view expected_column = "expected a column index (0 to 2^32-1)";
 
 /// Applies arguments one by one to a config, then checks the whole.
 class config_parser {
 public:
+  explicit config_parser(parameter_scope scope) : scope_(scope) {}
+
   caf::error apply(const argument& arg) {
     if (auto handled = apply_python_control(arg))
       return *handled;
@@ -193,11 +208,10 @@ public:
   }
 
   caf::expected<sprint_sim_config> finish() {
-    if (!python_control_enabled_)
-      return invalid("--*.python-control-enabled=true is required (RASR talks over the pipes "
-                     "only with PythonControl enabled)");
-    if (!pymod_config_given_)
-      return invalid("--*.pymod-config=c2p_fd:C,p2c_fd:P,... is required (it names the pipes)");
+    if (scope_ == parameter_scope::process) {
+      if (auto err = check_pipes())
+        return err;
+    }
     if (config_.corpus_path.empty())
       return invalid("--*.corpus=FILE is required");
     if (fault_after_given_ && !counts_requests(config_.faults.kind))
@@ -215,6 +229,16 @@ private:
   // Each apply_* returns nothing when the parameter is not its own, else
   // the outcome of applying it.
   using outcome = std::optional<caf::error>;
+
+  /// A process talks over the pipes only when both are configured.
+  caf::error check_pipes() const {
+    if (!python_control_enabled_)
+      return invalid("--*.python-control-enabled=true is required (RASR talks over the pipes "
+                     "only with PythonControl enabled)");
+    if (!pymod_config_given_)
+      return invalid("--*.pymod-config=c2p_fd:C,p2c_fd:P,... is required (it names the pipes)");
+    return {};
+  }
 
   outcome apply_python_control(const argument& arg) {
     if (arg.name == "python-control-enabled")
@@ -297,6 +321,10 @@ private:
   }
 
   outcome apply_faults(const argument& arg) {
+    if (scope_ == parameter_scope::in_process && is_fault_parameter(arg.name))
+      return arg.error("'" + std::string{arg.name} +
+                       "' injects faults into the sprint-sim process; in-process workers take "
+                       "their delays and failures from sim_worker_behavior");
     auto& faults = config_.faults;
     if (arg.name == "fault")
       return assign(arg, faults.kind, parse_fault_kind,
@@ -328,6 +356,7 @@ private:
     return {};
   }
 
+  parameter_scope scope_;
   sprint_sim_config config_;
   bool python_control_enabled_ = false;
   bool pymod_config_given_ = false;
@@ -381,7 +410,12 @@ caf::expected<python_control_config> parse_python_control_config(std::string_vie
 }
 
 caf::expected<sprint_sim_config> parse_sprint_sim_config(const std::vector<std::string>& args) {
-  config_parser parser;
+  return parse_sim_parameters(args, parameter_scope::process);
+}
+
+caf::expected<sprint_sim_config> parse_sim_parameters(const std::vector<std::string>& args,
+                                                      parameter_scope scope) {
+  config_parser parser{scope};
   for (const auto& text : args) {
     auto arg = split_argument(text);
     if (!arg)

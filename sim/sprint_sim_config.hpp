@@ -13,9 +13,10 @@
 ///
 /// Parameters (defaults in brackets):
 ///
-/// - `python-control-enabled`: required, must be true (real RASR talks over
-///   the pipes only then).
-/// - `pymod-config`: required,
+/// - `python-control-enabled`: required for the process (see
+///   `parameter_scope`), must be true (real RASR talks over the pipes only
+///   then).
+/// - `pymod-config`: required for the process,
 ///   `c2p_fd:C,p2c_fd:P[,minPythonControlVersion:V][,k:v...]`.
 /// - `pymod-path`, `pymod-name`: accepted, recorded, ignored.
 /// - `python-segment-order` (bool), `python-segment-order-pymod-path`,
@@ -34,7 +35,8 @@
 /// - `loss-type`: `float` (a Python float) or `numpy-float32` [float].
 /// - `name`: the child name in the `init` reply [sprint-sim].
 /// - `log-level`: trace, debug, info, warn, error, critical, off [warn].
-/// - `fault`: none, crash, hang, garbage, exit-at-start, no-init-reply,
+/// - `fault` (the process only, like the three below): none, crash, hang, garbage, exit-at-start,
+/// no-init-reply,
 ///   bad-version [none] (see `fault_injection.hpp`).
 /// - `fault-after`: loss/FSA requests answered before crash, hang or garbage
 ///   fire [0].
@@ -110,9 +112,28 @@ struct sprint_sim_config {
   std::vector<std::string> warnings;
 };
 
+/// Who the parameters are for: the same `--*.NAME=VALUE` parameters configure
+/// the `sprint-sim` process and in-process simulated workers.
+enum class parameter_scope : uint8_t {
+  /// The `sprint-sim` process: `python-control-enabled=true` and
+  /// `pymod-config` are required (they name its pipes), faults are allowed.
+  process,
+  /// A simulated worker inside the parent: it has no pipes, so the pipe
+  /// parameters are optional (checked and ignored when given), and the
+  /// process-level faults (`fault`, `fault-after`, `crash-segment`,
+  /// `delay-ms`) are errors: in-process workers take their delays and
+  /// failures from `sim_worker_behavior`.
+  in_process,
+};
+
 /// Parses `sprint-sim`'s arguments, without the program name. Errors are
 /// `invalid_options` and quote the offending argument.
 caf::expected<sprint_sim_config> parse_sprint_sim_config(const std::vector<std::string>& args);
+
+/// Parses the same arguments for `scope`; `parse_sprint_sim_config(args)` is
+/// `parse_sim_parameters(args, parameter_scope::process)`.
+caf::expected<sprint_sim_config> parse_sim_parameters(const std::vector<std::string>& args,
+                                                      parameter_scope scope);
 
 /// Parses a `pymod-config` value like RETURNN's SprintControl does: items
 /// separated by ',', each `key:value` split at its first ':', empty items

@@ -207,6 +207,34 @@ TEST_CASE("the fault options") {
   CHECK(parse_sprint_sim_config(minimal({"--*.fault-after=1", "--*.fault=crash"})));
 }
 
+TEST_CASE("in-process parameters need no pipes and refuse the process faults") {
+  const auto config = unwrap(
+      parse_sim_parameters({"--*.corpus=c.txt", "--*.topology=hmm", "--*.loss-type=numpy-float32"},
+                           parameter_scope::in_process));
+  CHECK(config.corpus_path == "c.txt");
+  CHECK(config.topology == topology_kind::hmm);
+  CHECK(config.service.loss_encoding == sprintrt::protocol::loss_encoding::numpy_float32);
+  // The pipe parameters are still checked when given.
+  CHECK(parse_sim_parameters({"--*.corpus=c.txt", "--*.pymod-config=c2p_fd:1,p2c_fd:2"},
+                             parameter_scope::in_process));
+  CHECK_FALSE(parse_sim_parameters({"--*.corpus=c.txt", "--*.pymod-config=c2p_fd:1"},
+                                   parameter_scope::in_process));
+  auto missing = parse_sim_parameters({"--*.topology=ctc"}, parameter_scope::in_process);
+  REQUIRE_FALSE(missing);
+  CHECK(error_message(missing.error()) == "--*.corpus=FILE is required");
+  for (auto fault :
+       {"--*.fault=crash", "--*.fault-after=1", "--*.crash-segment=a", "--*.delay-ms=0"}) {
+    INFO(fault);
+    auto refused = parse_sim_parameters({"--*.corpus=c.txt", fault}, parameter_scope::in_process);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error() == errc::invalid_options);
+    CHECK(contains(error_message(refused.error()), fault));
+    CHECK(contains(error_message(refused.error()), "sim_worker_behavior"));
+  }
+  // The process scope is parse_sprint_sim_config: the pipes are required.
+  CHECK_FALSE(parse_sim_parameters({"--*.corpus=c.txt"}, parameter_scope::process));
+}
+
 TEST_CASE("pymod-config is parsed like SprintControl parses it") {
   const auto config = unwrap(parse_python_control_config(
       "c2p_fd:5,p2c_fd:6,minPythonControlVersion:5,EnableAutoNumpySharedMemPickling:True,,"

@@ -25,7 +25,10 @@ caf::error check_tags(const std::vector<std::string>& tags) {
   return {};
 }
 
-caf::error check_batch(const batch& b) {
+caf::error check_batch(const batch& b, const batch_check_rules& rules) {
+  auto name = [&](size_t i) {
+    return rules.column_name ? rules.column_name(i) : segment_name(b, i);
+  };
   const auto& lp = b.log_posteriors;
   if (lp.rank() != 3)
     return invalid("log_posteriors must be [T, B, D], got shape " + lp.shape_string());
@@ -45,8 +48,8 @@ caf::error check_batch(const batch& b) {
   for (size_t i = 0; i < batch_size; ++i) {
     auto length = b.seq_lengths[i];
     if (length <= 0 || static_cast<size_t>(length) > frames)
-      return invalid(segment_name(b, i) + ": seq_length " + std::to_string(length) +
-                     " is not in 1.." + std::to_string(frames));
+      return invalid(name(i) + ": seq_length " + std::to_string(length) + " is not in 1.." +
+                     std::to_string(frames));
   }
   // The used frames of each segment: NaN is never valid, +inf is not a log
   // probability; -inf (probability zero) is.
@@ -56,11 +59,16 @@ caf::error check_batch(const batch& b) {
       if (static_cast<int64_t>(t) >= b.seq_lengths[i])
         continue;
       const float* row = data + (t * batch_size + i) * dim;
-      for (size_t d = 0; d < dim; ++d)
+      bool any_probability = false;
+      for (size_t d = 0; d < dim; ++d) {
         if (std::isnan(row[d]) || row[d] == INFINITY)
-          return invalid(segment_name(b, i) + ", frame " + std::to_string(t) + ", class " +
-                         std::to_string(d) + ": log-posterior is " +
-                         (std::isnan(row[d]) ? "NaN" : "+inf"));
+          return invalid(name(i) + ", frame " + std::to_string(t) + ", class " + std::to_string(d) +
+                         ": log-posterior is " + (std::isnan(row[d]) ? "NaN" : "+inf"));
+        any_probability = any_probability || row[d] != -INFINITY;
+      }
+      if (rules.refuse_empty_rows && !any_probability)
+        return invalid(name(i) + ", frame " + std::to_string(t) +
+                       ": every log-posterior is -inf (the row cannot be normalized)");
     }
   return {};
 }

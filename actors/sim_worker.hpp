@@ -1,0 +1,54 @@
+#pragma once
+
+/// @file
+/// Spawning one in-process simulated Sprint worker (see
+/// `sprintrt/sim_worker.hpp` for what it is and `sprint_worker_actor` for
+/// its messages).
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include "protocol/messages.hpp"
+#include "sim/corpus.hpp"
+#include "sim/topology.hpp"
+#include "sprintrt/sim_worker.hpp"
+#include "sprintrt/worker_interface.hpp"
+
+namespace sprintrt {
+
+/// What every worker of one simulated source shares: the corpus (read once
+/// per source), the topology, how `sprint-sim` would send the loss, and the
+/// behavior.
+struct sim_worker_setup {
+  /// The corpus; each worker copies it into its own criterion.
+  std::shared_ptr<const sim::corpus> segments;
+  /// Builds the segments' FSAs (immutable, so workers share it).
+  std::shared_ptr<const sim::topology> automaton_topology;
+  /// A Python float (the loss as computed) or a numpy.float32 (the loss
+  /// rounded to float), as `sprint-sim`'s `loss-type`.
+  protocol::loss_encoding loss_encoding = protocol::loss_encoding::python_float;
+  /// Delays and injected failures.
+  sim_worker_behavior behavior;
+};
+
+/// Spawns the simulated worker of slot `slot` (which seeds its delays),
+/// labelled `name` in its errors ("sim worker 2").
+///
+/// Requests are served one at a time in arrival order: the request at the
+/// head of the queue waits its delay (a delayed message to itself, never a
+/// sleep), then is computed with the worker's own `sim::criterion` straight
+/// from and into the job's slices, and answered. What `sprint-sim` answers
+/// with an `exception` reply fails with `child_exception`, with the message
+/// the real worker gives ("NAME: get_loss_and_error_signal of segment 'x':
+/// ..."). `die_at_request` ends the worker with a `child_failed` reason:
+/// the request that killed it is left to CAF (which answers it with
+/// `request_receiver_down`, as any request to a terminated actor), and the
+/// requests it had already taken from its mailbox get that same error.
+sprint_worker_actor spawn_sim_worker(caf::actor_system& system,
+                                     std::shared_ptr<const sim_worker_setup> setup, size_t slot,
+                                     std::string name);
+
+} // namespace sprintrt

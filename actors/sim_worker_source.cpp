@@ -1,0 +1,84 @@
+// sim_worker_source: the options a user would pass to run sprint-sim as the
+// Sprint executable, turned into in-process simulated workers.
+
+#include "sprintrt/sim_worker.hpp"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/sim_worker.hpp"
+#include "runtime/child_environment.hpp"
+#include "runtime/shell_words.hpp"
+#include "sim/corpus.hpp"
+#include "sim/sprint_sim_config.hpp"
+
+extern char** environ;
+
+namespace sprintrt {
+
+namespace {
+
+/// The words of `sprintConfigStr` as a child would get them: variables
+/// expanded against this process's environment changed by the options'
+/// `env` (see runtime/child_environment.hpp).
+std::vector<std::string> expanded_parameters(const sprint_options& opts) {
+  auto lookup = runtime::environment_lookup(runtime::child_environment(opts.env, environ));
+  std::vector<std::string> args;
+  args.reserve(opts.sprint_config.size());
+  for (const auto& word : opts.sprint_config)
+    args.push_back(runtime::expand_word(word, lookup));
+  return args;
+}
+
+} // namespace
+
+caf::expected<worker_source> sim_worker_source(const sprint_options& opts,
+                                               sim_worker_behavior behavior) {
+  const std::string context = "in-process sprint-sim workers";
+  // sprint-sim refuses to start for a parent asking for more than it speaks;
+  // workers from the same options must not quietly accept it.
+  if (opts.min_python_control_version > sim::python_control_version)
+    return make_error(errc::invalid_options,
+                      context + ": minPythonControlVersion " +
+                          std::to_string(opts.min_python_control_version) +
+                          " is higher than sprint-sim's PythonControl version " +
+                          std::to_string(sim::python_control_version));
+  auto config =
+      sim::parse_sim_parameters(expanded_parameters(opts), sim::parameter_scope::in_process);
+  if (!config)
+    return with_context(context + ": sprintConfigStr", config.error());
+  for (const auto& warning : config->warnings)
+    spdlog::warn("{}: {}", context, warning);
+  auto topology = sim::make_topology(*config);
+  if (!topology)
+    return with_context(context, topology.error());
+  auto segments = sim::corpus::from_file(config->corpus_path);
+  if (!segments)
+    return with_context(context, segments.error());
+  auto setup = std::make_shared<sim_worker_setup>();
+  setup->segments = std::make_shared<const sim::corpus>(std::move(*segments));
+  setup->automaton_topology = std::move(*topology);
+  setup->loss_encoding = config->service.loss_encoding;
+  setup->behavior = std::move(behavior);
+  worker_source source;
+  source.description = "in-process sprint-sim workers on " + config->corpus_path + " (" +
+                       (config->topology == sim::topology_kind::ctc ? "ctc" : "hmm") + ")";
+  source.capacity = opts.num_instances;
+  // As for children: pools on other machines are not supported yet, and
+  // options asking for them must not quietly run here instead.
+  if (!opts.remote.empty())
+    source.unavailable = make_error(errc::invalid_options,
+                                    context + ": the 'remote' option (pools on other machines) "
+                                              "is not supported yet");
+  std::shared_ptr<const sim_worker_setup> shared = std::move(setup);
+  source.make = [shared](caf::actor_system& system, size_t index, const std::string& name) {
+    return spawn_sim_worker(system, shared, index, name);
+  };
+  return source;
+}
+
+} // namespace sprintrt

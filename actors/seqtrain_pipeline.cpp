@@ -135,11 +135,17 @@ void seqtrain_pipeline::complete(const entry_pointer& entry, caf::expected<doubl
     ++loss_data_;
 }
 
-caf::error seqtrain_pipeline::set_range_start(uint64_t start_seq) {
+caf::error seqtrain_pipeline::check_range_start(uint64_t start_seq) const {
   if (start_seq < range_start_)
     return invalid_request("train: the sequence range starts at " + std::to_string(start_seq) +
                            ", before the previous start " + std::to_string(range_start_) +
                            " (it must never move backwards)");
+  return {};
+}
+
+caf::error seqtrain_pipeline::set_range_start(uint64_t start_seq) {
+  if (auto err = check_range_start(start_seq))
+    return err;
   range_start_ = start_seq;
   while (!entries_.empty() && entries_.front()->seq_idx < start_seq) {
     entries_.front()->dropped = true;

@@ -106,8 +106,12 @@ public:
   /// whose predecessors are finished joins the loss data.
   void complete(const entry_pointer& entry, caf::expected<double> loss);
 
-  /// Declares a train range starting at `start_seq`: error (`invalid_request`)
-  /// if it is below the previous start; drops every kept entry before it.
+  /// Returns an error (`invalid_request`) if a train range starting at
+  /// `start_seq` would move backwards, below the previous start.
+  caf::error check_range_start(uint64_t start_seq) const;
+
+  /// Declares a train range starting at `start_seq` (error as
+  /// `check_range_start`); drops every kept entry before it.
   caf::error set_range_start(uint64_t start_seq);
 
   /// Returns the finished entry of `seq_idx` in the loss data, or null.

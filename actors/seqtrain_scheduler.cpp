@@ -172,6 +172,8 @@ caf::result<seqtrain_result> start_train(scheduler_pointer self,
   auto plan = detail::plan_train(batches);
   if (!plan)
     return std::move(plan.error());
+  if (auto err = pipeline.check_range_start(plan->start_seq))
+    return err;
   std::string range =
       "sequences [" + std::to_string(plan->start_seq) + ", " + std::to_string(plan->end_seq) + ")";
   if (plan->sequences.size() >= pipeline.forward_seq_delay())
@@ -191,8 +193,7 @@ caf::result<seqtrain_result> start_train(scheduler_pointer self,
                                  ? " was not forwarded in this epoch, or was dropped"
                                  : " has not been forwarded yet (forward a batch before "
                                    "training on it)"));
-  if (auto err = pipeline.set_range_start(plan->start_seq))
-    return err;
+  pipeline.set_range_start(plan->start_seq); // checked above
   auto promise = self->make_response_promise<seqtrain_result>();
   st.train = waiting_train{std::move(batches), std::move(*plan), clock::now(), promise};
   try_answer_train(self);

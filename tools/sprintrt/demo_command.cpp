@@ -1,25 +1,31 @@
-// `sprintrt demo`: the built-in training run. A linear softmax model learns a
-// synthetic task with the full-sum CTC loss; every batch's loss and error
-// signal come from a pool of real `sprint-sim` children over the Sprint pipe
-// protocol, exactly as a trainer would get them from RASR. It shows the loss
-// falling and the label error rate of greedy decoding with it.
+// `sprintrt demo`: the built-in training run, and the sequence-training
+// pipeline at work. A one-hidden-layer network learns a synthetic
+// speech-like task (demo_task.hpp) with the full-sum CTC loss; every
+// sequence's loss and error signal come from Sprint workers (`sprint-sim`
+// children over the Sprint pipe protocol, as from RASR, or in-process
+// simulated workers) through the sequence-training scheduler, which computes
+// upcoming batches while the trainer trains on the current one
+// (demo_trainer.hpp). It prints per epoch the loss, the held-out label
+// error rate and how well the pipeline overlapped.
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <numeric>
-#include <random>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
 #include "common/edit_distance.hpp"
 #include "runtime/temp_directory.hpp"
-#include "sprintrt/pool_client.hpp"
+#include "sprintrt/seqtrain_client.hpp"
+#include "sprintrt/sim_worker.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "tools/sprintrt/commands.hpp"
-#include "tools/sprintrt/demo_task.hpp"
+#include "tools/sprintrt/demo_report.hpp"
+#include "tools/sprintrt/demo_trainer.hpp"
 #include "tools/sprintrt/progress_bar.hpp"
 
 namespace sprintrt::cli {
@@ -28,17 +34,28 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using clock = std::chrono::steady_clock;
+
+/// Exit status of `--require-improvement` when the last epoch is no better.
+constexpr int no_improvement_status = 3;
+
+/// Stands for "not given" in `--forward-delay`.
+constexpr size_t automatic = std::numeric_limits<size_t>::max();
 
 struct demo_options {
   size_t workers = 2;
   size_t epochs = 20;
-  size_t segments = 256;
+  size_t segments = 1024;
+  size_t heldout = 256;
   size_t batch_size = 16;
-  float learning_rate = 4.0f;
+  size_t hidden = 48;
+  float learning_rate = 1.2f;
+  size_t forward_delay = automatic;
   uint64_t seed = 1;
+  bool in_process = false;
   std::string sprint_sim;
+  std::string report_dir;
   bool json_output = false;
+  bool require_improvement = false;
 };
 
 /// Finds sprint-sim: next to this executable (an installation) or in the
@@ -55,150 +72,187 @@ std::string find_sprint_sim() {
   return {};
 }
 
-/// The label error rate of greedy decoding over all segments.
+/// The label error rate of greedy decoding over `segments`.
 double label_error_rate(const demo_model& model, const std::vector<demo_segment>& segments) {
   size_t errors = 0;
   size_t total = 0;
   for (const auto& seg : segments) {
-    errors += edit_distance(model.decode(seg), seg.labels);
+    errors += edit_distance(model.decode(seg.features), seg.labels);
     total += seg.labels.size();
   }
-  return static_cast<double>(errors) / static_cast<double>(total);
+  return static_cast<double>(errors) / static_cast<double>(std::max<size_t>(total, 1));
 }
 
-/// Builds the [T, B, D] batch of the model's log-posteriors for `members`.
-batch make_batch(const demo_model& model, const std::vector<demo_segment>& segments,
-                 const std::vector<size_t>& members, size_t classes, tensor reuse) {
-  size_t frames = 0;
-  for (auto i : members)
-    frames = std::max(frames, static_cast<size_t>(segments[i].features.rows()));
-  batch b;
-  b.log_posteriors = tensor::zeros({frames, members.size(), classes});
-  for (size_t j = 0; j < members.size(); ++j) {
-    const auto& seg = segments[members[j]];
-    auto length = static_cast<size_t>(seg.features.rows());
-    model.log_posteriors(seg, segment_slice(b.log_posteriors, j, length));
-    b.seq_lengths.push_back(static_cast<int64_t>(length));
-    b.tags.push_back(seg.name);
-  }
-  b.reuse_error_signal = std::move(reuse);
-  return b;
+/// The figures of one epoch from what training gave.
+demo_epoch_figures figures_of(uint64_t epoch, const demo_epoch_result& r, double ler,
+                              size_t workers) {
+  demo_epoch_figures f;
+  f.epoch = epoch;
+  f.loss_per_frame = r.loss_sum / static_cast<double>(std::max<size_t>(r.frames, 1));
+  f.label_error_rate = ler;
+  f.seconds = static_cast<double>(r.elapsed_ns) / 1e9;
+  double elapsed = static_cast<double>(std::max<int64_t>(r.elapsed_ns, 1));
+  f.seqs_per_second = static_cast<double>(r.sequences + r.skipped) / f.seconds;
+  f.trainer_wait_fraction = static_cast<double>(r.wait_ns) / elapsed;
+  f.worker_utilization =
+      static_cast<double>(r.stats.worker_busy_ns) / (elapsed * static_cast<double>(workers));
+  f.skipped = r.skipped;
+  return f;
 }
 
-int run(const demo_options& cli) {
-  auto sprint_sim = cli.sprint_sim.empty() ? find_sprint_sim() : cli.sprint_sim;
-  if (sprint_sim.empty()) {
-    std::cerr << "sprintrt demo: cannot find sprint-sim next to this program; pass --sprint-sim\n";
-    return 1;
-  }
-  demo_task_config task;
-  task.segments = cli.segments;
-  task.seed = cli.seed;
-  auto segments = make_demo_task(task);
-  size_t classes = task.labels + 1;
-  auto scratch = runtime::temp_directory::make("sprintrt-demo");
-  if (!scratch) {
-    std::cerr << "sprintrt demo: " << render(scratch.error()) << "\n";
-    return 1;
-  }
-  auto corpus = scratch->path() + "/corpus.txt";
-  if (auto err = write_demo_corpus(segments, corpus)) {
-    std::cerr << "sprintrt demo: " << render(err) << "\n";
-    return 1;
-  }
+json to_json(const demo_epoch_figures& f, const seqtrain_stats& stats) {
+  return {{"epoch", f.epoch},
+          {"loss_per_frame", f.loss_per_frame},
+          {"label_error_rate", f.label_error_rate},
+          {"seqs_per_second", f.seqs_per_second},
+          {"trainer_wait_fraction", f.trainer_wait_fraction},
+          {"worker_utilization", f.worker_utilization},
+          {"seconds", f.seconds},
+          {"skipped_sequences", f.skipped},
+          {"sequences_computed", stats.computed},
+          {"train_requests", stats.train_requests}};
+}
 
+/// The pool the scheduler sends sequences to: sprint-sim children, or
+/// in-process simulated workers computing the same.
+caf::expected<worker_pool_actor> make_pool(sprint_runtime& rt, const demo_options& cli,
+                                           const std::string& corpus) {
   sprint_options opts;
-  opts.sprint_exec_path = sprint_sim;
+  opts.sprint_exec_path = cli.sprint_sim.empty() ? find_sprint_sim() : cli.sprint_sim;
   opts.sprint_config = {{{word_piece::literal, "--*.corpus=" + corpus}},
                         {{word_piece::literal, "--*.topology=ctc"}}};
   opts.num_instances = cli.workers;
-  sprint_runtime rt;
-  pool_client client{rt, opts};
-  demo_model model{task.features, classes};
-
-  json report{{"segments", segments.size()},
-              {"labels", task.labels},
-              {"features", task.features},
-              {"workers", cli.workers},
-              {"epochs", json::array()}};
-  double initial_ler = label_error_rate(model, segments);
-  if (!cli.json_output) {
-    std::cout << "sprintrt demo: CTC training of a linear softmax model on " << segments.size()
-              << " synthetic segments (" << task.labels << " labels + blank, " << task.features
-              << " features);\nloss and error signal from " << cli.workers
-              << " sprint-sim worker(s) over the Sprint pipe protocol.\n"
-              << "before training: label error rate " << 100.0 * initial_ler << "%\n";
+  if (cli.in_process) {
+    auto source = sim_worker_source(opts);
+    if (!source)
+      return std::move(source.error());
+    return rt.pool(std::move(*source), "demo");
   }
-  std::mt19937_64 gen{cli.seed};
-  std::vector<size_t> order(segments.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  tensor spare;
-  double first_loss = NAN;
-  double last_loss = NAN;
+  if (opts.sprint_exec_path.empty())
+    return make_error(errc::invalid_options,
+                      "cannot find sprint-sim next to this program; pass --sprint-sim");
+  return rt.pool(opts);
+}
+
+int run(const demo_options& cli) {
+  demo_task_config task_config;
+  task_config.train_segments = cli.segments;
+  task_config.heldout_segments = cli.heldout;
+  task_config.seed = cli.seed;
+  auto task = make_demo_task(task_config);
+  demo_model_config model_config;
+  model_config.features = task_config.features;
+  model_config.hidden = cli.hidden;
+  model_config.classes = task_config.labels + 1;
+  model_config.seed = cli.seed;
+  demo_model model{model_config};
+  // Enough for the batch still held until the next train request, the
+  // current one and two batches ahead (see --forward-delay).
+  size_t delay = cli.forward_delay == automatic ? 5 * cli.batch_size : cli.forward_delay;
+  if (delay <= cli.batch_size) {
+    // The scheduler refuses to train on more sequences than it admits.
+    std::cerr << "sprintrt demo: --forward-delay must exceed --batch-size (" << cli.batch_size
+              << ")\n";
+    return 1;
+  }
+
+  auto fail = [](const caf::error& err) {
+    std::cerr << "sprintrt demo: " << render(err) << "\n";
+    return 1;
+  };
+  auto scratch = runtime::temp_directory::make("sprintrt-demo");
+  if (!scratch)
+    return fail(scratch.error());
+  auto corpus = scratch->path() + "/corpus.txt";
+  if (auto err = write_demo_corpus(task.train, corpus))
+    return fail(err);
+  sprint_runtime rt;
+  auto pool = make_pool(rt, cli, corpus);
+  if (!pool)
+    return fail(pool.error());
+  seqtrain_options sched_opts;
+  sched_opts.forward_seq_delay = delay;
+  sched_opts.max_in_flight = cli.workers;
+  sched_opts.record_timeline = !cli.report_dir.empty();
+  seqtrain_client scheduler{rt, *pool, sched_opts};
+  demo_trainer trainer{model, task.train, scheduler, cli.batch_size, cli.learning_rate, cli.seed};
+
+  std::string workers =
+      std::to_string(cli.workers) +
+      (cli.in_process ? " in-process simulated worker(s)" : " sprint-sim child(ren)");
+  json report{{"task",
+               {{"train_utterances", task.train.size()},
+                {"heldout_utterances", task.heldout.size()},
+                {"labels", task_config.labels},
+                {"features", task_config.features},
+                {"seed", cli.seed}}},
+              {"model",
+               {{"hidden_units", cli.hidden},
+                {"context_frames", 2 * model_config.context + 1},
+                {"learning_rate", cli.learning_rate},
+                {"batch_size", cli.batch_size}}},
+              {"workers", cli.workers},
+              {"in_process", cli.in_process},
+              {"forward_delay", delay},
+              {"epochs", json::array()}};
+  if (!cli.json_output) {
+    std::printf("sprintrt demo: CTC training of a network with one hidden layer (%zu tanh units "
+                "over %zu frames of %zu features; %u labels + blank)\non %zu synthetic "
+                "utterances, label error rate (LER) of greedy decoding on %zu held-out ones.\n"
+                "Losses from %s through the sequence-training scheduler,\nforward delay %zu "
+                "sequences (batches of %zu).\n",
+                cli.hidden, 2 * model_config.context + 1, task_config.features, task_config.labels,
+                task.train.size(), task.heldout.size(), workers.c_str(), delay, cli.batch_size);
+    std::fflush(stdout);
+  }
+  std::vector<demo_epoch_figures> figures;
+  demo_timeline timeline;
+  double total_seconds = 0;
   for (size_t epoch = 1; epoch <= cli.epochs; ++epoch) {
-    auto start = clock::now();
-    std::shuffle(order.begin(), order.end(), gen);
-    progress_bar bar{"epoch " + std::to_string(epoch), segments.size(), "segments", 0};
-    double loss_sum = 0;
-    size_t frames = 0;
-    size_t skipped = 0;
-    for (size_t first = 0; first < order.size(); first += cli.batch_size) {
-      std::vector<size_t> members(
-          order.begin() + static_cast<ptrdiff_t>(first),
-          order.begin() + static_cast<ptrdiff_t>(std::min(order.size(), first + cli.batch_size)));
-      auto result = client.compute(make_batch(model, segments, members, classes, std::move(spare)));
-      if (!result) {
-        std::cerr << "sprintrt demo: " << render(result.error()) << "\n";
-        return 1;
-      }
-      size_t batch_frames = 0;
-      for (size_t j = 0; j < members.size(); ++j) {
-        const auto& seg = segments[members[j]];
-        auto length = static_cast<size_t>(seg.features.rows());
-        if (std::isinf(result->loss[j])) {
-          ++skipped; // Sprint skipped it: no path; its error signal is zero
-          continue;
-        }
-        loss_sum += result->loss[j];
-        batch_frames += length;
-        model.accumulate(seg, segment_slice(result->error_signal, j, length));
-      }
-      frames += batch_frames;
-      model.step(cli.learning_rate, batch_frames);
-      spare = std::move(result->error_signal);
-      bar.update(first + members.size());
-    }
-    double seconds = std::chrono::duration<double>(clock::now() - start).count();
-    double loss = loss_sum / static_cast<double>(std::max<size_t>(frames, 1));
-    double ler = label_error_rate(model, segments);
-    if (epoch == 1)
-      first_loss = loss;
-    last_loss = loss;
-    report["epochs"].push_back({{"epoch", epoch},
-                                {"loss_per_frame", loss},
-                                {"label_error_rate", ler},
-                                {"skipped_segments", skipped},
-                                {"seconds", seconds}});
+    progress_bar bar{"epoch " + std::to_string(epoch), task.train.size(), "utterances", 0};
+    auto result = trainer.run_epoch(epoch, [&bar](size_t done) { bar.update(done); });
+    if (!result)
+      return fail(result.error());
+    bar.finish();
+    auto f = figures_of(epoch, *result, label_error_rate(model, task.heldout), cli.workers);
+    total_seconds += f.seconds;
+    figures.push_back(f);
+    report["epochs"].push_back(to_json(f, result->stats));
+    // The last epoch's timeline: child start-up is long over by then.
+    timeline = {epoch, result->elapsed_ns, cli.workers, std::move(result->trainer),
+                std::move(result->stats.timeline)};
     if (!cli.json_output) {
-      std::printf("epoch %2zu: loss per frame %.4f, label error rate %5.1f%%, %.2f s\n", epoch,
-                  loss, 100.0 * ler, seconds);
+      std::printf("epoch %2zu: loss/frame %.4f  held-out LER %5.1f%%  %5.0f seq/s  trainer waits "
+                  "%3.0f%%  workers busy %3.0f%%  %.2f s\n",
+                  epoch, f.loss_per_frame, 100 * f.label_error_rate, f.seqs_per_second,
+                  100 * f.trainer_wait_fraction, 100 * f.worker_utilization, f.seconds);
       std::fflush(stdout);
     }
   }
-  auto stats = client.stats();
-  if (stats) {
-    report["segments_computed"] = stats->segments;
-    report["restarts"] = 0;
-    for (const auto& w : stats->workers)
-      report["restarts"] = report["restarts"].get<uint32_t>() + w.restarts;
-  }
+  report["seconds"] = total_seconds;
+  const auto& first = figures.front();
+  const auto& last = figures.back();
+  bool improved =
+      last.loss_per_frame < first.loss_per_frame && last.label_error_rate < first.label_error_rate;
+  report["improved"] = improved;
+  if (!cli.report_dir.empty())
+    if (auto err = write_demo_report(cli.report_dir, report.dump(2) + "\n", figures, timeline))
+      return fail(err);
   if (cli.json_output) {
     std::cout << report.dump(2) << "\n";
   } else {
-    std::printf("loss per frame %.4f -> %.4f over %zu epochs; %llu segment losses computed by the "
-                "workers.\n",
-                first_loss, last_loss, cli.epochs,
-                static_cast<unsigned long long>(stats ? stats->segments : 0));
+    std::printf("loss per frame %.4f -> %.4f, held-out LER %.1f%% -> %.1f%% in %zu epochs, "
+                "%.1f s.\n",
+                first.loss_per_frame, last.loss_per_frame, 100 * first.label_error_rate,
+                100 * last.label_error_rate, cli.epochs, total_seconds);
+    if (!cli.report_dir.empty())
+      std::printf("report: %s/{report.json,learning_curves.svg,timeline.svg}\n",
+                  cli.report_dir.c_str());
+  }
+  if (cli.require_improvement && !improved) {
+    std::cerr << "sprintrt demo: the last epoch's loss and label error rate are not both below "
+                 "the first's\n";
+    return no_improvement_status;
   }
   return 0;
 }
@@ -208,23 +262,42 @@ int run(const demo_options& cli) {
 void add_demo_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<demo_options>();
   auto* cmd = app.add_subcommand(
-      "demo", "Train a small CTC model with losses from sprint-sim workers (the built-in example)");
-  cmd->add_option("--workers", opts->workers, "Sprint children (numInstances)")
+      "demo", "Train a small CTC model through the sequence-training scheduler with losses from "
+              "sprint-sim workers (the built-in example)");
+  cmd->add_option("--workers", opts->workers, "Sprint workers (numInstances)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  cmd->add_option("--epochs", opts->epochs, "Passes over the data")
+  cmd->add_flag("--in-process", opts->in_process,
+                "Use in-process simulated workers instead of sprint-sim children");
+  cmd->add_option("--epochs", opts->epochs, "Passes over the training utterances")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--segments", opts->segments, "Synthetic segments")
+  cmd->add_option("--segments", opts->segments, "Training utterances")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  cmd->add_option("--batch-size", opts->batch_size, "Segments per batch")
+  cmd->add_option("--heldout", opts->heldout, "Held-out utterances for the label error rate")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--batch-size", opts->batch_size, "Utterances per batch")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--hidden", opts->hidden, "Hidden units")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   cmd->add_option("--learning-rate", opts->learning_rate, "SGD step size")->capture_default_str();
-  cmd->add_option("--seed", opts->seed, "Random seed of data and order")->capture_default_str();
+  cmd->add_option("--forward-delay", opts->forward_delay,
+                  "The scheduler's forward_seq_delay in sequences (default: 5 x batch size, "
+                  "which admits the previous batch, still held until the next train request, "
+                  "the current one and two batches ahead; batch size + 1: no look-ahead)");
+  cmd->add_option("--seed", opts->seed, "Random seed of task, model and order")
+      ->capture_default_str();
   cmd->add_option("--sprint-sim", opts->sprint_sim, "The sprint-sim executable (found by default)");
   cmd->add_flag("--json", opts->json_output, "Print a JSON report instead of lines");
+  cmd->add_option("--report", opts->report_dir,
+                  "Write report.json, learning_curves.svg and timeline.svg into this directory");
+  cmd->add_flag("--require-improvement", opts->require_improvement,
+                "Exit with status 3 unless the last epoch's loss and held-out label error rate "
+                "are below the first's");
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 

@@ -1,47 +1,94 @@
 #include "tools/sprintrt/demo_task.hpp"
 
-#include <algorithm>
-#include <cmath>
+#include <random>
 
 #include "sim/corpus.hpp"
-#include "sprintrt/tensor_eigen.hpp"
 
 namespace sprintrt::cli {
 
-std::vector<demo_segment> make_demo_task(const demo_task_config& config) {
-  std::mt19937_64 gen{config.seed};
-  std::normal_distribution<float> normal{0.0f, 1.0f};
-  // One prototype per class; the blank's sits at the origin.
-  matrix prototypes = matrix::Zero(config.labels + 1, static_cast<Eigen::Index>(config.features));
-  for (Eigen::Index k = 1; k < prototypes.rows(); ++k)
-    for (Eigen::Index f = 0; f < prototypes.cols(); ++f)
-      prototypes(k, f) = 2.0f * normal(gen);
-  std::uniform_int_distribution<uint32_t> label{1, config.labels};
-  std::uniform_int_distribution<size_t> count{2, 6};
-  std::uniform_int_distribution<size_t> duration{3, 6};
-  std::uniform_int_distribution<size_t> gap{0, 2};
-  std::vector<demo_segment> segments;
-  for (size_t i = 0; i < config.segments; ++i) {
-    demo_segment seg;
-    seg.name = "demo/rec/seg-" + std::to_string(i);
-    std::vector<uint32_t> frame_class;
-    size_t n = count(gen);
-    for (size_t k = 0; k < n; ++k) {
-      uint32_t l = label(gen);
-      seg.labels.push_back(l);
-      frame_class.insert(frame_class.end(), gap(gen), 0u);
-      frame_class.insert(frame_class.end(), duration(gen), l);
+namespace {
+
+using row_vector = Eigen::RowVectorXf;
+
+/// Everything that is shared by all utterances: the prototypes.
+struct task_model {
+  /// Row k: onset (`onset`) and offset (`offset`) prototype of label k; the
+  /// blank's row (0) is unused.
+  matrix onset;
+  matrix offset;
+};
+
+task_model make_prototypes(const demo_task_config& config, uint32_t labels, std::mt19937_64& gen) {
+  std::normal_distribution<float> normal{0.0f, config.prototype_scale};
+  auto features = static_cast<Eigen::Index>(config.features);
+  task_model m{matrix::Zero(labels + 1, features), matrix::Zero(labels + 1, features)};
+  for (uint32_t pair = 0; 2 * pair < labels; ++pair) {
+    row_vector p(features);
+    row_vector q(features);
+    for (Eigen::Index f = 0; f < features; ++f) {
+      p(f) = normal(gen);
+      q(f) = normal(gen);
     }
-    frame_class.insert(frame_class.end(), gap(gen), 0u);
-    seg.features.resize(static_cast<Eigen::Index>(frame_class.size()),
-                        static_cast<Eigen::Index>(config.features));
-    for (size_t t = 0; t < frame_class.size(); ++t)
-      for (Eigen::Index f = 0; f < seg.features.cols(); ++f)
-        seg.features(static_cast<Eigen::Index>(t), f) =
-            prototypes(frame_class[t], f) + config.noise * normal(gen);
-    segments.push_back(std::move(seg));
+    // The same two points in opposite directions: one frame alone is
+    // ambiguous between the two labels of a pair.
+    m.onset.row(2 * pair + 1) = p;
+    m.offset.row(2 * pair + 1) = q;
+    m.onset.row(2 * pair + 2) = q;
+    m.offset.row(2 * pair + 2) = p;
   }
-  return segments;
+  return m;
+}
+
+demo_segment make_segment(std::string name, const demo_task_config& config, uint32_t labels,
+                          const task_model& m, std::mt19937_64& gen) {
+  std::normal_distribution<float> normal{0.0f, 1.0f};
+  std::uniform_int_distribution<uint32_t> label{1, labels};
+  std::uniform_int_distribution<size_t> count{3, 8};
+  std::uniform_int_distribution<size_t> duration{3, 7};
+  std::uniform_int_distribution<size_t> gap{0, 2};
+  auto features = static_cast<Eigen::Index>(config.features);
+  demo_segment seg;
+  seg.name = std::move(name);
+  // The clean frames first, then noise and the utterance's offset on all.
+  std::vector<row_vector> frames;
+  auto pause = [&] { frames.insert(frames.end(), gap(gen), row_vector::Zero(features)); };
+  size_t n = count(gen);
+  for (size_t k = 0; k < n; ++k) {
+    uint32_t l = label(gen);
+    seg.labels.push_back(l);
+    pause();
+    size_t d = duration(gen);
+    for (size_t t = 0; t < d; ++t) {
+      float s = static_cast<float>(t) / static_cast<float>(d - 1); // 0 at onset, 1 at offset
+      frames.push_back((1.0f - s) * m.onset.row(l) + s * m.offset.row(l));
+    }
+  }
+  pause();
+  row_vector speaker(features);
+  for (Eigen::Index f = 0; f < features; ++f)
+    speaker(f) = config.speaker_offset * normal(gen);
+  seg.features.resize(static_cast<Eigen::Index>(frames.size()), features);
+  for (size_t t = 0; t < frames.size(); ++t)
+    for (Eigen::Index f = 0; f < features; ++f)
+      seg.features(static_cast<Eigen::Index>(t), f) =
+          frames[t](f) + speaker(f) + config.noise * normal(gen);
+  return seg;
+}
+
+} // namespace
+
+demo_task make_demo_task(const demo_task_config& config) {
+  std::mt19937_64 gen{config.seed};
+  uint32_t labels = config.labels + config.labels % 2;
+  auto prototypes = make_prototypes(config, labels, gen);
+  demo_task task;
+  for (size_t i = 0; i < config.train_segments; ++i)
+    task.train.push_back(
+        make_segment("demo/train/seg-" + std::to_string(i), config, labels, prototypes, gen));
+  for (size_t i = 0; i < config.heldout_segments; ++i)
+    task.heldout.push_back(
+        make_segment("demo/heldout/seg-" + std::to_string(i), config, labels, prototypes, gen));
+  return task;
 }
 
 caf::error write_demo_corpus(const std::vector<demo_segment>& segments, const std::string& path) {
@@ -49,53 +96,6 @@ caf::error write_demo_corpus(const std::vector<demo_segment>& segments, const st
   for (const auto& seg : segments)
     entries.push_back({seg.name, seg.labels});
   return sim::write_corpus_file(path, entries);
-}
-
-demo_model::demo_model(size_t features, size_t classes)
-    : weights_(
-          matrix::Zero(static_cast<Eigen::Index>(features), static_cast<Eigen::Index>(classes))),
-      bias_(Eigen::RowVectorXf::Zero(static_cast<Eigen::Index>(classes))),
-      weights_grad_(matrix::Zero(weights_.rows(), weights_.cols())),
-      bias_grad_(Eigen::RowVectorXf::Zero(bias_.cols())) {}
-
-void demo_model::log_posteriors(const demo_segment& segment, const matrix_slice& out) const {
-  matrix z = (segment.features * weights_).rowwise() + bias_;
-  for (Eigen::Index t = 0; t < z.rows(); ++t) {
-    float max = z.row(t).maxCoeff();
-    float log_sum = max + std::log((z.row(t).array() - max).exp().sum());
-    float* row = out.row(static_cast<size_t>(t));
-    for (Eigen::Index d = 0; d < z.cols(); ++d)
-      row[d] = z(t, d) - log_sum;
-  }
-}
-
-void demo_model::accumulate(const demo_segment& segment, const matrix_slice& error_signal) {
-  auto es = as_matrix(error_signal);
-  weights_grad_.noalias() += segment.features.transpose() * es;
-  bias_grad_ += es.colwise().sum();
-}
-
-void demo_model::step(float learning_rate, size_t frames) {
-  float scale = learning_rate / static_cast<float>(std::max<size_t>(frames, 1));
-  weights_ -= scale * weights_grad_;
-  bias_ -= scale * bias_grad_;
-  weights_grad_.setZero();
-  bias_grad_.setZero();
-}
-
-std::vector<uint32_t> demo_model::decode(const demo_segment& segment) const {
-  matrix z = (segment.features * weights_).rowwise() + bias_;
-  std::vector<uint32_t> labels;
-  uint32_t previous = 0;
-  for (Eigen::Index t = 0; t < z.rows(); ++t) {
-    Eigen::Index best = 0;
-    z.row(t).maxCoeff(&best);
-    auto k = static_cast<uint32_t>(best);
-    if (k != 0 && k != previous)
-      labels.push_back(k);
-    previous = k;
-  }
-  return labels;
 }
 
 } // namespace sprintrt::cli

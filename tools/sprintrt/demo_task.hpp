@@ -1,23 +1,27 @@
 #pragma once
 
 /// @file
-/// The demo's synthetic speech-like task and its model.
+/// The demo's synthetic speech-like task.
 ///
-/// Every segment is a short sequence of labels 1..K (0 is the CTC blank);
-/// each label lasts a few frames, with optional blank frames between labels.
-/// A frame's features are its label's prototype vector plus Gaussian noise.
-/// The model is a linear layer and a softmax over K+1 classes, trained with
-/// the full-sum CTC loss whose error signal comes from the Sprint workers:
-/// exactly the situation sprintrt exists for, small enough to run anywhere.
+/// Every utterance is a sequence of labels 1..K (0 is the CTC blank). Each
+/// label lasts several frames and moves along a trajectory: its frames
+/// interpolate linearly from the label's onset prototype to its offset
+/// prototype. Labels come in confusable pairs: label 2m+1 goes from p_m to
+/// q_m, label 2m+2 from q_m back to p_m, so that one frame alone cannot tell
+/// them apart, only the direction seen over neighbouring frames can. Blank
+/// frames (pauses) sit between some labels. Every frame gets Gaussian noise,
+/// and every utterance a constant offset of its own (a "speaker"), which the
+/// model must learn to ignore.
+///
+/// Held-out utterances come from the same process and are never trained on:
+/// they measure the label error rate.
 
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
 #include <Eigen/Core>
 
-#include "sprintrt/batch.hpp"
 #include "sprintrt/error.hpp"
 
 namespace sprintrt::cli {
@@ -25,51 +29,47 @@ namespace sprintrt::cli {
 /// Row-major float matrices (frames are rows, as on the wire).
 using matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-/// One segment of the task.
+/// One utterance of the task.
 struct demo_segment {
+  /// The name Sprint looks it up by.
   std::string name;
+  /// Its labels, each in 1..K.
   std::vector<uint32_t> labels;
   /// [T, F] features.
   matrix features;
 };
 
-/// Sizes of the task.
+/// Sizes and difficulty of the task.
 struct demo_task_config {
-  size_t segments = 64;
-  uint32_t labels = 8;
+  /// Utterances trained on, per epoch.
+  size_t train_segments = 1024;
+  /// Utterances for the label error rate only.
+  size_t heldout_segments = 256;
+  /// K, the labels besides the blank (rounded up to an even number: pairs).
+  uint32_t labels = 24;
+  /// F, the features per frame.
   size_t features = 16;
-  float noise = 0.8f;
+  /// Standard deviation of each frame's noise.
+  float noise = 0.6f;
+  /// Standard deviation of each utterance's constant offset.
+  float speaker_offset = 0.3f;
+  /// Scale of the prototypes (their entries are N(0, scale^2)).
+  float prototype_scale = 1.0f;
+  /// Seed of everything random in the task.
   uint64_t seed = 1;
 };
 
-/// Makes the task's segments (deterministic for a seed).
-std::vector<demo_segment> make_demo_task(const demo_task_config& config);
-
-/// Writes the corpus file sprint-sim reads (an `io_error` if it cannot).
-caf::error write_demo_corpus(const std::vector<demo_segment>& segments, const std::string& path);
-
-/// A linear softmax model over `classes` classes.
-class demo_model {
-public:
-  demo_model(size_t features, size_t classes);
-
-  /// Writes log_softmax(x W + b) of `segment` into rows of `out` ([T, D] slice).
-  void log_posteriors(const demo_segment& segment, const matrix_slice& out) const;
-
-  /// Accumulates the gradient of the loss from the error signal dL/dz [T, D].
-  void accumulate(const demo_segment& segment, const matrix_slice& error_signal);
-
-  /// Applies the accumulated gradient (SGD, scaled by 1 / frames) and clears it.
-  void step(float learning_rate, size_t frames);
-
-  /// Greedy CTC decoding: best class per frame, repeats merged, blanks removed.
-  std::vector<uint32_t> decode(const demo_segment& segment) const;
-
-private:
-  matrix weights_;
-  Eigen::RowVectorXf bias_;
-  matrix weights_grad_;
-  Eigen::RowVectorXf bias_grad_;
+/// The utterances of the task.
+struct demo_task {
+  std::vector<demo_segment> train;
+  std::vector<demo_segment> heldout;
 };
+
+/// Makes the task (deterministic for a configuration).
+demo_task make_demo_task(const demo_task_config& config);
+
+/// Writes the corpus file sprint-sim reads, one line per segment (an
+/// `io_error` if it cannot).
+caf::error write_demo_corpus(const std::vector<demo_segment>& segments, const std::string& path);
 
 } // namespace sprintrt::cli

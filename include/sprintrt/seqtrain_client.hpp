@@ -8,17 +8,25 @@
 ///
 /// ```cpp
 /// sched.start_epoch(epoch);
+/// size_t next = 0;                        // the next batch to forward
 /// for (size_t i = 0; i < batches.size(); ++i) {
-///   // Forward ahead while the delay admits it (the current batch always).
-///   while (next < batches.size() &&
-///          (next <= i || *sched.have_space(batches[next].size())))
+///   if (next == i)                        // the batch to train must be there
 ///     sched.forward(forward_with_current_model(batches[next++]));
-///   auto r = sched.train({layout_of(batches[i])});   // waits for loss data
+///   auto r = sched.train({layout_of(batches[i])});  // waits for its loss data
+///   // The reply dropped everything before batch i: look ahead now, so that
+///   // the workers compute upcoming batches while this one trains.
+///   while (next < batches.size() && *sched.have_space(batches[next].size()))
+///     sched.forward(forward_with_current_model(batches[next++]));
 ///   auto dz = seqtrain_error_signal(log_posteriors_now, r->hat_y, lengths);
 ///   backprop(dz); update();
 /// }
 /// auto stats = sched.finish_epoch();
 /// ```
+///
+/// Every decision in it depends only on `have_space`, which never depends on
+/// worker timing, so the run is reproducible; the look-ahead is bounded by
+/// `forward_seq_delay` (a batch of B sequences can be kept next to the
+/// current one once `2 B < forward_seq_delay`).
 
 #include <cstddef>
 #include <cstdint>

@@ -139,8 +139,8 @@ struct trace {
 };
 
 /// Trains two epochs of `num_seqs` sequences in batches of 2 through
-/// `sched`, forwarding ahead while have_space allows (the batch to train
-/// next always).
+/// `sched` as `seqtrain_client.hpp` shows: after each train reply, forward
+/// ahead (with the model not yet updated) while have_space allows.
 trace train(seqtrain_client& sched, size_t num_seqs) {
   trace out;
   toy_model model;
@@ -152,18 +152,20 @@ trace train(seqtrain_client& sched, size_t num_seqs) {
                                          : std::vector<uint64_t>{s});
     size_t next = 0;
     for (size_t i = 0; i < batches.size(); ++i) {
-      while (next < batches.size()) {
-        auto space = sched.have_space(batches[next].size());
-        REQUIRE(space);
-        out.admissions.push_back(*space);
-        if (next > i && !*space)
-          break;
+      if (next == i)
         REQUIRE_FALSE(sched.forward(make_forward(model, batches[next++])));
-      }
       auto reply = sched.train({layout(model, batches[i])});
       REQUIRE(reply);
       out.losses.push_back(reply->loss);
       out.hat_ys.emplace_back(reply->hat_y.data(), reply->hat_y.data() + reply->hat_y.size());
+      while (next < batches.size()) {
+        auto space = sched.have_space(batches[next].size());
+        REQUIRE(space);
+        out.admissions.push_back(*space);
+        if (!*space)
+          break;
+        REQUIRE_FALSE(sched.forward(make_forward(model, batches[next++])));
+      }
       // "Training": move the bias by the summed hat_y (deterministic).
       for (size_t k = 0; k < reply->hat_y.size(); ++k)
         model.bias[k % num_classes] += 0.01 * reply->hat_y.data()[k];

@@ -177,9 +177,11 @@ int run(const demo_options& cli) {
   seqtrain_client scheduler{rt, *pool, sched_opts};
   demo_trainer trainer{model, task.train, scheduler, cli.batch_size, cli.learning_rate, cli.seed};
 
+  bool one = cli.workers == 1;
   std::string workers =
       std::to_string(cli.workers) +
-      (cli.in_process ? " in-process simulated worker(s)" : " sprint-sim child(ren)");
+      (cli.in_process ? (one ? " in-process simulated worker" : " in-process simulated workers")
+                      : (one ? " sprint-sim child" : " sprint-sim children"));
   json report{{"task",
                {{"train_utterances", task.train.size()},
                 {"heldout_utterances", task.heldout.size()},

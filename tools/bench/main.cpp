@@ -8,6 +8,7 @@
 
 #include "tools/bench/pool_bench.hpp"
 #include "tools/bench/protocol_bench.hpp"
+#include "tools/bench/seqtrain_bench.hpp"
 #include "tools/bench/sim_bench.hpp"
 
 int main(int argc, char** argv) {
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   sprintrt::bench::add_sim_bench(app);
   sprintrt::bench::add_protocol_bench(app);
   sprintrt::bench::add_pool_bench(app, argc > 0 ? argv[0] : "");
+  sprintrt::bench::add_seqtrain_bench(app, argc > 0 ? argv[0] : "");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -146,8 +146,9 @@ int run(const demo_options& cli) {
   model_config.classes = task_config.labels + 1;
   model_config.seed = cli.seed;
   demo_model model{model_config};
-  // Enough for the batch still held until the next train request, the
-  // current one and two batches ahead (see --forward-delay).
+  // The current batch and up to three ahead (see --forward-delay): workers
+  // never run dry while the trainer trains, and the hat_y it trains on is at
+  // most three updates old.
   size_t delay = cli.forward_delay == automatic ? 5 * cli.batch_size : cli.forward_delay;
   if (delay <= cli.batch_size) {
     // The scheduler refuses to train on more sequences than it admits.
@@ -289,8 +290,8 @@ void add_demo_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--learning-rate", opts->learning_rate, "SGD step size")->capture_default_str();
   cmd->add_option("--forward-delay", opts->forward_delay,
                   "The scheduler's forward_seq_delay in sequences (default: 5 x batch size, "
-                  "which admits the previous batch, still held until the next train request, "
-                  "the current one and two batches ahead; batch size + 1: no look-ahead)");
+                  "which keeps the current batch and up to three ahead; batch size + 1: no "
+                  "look-ahead)");
   cmd->add_option("--seed", opts->seed, "Random seed of task, model and order")
       ->capture_default_str();
   cmd->add_option("--sprint-sim", opts->sprint_sim, "The sprint-sim executable (found by default)");

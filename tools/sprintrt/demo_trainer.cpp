@@ -48,7 +48,8 @@ caf::error demo_trainer::forward(const batch_members& members) {
   return scheduler_.forward(std::move(seqs));
 }
 
-caf::error demo_trainer::train(const batch_members& members, demo_epoch_result& result) {
+caf::expected<seqtrain_result> demo_trainer::request(const batch_members& members,
+                                                     demo_epoch_result& result) {
   // Whole sequences, one per slice, from row 0.
   seqtrain_batch layout;
   layout.num_slices = members.utterances.size();
@@ -59,26 +60,29 @@ caf::error demo_trainer::train(const batch_members& members, demo_epoch_result& 
   }
   auto wait_start = clock::now();
   auto reply = scheduler_.train({std::move(layout)});
-  auto start = clock::now();
   result.wait_ns +=
-      std::chrono::duration_cast<std::chrono::nanoseconds>(start - wait_start).count();
-  if (!reply)
-    return std::move(reply.error());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - wait_start).count();
+  return reply;
+}
+
+caf::error demo_trainer::learn(const batch_members& members, const seqtrain_result& reply,
+                               demo_epoch_result& result) {
+  auto start = clock::now();
   // The current model's log-posteriors of this batch (see the file comment).
   std::vector<demo_model::activations> passes;
   auto now = model_batch(members, &passes);
-  auto error_signal = seqtrain_error_signal(now.log_posteriors, reply->hat_y, now.seq_lengths);
+  auto error_signal = seqtrain_error_signal(now.log_posteriors, reply.hat_y, now.seq_lengths);
   if (!error_signal)
     return std::move(error_signal.error());
   size_t frames = 0;
   for (size_t j = 0; j < members.utterances.size(); ++j) {
-    if (std::isinf(reply->loss[j])) {
+    if (std::isinf(reply.loss[j])) {
       ++result.skipped; // Sprint skipped it: no path, nothing to learn from
       continue;
     }
     auto length = static_cast<size_t>(now.seq_lengths[j]);
     model_.accumulate(passes[j], segment_slice(*error_signal, j, length));
-    result.loss_sum += reply->loss[j];
+    result.loss_sum += reply.loss[j];
     frames += length;
     ++result.sequences;
   }
@@ -103,21 +107,26 @@ demo_trainer::run_epoch(uint64_t epoch, const std::function<void(size_t)>& progr
   epoch_start_ = clock::now();
   if (auto err = scheduler_.start_epoch(epoch))
     return err;
-  size_t next = 0;
+  size_t next = 0; // the next batch to forward
   for (size_t i = 0; i < batches.size(); ++i) {
-    // Forward ahead while the delay admits it (the current batch always).
+    if (next == i) // the batch to train must be there
+      if (auto err = forward(batches[next++]))
+        return err;
+    auto reply = request(batches[i], result);
+    if (!reply)
+      return std::move(reply.error());
+    // The reply dropped everything before batch i: look ahead now, so that
+    // the workers compute upcoming batches while this one trains.
     while (next < batches.size()) {
-      if (next > i) {
-        auto space = scheduler_.have_space(batches[next].utterances.size());
-        if (!space)
-          return std::move(space.error());
-        if (!*space)
-          break;
-      }
+      auto space = scheduler_.have_space(batches[next].utterances.size());
+      if (!space)
+        return std::move(space.error());
+      if (!*space)
+        break;
       if (auto err = forward(batches[next++]))
         return err;
     }
-    if (auto err = train(batches[i], result))
+    if (auto err = learn(batches[i], *reply, result))
       return err;
     if (progress)
       progress(std::min(order_.size(), (i + 1) * batch_size_));

@@ -5,13 +5,14 @@
 /// scheduler, as the loop in `sprintrt/seqtrain_client.hpp` describes.
 ///
 /// Per epoch the training utterances are shuffled (seeded) into batches.
-/// Before training batch i, the trainer runs its current model over the
-/// batches ahead and forwards their log-posteriors while the scheduler's
-/// `have_space` admits them (batch i always), so that the workers compute
-/// Sprint losses for upcoming batches while the trainer trains on the
-/// current one. Then it asks for batch i's loss and hat_y, runs the current
-/// model over batch i again, takes the error signal exp(log posteriors) -
-/// hat_y, backpropagates it and takes an SGD step.
+/// For batch i the trainer forwards it if it is not there yet, asks for its
+/// loss and hat_y and waits for them (the reply drops batch i-1 from the
+/// scheduler). Then it runs its current model over the batches ahead and
+/// forwards their log-posteriors while the scheduler's `have_space` admits
+/// them, so that the workers compute Sprint losses for upcoming batches while
+/// the trainer trains on the current one. Last it runs the current model
+/// over batch i again, takes the error signal exp(log posteriors) - hat_y,
+/// backpropagates it and takes an SGD step.
 ///
 /// Why run the model over batch i again instead of using the forwarded
 /// log-posteriors: those may come from a model up to a few updates older
@@ -90,8 +91,13 @@ private:
   // Forwards `members` with the current model.
   caf::error forward(const batch_members& members);
 
-  // Trains on `members`: waits for loss and hat_y, backpropagates, updates.
-  caf::error train(const batch_members& members, demo_epoch_result& result);
+  // Asks for the loss and hat_y of `members` and waits for them.
+  caf::expected<seqtrain_result> request(const batch_members& members, demo_epoch_result& result);
+
+  // Trains on `members` from their `reply`: runs the model again,
+  // backpropagates the error signal, updates.
+  caf::error learn(const batch_members& members, const seqtrain_result& reply,
+                   demo_epoch_result& result);
 
   // Nanoseconds since the epoch start was sent.
   int64_t since_start(clock::time_point t) const;

@@ -211,26 +211,34 @@ int run(const demo_options& cli) {
   std::vector<demo_epoch_figures> figures;
   demo_timeline timeline;
   double total_seconds = 0;
-  for (size_t epoch = 1; epoch <= cli.epochs; ++epoch) {
-    progress_bar bar{"epoch " + std::to_string(epoch), task.train.size(), "utterances", 0};
-    auto result = trainer.run_epoch(epoch, [&bar](size_t done) { bar.update(done); });
-    if (!result)
-      return fail(result.error());
-    bar.finish();
-    auto f = figures_of(epoch, *result, label_error_rate(model, task.heldout), cli.workers);
-    total_seconds += f.seconds;
-    figures.push_back(f);
-    report["epochs"].push_back(to_json(f, result->stats));
-    // The last epoch's timeline: child start-up is long over by then.
-    timeline = {epoch, result->elapsed_ns, cli.workers, std::move(result->trainer),
-                std::move(result->stats.timeline)};
-    if (!cli.json_output) {
-      std::printf("epoch %2zu: loss/frame %.4f  held-out LER %5.1f%%  %5.0f seq/s  trainer waits "
-                  "%3.0f%%  workers busy %3.0f%%  %.2f s\n",
-                  epoch, f.loss_per_frame, 100 * f.label_error_rate, f.seqs_per_second,
-                  100 * f.trainer_wait_fraction, 100 * f.worker_utilization, f.seconds);
-      std::fflush(stdout);
+  {
+    // One bar for the whole run; each epoch's line replaces it for a moment
+    // (a bar per epoch would leave a line of its own behind every epoch).
+    progress_bar bar{"training", cli.epochs * task.train.size(), "utterances", 0};
+    for (size_t epoch = 1; epoch <= cli.epochs; ++epoch) {
+      size_t before = (epoch - 1) * task.train.size();
+      auto result =
+          trainer.run_epoch(epoch, [&bar, before](size_t done) { bar.update(before + done); });
+      if (!result)
+        return fail(result.error());
+      auto f = figures_of(epoch, *result, label_error_rate(model, task.heldout), cli.workers);
+      total_seconds += f.seconds;
+      figures.push_back(f);
+      report["epochs"].push_back(to_json(f, result->stats));
+      // The last epoch's timeline: child start-up is long over by then.
+      timeline = {epoch, result->elapsed_ns, cli.workers, std::move(result->trainer),
+                  std::move(result->stats.timeline)};
+      if (!cli.json_output) {
+        if (bar.enabled())
+          std::fputs("\r\033[K", stderr); // clears the bar's line
+        std::printf("epoch %2zu: loss/frame %.4f  held-out LER %5.1f%%  %5.0f seq/s  trainer "
+                    "waits %3.0f%%  workers busy %3.0f%%  %.2f s\n",
+                    epoch, f.loss_per_frame, 100 * f.label_error_rate, f.seqs_per_second,
+                    100 * f.trainer_wait_fraction, 100 * f.worker_utilization, f.seconds);
+        std::fflush(stdout);
+      }
     }
+    bar.finish();
   }
   report["seconds"] = total_seconds;
   const auto& first = figures.front();

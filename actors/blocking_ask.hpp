@@ -14,9 +14,10 @@
 namespace sprintrt::detail {
 
 /// Sends `xs` to `receiver` and waits for the reply of type `T`. A scoped
-/// actor per call keeps concurrent callers apart; `caf::infinite` because
-/// the actors enforce their own timeouts (a blocking actor's request timeout
-/// would leave stale timeout messages behind).
+/// actor per call keeps concurrent callers apart (and none outlives its
+/// call, so none holds up the actor system's shutdown); `caf::infinite`
+/// because the actors enforce their own timeouts (a blocking actor's request
+/// timeout would leave stale timeout messages behind).
 template <class T, class Handle, class... Ts>
 caf::expected<T> blocking_ask(caf::actor_system& system, const Handle& receiver, Ts&&... xs) {
   caf::scoped_actor self{system};

@@ -207,6 +207,10 @@ scheduler_behavior(scheduler_pointer self, worker_pool_actor pool, seqtrain_opti
   st.options = options;
   st.pipeline = detail::seqtrain_pipeline{options.forward_seq_delay};
   st.lane_busy.assign(std::max<size_t>(options.max_in_flight, 1), false);
+  // Bound to its pool: when the pool ends (e.g. at the runtime's shutdown),
+  // so does the scheduler, failing a waiting train request.
+  self->monitor(st.pool);
+  self->set_down_handler([self](caf::down_msg& msg) { self->quit(msg.reason); });
   return {
       [self](epoch_start_atom, uint64_t epoch) -> caf::result<bool> {
         auto& st = self->state;

@@ -43,7 +43,8 @@ class sprint_runtime;
 
 /// Owns one scheduler actor over a pool and calls it, waiting for each
 /// answer. Not copyable; the runtime must outlive it. Calls may come from
-/// any thread, but a training run is one sequence of calls.
+/// any thread, but a training run is one sequence of calls. The scheduler
+/// ends with its pool (at the runtime's shutdown at the latest).
 class seqtrain_client {
 public:
   /// A scheduler over `pool` (e.g. `rt.pool(opts)` or `rt.pool(source)`).
@@ -68,6 +69,9 @@ public:
   const seqtrain_scheduler_actor& scheduler() const noexcept { return scheduler_; }
 
 private:
+  // A blocking actor per call (as `pool_client`): one kept for the client's
+  // lifetime would count as running and hold up the runtime's shutdown (CAF
+  // 0.17 counts hidden scoped actors too).
   sprint_runtime* runtime_;
   seqtrain_scheduler_actor scheduler_;
 };

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <caf/sec.hpp>
+
 #include "runtime/temp_directory.hpp"
 #include "sim/corpus.hpp"
 #include "sim/criterion.hpp"
@@ -390,4 +392,16 @@ TEST_CASE("seqtrain_error_signal is exp(log_posteriors) - hat_y within the lengt
   CHECK(error_message(seqtrain_error_signal(lp, tensor::zeros({2, 2, 3}), {2, 2}).error()) ==
         "seqtrain_error_signal: log_posteriors [2, 2, 2] and hat_y [2, 2, 3] must both be [T, B, "
         "D]");
+}
+
+TEST_CASE("a client kept alive does not hold up the runtime's shutdown") {
+  corpus_fixture corpus{2};
+  sprint_runtime rt;
+  seqtrain_client sched{rt, corpus.pool(rt, 1), {5, 1, false}};
+  REQUIRE_FALSE(sched.start_epoch(1));
+  // Returns only once every actor is gone: the scheduler ends with its pool.
+  rt.shutdown();
+  auto after = sched.have_space(1);
+  REQUIRE_FALSE(after);
+  CHECK(after.error() == caf::sec::request_receiver_down);
 }

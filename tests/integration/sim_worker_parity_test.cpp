@@ -1,0 +1,157 @@
+// The in-process simulated worker against a real sprint-sim child started
+// from the same options: the same segments (several lengths, strided slices
+// of one batch, a segment whose labels cannot fit, CTC and HMM, a Python
+// float or a numpy.float32 loss) give bit-identical losses and error
+// signals, the same FSAs and the same errors.
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
+
+#include "sim/corpus.hpp"
+#include "sprintrt/sim_worker.hpp"
+#include "tests/integration/integration_support.hpp"
+#include "tests/support/leak_check.hpp"
+#include "tests/support/process_checks.hpp"
+
+using namespace sprintrt;
+
+namespace {
+
+constexpr size_t dim = 7;
+constexpr size_t max_frames = 20;
+
+/// Segments of several label counts; "p/skip" needs more frames than it
+/// gets (9 for CTC with its repeated labels, 5 for the HMM).
+const std::vector<sim::corpus_entry> entries{
+    {"p/short", {1}},
+    {"p/mid", {2, 3, 1}},
+    {"p/long", {1, 2, 3, 4, 5, 1, 2, 4}},
+    {"p/skip", {3, 3, 3, 3, 3}},
+    {"p/empty", {}},
+};
+
+/// Frames per column of the batch, in the order of `entries`.
+const std::vector<size_t> frames{13, 7, 20, 4, 2};
+
+/// One [T, B, D] batch and one output per worker kind.
+struct parity_batch {
+  float_storage input = std::make_shared<std::vector<float>>();
+  float_storage child_out;
+  float_storage sim_out;
+
+  parity_batch() {
+    const size_t width = entries.size();
+    // Column b holds frames[b] frames of random log-posteriors, then padding.
+    input->assign(max_frames * width * dim, 0.0f);
+    for (size_t b = 0; b < width; ++b) {
+      auto lp = test::random_log_posteriors(frames[b], dim, 100 + b);
+      for (size_t t = 0; t < frames[b]; ++t)
+        std::memcpy(input->data() + (t * width + b) * dim, lp.data() + t * dim,
+                    dim * sizeof(float));
+    }
+    child_out = std::make_shared<std::vector<float>>(input->size(), 5.0f);
+    sim_out = std::make_shared<std::vector<float>>(input->size(), 5.0f);
+  }
+
+  segment_job job(size_t b, const float_storage& out) const {
+    const size_t width = entries.size();
+    return {entries[b].name,
+            {input, b * dim, frames[b], dim, width * dim},
+            {out, b * dim, frames[b], dim, width * dim}};
+  }
+};
+
+bool same_bits(double x, double y) {
+  return std::memcmp(&x, &y, sizeof(double)) == 0;
+}
+
+} // namespace
+
+TEST_CASE("a sim worker gives bit-identical results to a sprint-sim child from the same options") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    const auto corpus = test::corpus_path(dir);
+    REQUIRE_FALSE(sim::write_corpus_file(corpus, entries));
+    test::test_runtime rt;
+    caf::scoped_actor self{rt.system()};
+    const std::vector<std::vector<std::string>> variants{
+        {},
+        {"loss-type=numpy-float32"},
+        {"topology=hmm", "hmm-silence-index=0"},
+        {"topology=hmm", "hmm-silence-index=none", "hmm-loop-cost=0.5", "loss-type=numpy-float32"},
+        {"blank-index=6"},
+    };
+    for (const auto& params : variants) {
+      std::string name;
+      for (const auto& p : params)
+        name += p + " ";
+      INFO("parameters: " << name);
+      auto opts = test::sim_options(corpus, params);
+      // The same label in both: the errors must read the same.
+      auto child = rt.spawn_worker(opts, "parity worker");
+      auto source = sim_worker_source(opts);
+      REQUIRE(source);
+      auto sim = source->make(rt.system(), 0, "parity worker");
+      parity_batch batch;
+      for (size_t b = 0; b < entries.size(); ++b) {
+        INFO(entries[b].name << ", " << frames[b] << " frames");
+        auto from_child = test::compute(self, child, batch.job(b, batch.child_out));
+        auto from_sim = test::compute(self, sim, batch.job(b, batch.sim_out));
+        // A segment the topology cannot build (an empty one without an HMM
+        // silence) fails alike; all others compute.
+        REQUIRE(static_cast<bool>(from_child) == static_cast<bool>(from_sim));
+        if (!from_child) {
+          CHECK(entries[b].labels.empty());
+          CHECK(render(from_sim.error()) == render(from_child.error()));
+          continue;
+        }
+        CHECK(same_bits(*from_child, *from_sim));
+        CHECK(std::isinf(*from_sim) == (entries[b].name == "p/skip"));
+      }
+      // Every error signal bit, the padding rows untouched in both.
+      CHECK(std::memcmp(batch.child_out->data(), batch.sim_out->data(),
+                        batch.sim_out->size() * sizeof(float)) == 0);
+      for (const auto& entry : entries) {
+        INFO(entry.name);
+        auto fsa_child = test::export_fsa(self, child, entry.name);
+        auto fsa_sim = test::export_fsa(self, sim, entry.name);
+        REQUIRE(static_cast<bool>(fsa_child) == static_cast<bool>(fsa_sim));
+        if (!fsa_child) {
+          CHECK(render(fsa_sim.error()) == render(fsa_child.error()));
+          continue;
+        }
+        CHECK(fsa_child->num_states == fsa_sim->num_states);
+        CHECK(fsa_child->edges == fsa_sim->edges);
+        CHECK(std::memcmp(fsa_child->weights.data(), fsa_sim->weights.data(),
+                          fsa_sim->weights.size() * sizeof(float)) == 0);
+      }
+      // What sprint-sim answers with an exception fails alike.
+      auto lp = test::random_log_posteriors(3, dim, 9);
+      auto unknown_child = test::compute(self, child, test::make_job("p/nope", lp, dim));
+      auto unknown_sim = test::compute(self, sim, test::make_job("p/nope", lp, dim));
+      REQUIRE_FALSE(unknown_child);
+      REQUIRE_FALSE(unknown_sim);
+      CHECK(unknown_child.error() == errc::child_exception);
+      CHECK(render(unknown_sim.error()) == render(unknown_child.error()));
+      lp[4] = std::numeric_limits<float>::quiet_NaN();
+      auto nan_child = test::compute(self, child, test::make_job("p/mid", lp, dim));
+      auto nan_sim = test::compute(self, sim, test::make_job("p/mid", lp, dim));
+      REQUIRE_FALSE(nan_child);
+      REQUIRE_FALSE(nan_sim);
+      CHECK(render(nan_sim.error()) == render(nan_child.error()));
+      caf::anon_send_exit(sim, caf::exit_reason::user_shutdown);
+    }
+    // The runtime shuts down after `self` is gone (it awaits every actor).
+  }
+  test::check_nothing_left(fds);
+}

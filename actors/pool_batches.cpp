@@ -8,12 +8,16 @@
 ///
 /// Both kinds share the streaming (`send_next`, `start_streaming`): what
 /// differs is in their progress types, which say how heavy a segment is,
-/// what to send for it, where its reply goes and how the request finishes.
+/// what to send for it, where its reply goes and how the request finishes,
+/// and in their kind (`pool_kinds.hpp`).
+
+#include "actors/pool_batches.hpp"
 
 #include <algorithm>
 #include <cfloat>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <memory>
 
 #include <caf/event_based_actor.hpp>
@@ -21,7 +25,8 @@
 
 #include "actors/automata_merge.hpp"
 #include "actors/batch_checks.hpp"
-#include "actors/pool_state.hpp"
+#include "actors/pool_kinds.hpp"
+#include "actors/pool_singles.hpp"
 #include "sprintrt/error.hpp"
 
 namespace sprintrt::detail {
@@ -40,16 +45,57 @@ float to_float_loss(double loss) {
   return static_cast<float>(loss);
 }
 
+/// A segment of a streamed request, waiting in its worker's list or sent:
+/// counted in that worker's load until answered.
+struct queued_segment {
+  size_t index = 0;
+  assignment held;
+};
+
+/// What batch and automata requests have in common: each worker's list of
+/// segments (streamed: the next is sent when the previous is answered), the
+/// count still to come, and the failures so far.
+struct streamed_request {
+  std::vector<std::deque<queued_segment>> lists;
+  std::vector<std::string> tags;
+  size_t pending = 0;
+  std::vector<std::string> failures;
+  caf::error first_error;
+  /// Its id in the pool's tracked requests.
+  uint64_t id = 0;
+
+  /// Notes that segment `index` failed with `err`.
+  void record_failure(size_t index, const caf::error& err) {
+    if (!first_error)
+      first_error = err;
+    failures.push_back("segment " + std::to_string(index) + " ('" + tags[index] +
+                       "'): " + render(err));
+  }
+
+  /// The error the request fails with when some of its segments failed:
+  /// every failure listed, the code of the first one kept.
+  caf::error combined_error(const std::string& what) const {
+    std::string text = what + ": " + std::to_string(failures.size()) + " of " +
+                       std::to_string(tags.size()) + " segments failed";
+    for (const auto& failure : failures)
+      text += "\n  " + failure;
+    auto code = first_error && first_error.category() == error_category
+                    ? static_cast<errc>(first_error.code())
+                    : errc::child_failed;
+    return make_error(code, text);
+  }
+};
+
 /// A batch in progress: its result fills in as replies arrive.
-struct batch_progress : segment_lists {
+struct batch_progress : streamed_request {
   batch_result result;
   tensor log_posteriors;
   std::vector<int64_t> lengths;
   clock::time_point started = clock::now();
   caf::typed_response_promise<batch_result> promise;
 
+  using kind = loss_kind;
   using result_type = batch_result;
-  using reply_type = double;
 
   /// A segment weighs its frames.
   int64_t frames(size_t index) const { return lengths[index]; }
@@ -60,15 +106,11 @@ struct batch_progress : segment_lists {
     auto rows = static_cast<size_t>(lengths[index]);
     segment_job job{tags[index], segment_slice(log_posteriors, index, rows),
                     segment_slice(result.error_signal, index, rows)};
-    return self->request(worker, caf::infinite, compute_atom::value, std::move(job));
+    return kind::ask(self, worker, std::move(job));
   }
 
-  void store(pool_pointer self, size_t index, double loss) {
-    result.loss[index] = to_float_loss(loss);
-    ++self->state.stats.segments;
-  }
-
-  void count_failure(pool_pointer self) { ++self->state.stats.failed_segments; }
+  /// Puts segment `index`'s loss into the result.
+  void store(size_t index, double loss) { result.loss[index] = to_float_loss(loss); }
 
   /// Completes the batch once its last segment answered.
   void finish(pool_pointer self);
@@ -76,10 +118,10 @@ struct batch_progress : segment_lists {
 
 void batch_progress::finish(pool_pointer self) {
   auto& st = self->state;
-  untrack(self, id);
+  st.untrack(id);
   ++st.stats.batches;
   if (!failures.empty()) {
-    promise.deliver(combined_error(st.label + ": batch", *this));
+    promise.deliver(combined_error(st.label + ": batch"));
     return;
   }
   // As the original: the average loss per frame, for the log.
@@ -102,27 +144,23 @@ void batch_progress::finish(pool_pointer self) {
 }
 
 /// An automata request in progress.
-struct automata_progress : segment_lists {
+struct automata_progress : streamed_request {
   std::vector<segment_fsa> automata;
   caf::typed_response_promise<batch_automata> promise;
 
+  using kind = fsa_kind;
   using result_type = batch_automata;
-  using reply_type = segment_fsa;
 
   /// Exports are not counted in frames (they cost about the same each).
   int64_t frames(size_t) const { return 0; }
 
   /// Asks `worker` for segment `index`'s FSA.
   auto request(pool_pointer self, const sprint_worker_actor& worker, size_t index) {
-    return self->request(worker, caf::infinite, fsa_atom::value, tags[index]);
+    return kind::ask(self, worker, tags[index]);
   }
 
-  void store(pool_pointer self, size_t index, segment_fsa fsa) {
-    automata[index] = std::move(fsa);
-    ++self->state.stats.fsa_exports;
-  }
-
-  void count_failure(pool_pointer) {}
+  /// Keeps segment `index`'s automaton for the merge.
+  void store(size_t index, segment_fsa fsa) { automata[index] = std::move(fsa); }
 
   /// Merges the automata once the last segment answered.
   void finish(pool_pointer self);
@@ -130,10 +168,10 @@ struct automata_progress : segment_lists {
 
 void automata_progress::finish(pool_pointer self) {
   auto& st = self->state;
-  untrack(self, id);
+  st.untrack(id);
   ++st.stats.automata;
   if (!failures.empty()) {
-    promise.deliver(combined_error(st.label + ": automata", *this));
+    promise.deliver(combined_error(st.label + ": automata"));
     return;
   }
   auto merged = merge_automata(automata);
@@ -144,56 +182,60 @@ void automata_progress::finish(pool_pointer self) {
 }
 
 /// Sends worker `w`'s next segment of a streamed request, if any. Each
-/// answer (or failure) sends the next; the last one of the whole request
-/// finishes it. A segment whose worker turns out to be gone goes back to
-/// the list for the replacement.
+/// answer (or failure) releases the segment's assignment and sends the
+/// next; the last one of the whole request finishes it. A segment whose
+/// worker turns out to be gone goes back to the front of the list, still
+/// assigned, for the replacement.
 template <class Progress>
 void send_next(pool_pointer self, std::shared_ptr<Progress> progress, size_t w) {
+  using kind = typename Progress::kind;
   auto& list = progress->lists[w];
   if (list.empty())
     return;
-  size_t index = list.front();
+  auto sent = std::make_shared<queued_segment>(std::move(list.front()));
   list.pop_front();
-  auto frames = progress->frames(index);
   auto used = self->state.workers[w].handle;
-  auto answered = [self, progress, w, frames] {
-    worker_done(self, w, frames);
+  auto answered = [self, progress, w, sent] {
+    release_and_serve(self, sent->held);
     if (--progress->pending == 0)
       progress->finish(self);
     else
       send_next(self, progress, w);
   };
-  progress->request(self, used, index)
+  progress->request(self, used, sent->index)
       .then(
-          [self, progress, index, answered](typename Progress::reply_type& reply) {
-            progress->store(self, index, std::move(reply));
+          [self, progress, sent, answered](typename kind::reply_type& reply) {
+            progress->store(sent->index, std::move(reply));
+            kind::count_served(self->state.stats);
             answered();
           },
-          [self, progress, w, index, used, answered](caf::error& err) {
+          [self, progress, w, sent, used, answered](caf::error& err) {
             if (worker_was_gone(self, w, used, err)) {
-              progress->lists[w].push_front(index);
+              progress->lists[w].push_front(std::move(*sent));
               send_next(self, progress, w);
               return;
             }
-            progress->count_failure(self);
-            progress->record_failure(index, err);
+            kind::count_failed(self->state.stats);
+            progress->record_failure(sent->index, err);
             answered();
           });
 }
 
 /// Starts a streamed request: registers it, splits its segments over the
-/// workers by LPT on `weights`, counts them as assigned and sends each
+/// workers by LPT on `weights`, assigns them to their workers and sends each
 /// worker its first segment.
 template <class Progress>
 void start_streaming(pool_pointer self, std::shared_ptr<Progress> progress,
                      span<const int64_t> weights) {
   progress->pending = progress->tags.size();
   progress->promise = self->make_response_promise<typename Progress::result_type>();
-  progress->id = track(self, [progress](const caf::error& err) { progress->promise.deliver(err); });
-  progress->lists = assign_lists(self, weights);
-  for (size_t w = 0; w < progress->lists.size(); ++w) {
-    for (size_t index : progress->lists[w])
-      assign(self, w, progress->frames(index));
+  progress->id =
+      self->state.track([progress](const caf::error& err) { progress->promise.deliver(err); });
+  auto lists = lpt_lists(self, weights);
+  progress->lists.resize(lists.size());
+  for (size_t w = 0; w < lists.size(); ++w) {
+    for (size_t index : lists[w])
+      progress->lists[w].push_back({index, assign(self, w, progress->frames(index))});
     send_next(self, progress, w);
   }
 }

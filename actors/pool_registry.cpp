@@ -4,6 +4,7 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
+#include "actors/child_process_source.hpp"
 #include "actors/worker_pool.hpp"
 
 namespace sprintrt {
@@ -14,9 +15,19 @@ worker_pool_actor pool_registry::pool(const sprint_options& opts) {
   auto i = pools_.find(key);
   if (i != pools_.end())
     return i->second;
-  auto name = "pool " + std::to_string(pools_.size());
-  auto pool = spawn_worker_pool(system_, io_, opts, name);
+  auto name = "pool " + std::to_string(created_++);
+  auto pool = spawn_worker_pool(system_, child_process_source(io_, opts), name);
   pools_.emplace(std::move(key), pool);
+  return pool;
+}
+
+worker_pool_actor pool_registry::own_pool(worker_source source, std::string name) {
+  std::lock_guard<std::mutex> guard{mutex_};
+  if (name.empty())
+    name = "pool " + std::to_string(created_);
+  ++created_;
+  auto pool = spawn_worker_pool(system_, std::move(source), std::move(name));
+  own_pools_.push_back(pool);
   return pool;
 }
 
@@ -25,6 +36,9 @@ void pool_registry::stop_all() {
   for (auto& [key, pool] : pools_)
     caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
   pools_.clear();
+  for (auto& pool : own_pools_)
+    caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+  own_pools_.clear();
 }
 
 } // namespace sprintrt

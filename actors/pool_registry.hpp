@@ -13,6 +13,7 @@
 
 #include "sprintrt/options.hpp"
 #include "sprintrt/pool_interface.hpp"
+#include "sprintrt/worker_source.hpp"
 
 namespace sprintrt::runtime {
 class io_thread;
@@ -27,8 +28,13 @@ public:
   /// Pools are spawned in `system`, their children run on `io`.
   pool_registry(caf::actor_system& system, runtime::io_thread& io) : system_(system), io_(io) {}
 
-  /// Returns the pool for `opts` (the same pool for equal options).
+  /// Returns the pool for `opts` (the same pool for equal options), whose
+  /// workers are Sprint children (`child_process_source`).
   worker_pool_actor pool(const sprint_options& opts);
+
+  /// Returns a new pool of its own whose workers come from `source`; `name`
+  /// labels it ("pool N", numbered with the shared pools, when empty).
+  worker_pool_actor own_pool(worker_source source, std::string name);
 
   /// Stops every pool (and so every worker and child); forgets them.
   void stop_all();
@@ -39,6 +45,10 @@ private:
   mutable std::mutex mutex_;
   /// Keyed by the canonical JSON of the options: equal options, equal keys.
   std::map<std::string, worker_pool_actor> pools_;
+  /// Pools made by `own_pool`.
+  std::vector<worker_pool_actor> own_pools_;
+  /// Pools made so far, for their default names.
+  size_t created_ = 0;
 };
 
 } // namespace sprintrt

@@ -7,53 +7,64 @@
 #include <caf/send.hpp>
 
 #include "actors/lpt_schedule.hpp"
-#include "actors/sprint_worker.hpp"
 #include "sprintrt/error.hpp"
 
 namespace sprintrt::detail {
 
-void segment_lists::record_failure(size_t index, const caf::error& err) {
-  if (!first_error)
-    first_error = err;
-  failures.push_back("segment " + std::to_string(index) + " ('" + tags[index] +
-                     "'): " + render(err));
-}
-
-pool_state::~pool_state() {
-  auto gone = make_error(errc::cancelled, label + " terminated");
-  for (auto& req : waiting)
-    req.fail(gone);
-  for (auto& [id, cancel] : in_progress)
-    cancel(gone);
-  for (auto& slot : workers)
-    caf::anon_send_exit(slot.handle, caf::exit_reason::user_shutdown);
-}
-
-uint64_t track(pool_pointer self, std::function<void(const caf::error&)> cancel) {
-  auto id = self->state.next_id++;
-  self->state.in_progress.emplace(id, std::move(cancel));
+uint64_t pool_state::track(std::function<void(const caf::error&)> cancel) {
+  auto id = next_id_++;
+  in_progress_.emplace(id, std::move(cancel));
   return id;
 }
 
-void untrack(pool_pointer self, uint64_t id) {
-  self->state.in_progress.erase(id);
+void pool_state::untrack(uint64_t id) {
+  in_progress_.erase(id);
+}
+
+void pool_state::cancel_all(const caf::error& err) {
+  // Taken out first: a cancel hook may release assignments, never add.
+  auto waiting_now = std::move(waiting);
+  waiting.clear();
+  auto tracked = std::move(in_progress_);
+  in_progress_.clear();
+  for (auto& req : waiting_now)
+    req.fail(err);
+  for (auto& [id, cancel] : tracked)
+    cancel(err);
+}
+
+pool_state::~pool_state() {
+  cancel_all(make_error(errc::cancelled, label + " terminated"));
+  for (auto& slot : workers)
+    caf::anon_send_exit(slot.handle, caf::exit_reason::user_shutdown);
 }
 
 void start_worker(pool_pointer self, size_t index) {
   auto& st = self->state;
   auto name = st.label + " worker " + std::to_string(index);
-  auto handle = spawn_sprint_worker(self->system(), *st.io, st.opts, name);
+  auto handle = st.source.make(self->system(), index, name);
   self->monitor(handle);
   st.workers[index].handle = handle;
 }
 
 void ensure_workers(pool_pointer self, size_t count) {
   auto& st = self->state;
-  count = std::min(count, st.opts.num_instances);
+  count = std::min(count, st.source.capacity);
   while (st.workers.size() < count) {
     st.workers.emplace_back();
     start_worker(self, st.workers.size() - 1);
   }
+}
+
+std::optional<size_t> idle_worker(pool_pointer self) {
+  auto& st = self->state;
+  for (size_t i = 0; i < st.workers.size(); ++i)
+    if (st.workers[i].load->requests == 0)
+      return i;
+  if (st.workers.size() >= st.source.capacity)
+    return std::nullopt;
+  ensure_workers(self, st.workers.size() + 1);
+  return st.workers.size() - 1;
 }
 
 bool worker_was_gone(pool_pointer self, size_t index, const sprint_worker_actor& used,
@@ -65,43 +76,16 @@ bool worker_was_gone(pool_pointer self, size_t index, const sprint_worker_actor&
   return true;
 }
 
-void assign(pool_pointer self, size_t index, int64_t frames) {
-  auto& slot = self->state.workers[index];
-  slot.queued_frames += frames;
-  ++slot.queued_requests;
+assignment assign(pool_pointer self, size_t index, int64_t frames) {
+  return assignment{self->state.workers[index].load, index, frames};
 }
 
-void unassign(pool_pointer self, size_t index, int64_t frames) {
-  auto& slot = self->state.workers[index];
-  slot.queued_frames -= frames;
-  --slot.queued_requests;
-}
-
-void worker_done(pool_pointer self, size_t index, int64_t frames) {
-  unassign(self, index, frames);
-  serve_waiting(self);
-}
-
-std::vector<std::deque<size_t>> assign_lists(pool_pointer self, span<const int64_t> lengths) {
+std::vector<std::vector<size_t>> lpt_lists(pool_pointer self, span<const int64_t> lengths) {
   ensure_workers(self, lengths.size());
   std::vector<int64_t> loads;
   for (const auto& slot : self->state.workers)
-    loads.push_back(slot.queued_frames);
-  std::vector<std::deque<size_t>> lists;
-  for (auto& list : lpt_assign(lengths, loads))
-    lists.emplace_back(list.begin(), list.end());
-  return lists;
-}
-
-caf::error combined_error(const std::string& what, const segment_lists& progress) {
-  std::string text = what + ": " + std::to_string(progress.failures.size()) + " of " +
-                     std::to_string(progress.tags.size()) + " segments failed";
-  for (const auto& failure : progress.failures)
-    text += "\n  " + failure;
-  const auto& first = progress.first_error;
-  auto code = first && first.category() == error_category ? static_cast<errc>(first.code())
-                                                          : errc::child_failed;
-  return make_error(code, text);
+    loads.push_back(slot.load->frames);
+  return lpt_assign(lengths, loads);
 }
 
 } // namespace sprintrt::detail

@@ -1,67 +1,48 @@
 #pragma once
 
 /// @file
-/// The worker pool's state and bookkeeping, shared by the files that make up
-/// the pool actor: `worker_pool.cpp` (single segments, stats, life cycle),
-/// `pool_batches.cpp` (batch loss and batch automata). Internal to the
-/// actors library.
+/// The worker pool's state: its worker slots and what each has to do, the
+/// single-segment requests waiting for a free worker, and the requests in
+/// progress. Internal to the actors library; the pool actor is made of
+/// `worker_pool.cpp` (behavior, stats, life cycle), `pool_singles.cpp`
+/// (single segments) and `pool_batches.cpp` (batch loss and automata).
 ///
-/// How a pool keeps count: each worker slot knows what it was assigned and
-/// has not answered yet (frames for LPT, requests for "is it idle"). Every
-/// request sent to a worker is counted with `assign` and uncounted exactly
-/// once with `worker_done` (or, when the worker was gone before reading it,
-/// uncounted and sent again). Every request the pool answers later is
-/// registered with `track`, so that a pool that stops fails it instead of
-/// leaving its caller waiting.
+/// How a pool keeps count: every request sent (or queued) to a worker holds
+/// an `assignment` on the worker's load, which uncounts it exactly once when
+/// released. Every request the pool answers later is registered with
+/// `pool_state::track`, so that a pool that stops fails it instead of leaving
+/// its caller waiting.
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <caf/error.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/pool_assignment.hpp"
 #include "actors/segment_requests.hpp"
 #include "common/span.hpp"
-#include "sprintrt/options.hpp"
 #include "sprintrt/pool_interface.hpp"
 #include "sprintrt/worker_interface.hpp"
-
-namespace sprintrt::runtime {
-class io_thread;
-} // namespace sprintrt::runtime
+#include "sprintrt/worker_source.hpp"
 
 namespace sprintrt::detail {
 
 /// One worker as the pool sees it. A worker that terminates is replaced in
-/// its slot; the counters stay, since every request counted in them is
-/// answered exactly once (CAF answers requests to a dead actor with an
+/// its slot; the load stays, since every assignment counted in it is
+/// released exactly once (CAF answers requests to a dead actor with an
 /// error).
 struct worker_slot {
   sprint_worker_actor handle;
-  /// Frames of segments assigned to it and not answered yet (its LPT load).
-  int64_t queued_frames = 0;
-  /// Requests of any kind assigned to it and not answered yet.
-  size_t queued_requests = 0;
-};
-
-/// What batch and automata requests have in common: each worker's list of
-/// segment indices (streamed: the next is sent when the previous is
-/// answered), the count still to come, and the failures so far.
-struct segment_lists {
-  std::vector<std::deque<size_t>> lists;
-  std::vector<std::string> tags;
-  size_t pending = 0;
-  std::vector<std::string> failures;
-  caf::error first_error;
-  uint64_t id = 0;
-
-  /// Notes that segment `index` failed with `err`.
-  void record_failure(size_t index, const caf::error& err);
+  std::shared_ptr<worker_load> load = std::make_shared<worker_load>();
 };
 
 /// The state of one pool actor.
@@ -69,43 +50,51 @@ struct pool_state {
   /// The actor's name in CAF's logs.
   static inline const char* name = "worker_pool";
 
-  sprint_options opts;
-  runtime::io_thread* io = nullptr;
+  /// Where the workers come from.
+  worker_source source;
   /// Names the pool in logs and errors ("pool 1").
   std::string label;
+  /// Set when the pool cannot serve anything: every request fails with it.
+  caf::error refusal;
   std::vector<worker_slot> workers;
-  /// Single-segment requests waiting for a free worker.
+  /// Single-segment requests waiting for a free worker, in arrival order.
   std::deque<segment_request> waiting;
   pool_stats stats;
-  /// Requests in progress, by id: how to fail each if the pool stops first
-  /// (the workers' replies would not reach it then).
-  std::map<uint64_t, std::function<void(const caf::error&)>> in_progress;
-  uint64_t next_id = 0;
-  /// Set when the pool cannot serve anything (e.g. remote pools requested).
-  caf::error refusal;
 
-  /// Normally `stop_pool` emptied everything. If the pool ended otherwise
-  /// (killed, an exception), nobody may wait forever and no worker may
-  /// outlive it.
+  /// Registers how to fail a request in progress if the pool stops (the
+  /// workers' replies would not reach it then); returns the id to `untrack`
+  /// it with when it completes.
+  uint64_t track(std::function<void(const caf::error&)> cancel);
+
+  /// Forgets a request registered with `track` (it completed).
+  void untrack(uint64_t id);
+
+  /// Fails every waiting and tracked request with `err`; forgets them.
+  void cancel_all(const caf::error& err);
+
+  /// Normally the pool stopped through an exit message, which emptied
+  /// everything. If it ended otherwise (killed, an exception), nobody may
+  /// wait forever and no worker may outlive it.
   ~pool_state();
+
+private:
+  std::map<uint64_t, std::function<void(const caf::error&)>> in_progress_;
+  uint64_t next_id_ = 0;
 };
 
 /// The pool actor as its handlers see it.
 using pool_pointer = worker_pool_actor::stateful_pointer<pool_state>;
 
-/// Registers how to fail a request in progress if the pool stops; returns
-/// the id to `untrack` it with when it completes.
-uint64_t track(pool_pointer self, std::function<void(const caf::error&)> cancel);
-
-/// Forgets a request registered with `track` (it completed).
-void untrack(pool_pointer self, uint64_t id);
-
-/// Starts a worker in slot `index` (first use, or replacing one that
-/// terminated; the slot's counters stay). The pool monitors it.
+/// Makes the worker of slot `index` from the source (first use, or replacing
+/// one that terminated; the slot's load stays). The pool monitors it.
 void start_worker(pool_pointer self, size_t index);
 
-/// Creates workers until there are `count` (at most numInstances).
+/// Creates workers until there are `count` (at most the source's capacity).
 void ensure_workers(pool_pointer self, size_t count);
+
+/// Returns an idle worker (the lowest index), creating one while fewer than
+/// the source's capacity exist; none if all are busy.
+std::optional<size_t> idle_worker(pool_pointer self);
 
 /// Whether `err` says that `used`, the worker a request went to, was gone.
 /// Then the slot gets a new worker (unless the down message did that
@@ -113,34 +102,12 @@ void ensure_workers(pool_pointer self, size_t count);
 bool worker_was_gone(pool_pointer self, size_t index, const sprint_worker_actor& used,
                      const caf::error& err);
 
-/// Counts a request of `frames` frames as assigned to worker `index`.
-void assign(pool_pointer self, size_t index, int64_t frames);
+/// Counts a request of `frames` frames into worker `index`'s load.
+assignment assign(pool_pointer self, size_t index, int64_t frames);
 
-/// Uncounts a request assigned to worker `index` without serving waiting
-/// requests (the caller decides what happens next).
-void unassign(pool_pointer self, size_t index, int64_t frames);
-
-/// Counts a request as answered by worker `index`, then hands waiting
-/// single-segment requests to workers that became idle.
-void worker_done(pool_pointer self, size_t index, int64_t frames);
-
-/// Hands waiting single-segment requests to idle workers, creating workers
-/// while fewer than numInstances exist (in `worker_pool.cpp`).
-void serve_waiting(pool_pointer self);
-
-/// Assigns segments of `lengths` frames to the workers by LPT, counting what
-/// they have queued already; creates workers as needed. Returns each
-/// worker's list of segment indices.
-std::vector<std::deque<size_t>> assign_lists(pool_pointer self, span<const int64_t> lengths);
-
-/// The error a request fails with when some of its segments failed: every
-/// failure listed, the code of the first one kept.
-caf::error combined_error(const std::string& what, const segment_lists& progress);
-
-/// Starts a batch loss request (in `pool_batches.cpp`).
-caf::result<batch_result> compute_batch(pool_pointer self, batch& b);
-
-/// Starts a batch automata request (in `pool_batches.cpp`).
-caf::result<batch_automata> compute_automata(pool_pointer self, std::vector<std::string>& tags);
+/// Spreads segments of `lengths` frames over the workers by LPT, counting
+/// what they have assigned already; creates workers as needed. Returns each
+/// worker's list of segment indices (not assigned yet).
+std::vector<std::vector<size_t>> lpt_lists(pool_pointer self, span<const int64_t> lengths);
 
 } // namespace sprintrt::detail

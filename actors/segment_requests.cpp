@@ -6,23 +6,28 @@
 
 namespace sprintrt {
 
+std::string_view loss_request::command() const noexcept {
+  return protocol::loss_command_name;
+}
+
+std::string_view fsa_request::command() const noexcept {
+  return protocol::fsa_command_name;
+}
+
 const std::string& segment_request::segment() const noexcept {
-  return is_loss() ? std::get<segment_job>(what).segment : std::get<std::string>(what);
+  return std::visit([](const auto& req) -> const std::string& { return req.segment(); }, what);
 }
 
 int64_t segment_request::frames() const noexcept {
-  return is_loss() ? static_cast<int64_t>(std::get<segment_job>(what).log_posteriors.rows) : 0;
+  return std::visit([](const auto& req) { return req.frames(); }, what);
 }
 
 std::string_view segment_request::command() const noexcept {
-  return is_loss() ? protocol::loss_command_name : protocol::fsa_command_name;
+  return std::visit([](const auto& req) { return req.command(); }, what);
 }
 
 void segment_request::fail(const caf::error& err) {
-  if (is_loss())
-    loss_promise.deliver(err);
-  else
-    fsa_promise.deliver(err);
+  std::visit([&err](auto& req) { req.fail(err); }, what);
 }
 
 caf::error check_job(const segment_job& job) {

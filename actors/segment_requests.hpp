@@ -20,23 +20,56 @@
 
 namespace sprintrt {
 
-/// One request for one segment, as the pool and the worker queue it until it
-/// is answered: a loss job or an FSA export, and the promise that answers it.
-struct segment_request {
-  /// A loss job, or the name of the segment whose FSA to export.
-  std::variant<segment_job, std::string> what;
-  /// Answers a loss job.
-  caf::typed_response_promise<double> loss_promise;
-  /// Answers an FSA export.
-  caf::typed_response_promise<segment_fsa> fsa_promise;
+/// A loss request: the job and the promise that answers it with the loss.
+struct loss_request {
+  segment_job job;
+  caf::typed_response_promise<double> promise;
 
-  /// Returns whether it is a loss job (else an FSA export).
-  bool is_loss() const noexcept { return std::holds_alternative<segment_job>(what); }
+  /// Returns the segment's name.
+  const std::string& segment() const noexcept { return job.segment; }
+
+  /// Returns its frames (its LPT weight).
+  int64_t frames() const noexcept { return static_cast<int64_t>(job.log_posteriors.rows); }
+
+  /// Returns the protocol command that serves it.
+  std::string_view command() const noexcept;
+
+  /// Answers it with `err`.
+  void fail(const caf::error& err) { promise.deliver(err); }
+};
+
+/// An FSA export request: the segment's name and the promise that answers it
+/// with the automaton.
+struct fsa_request {
+  std::string name;
+  caf::typed_response_promise<segment_fsa> promise;
+
+  /// Returns the segment's name.
+  const std::string& segment() const noexcept { return name; }
+
+  /// Returns 0: exports cost about the same each, they weigh nothing in LPT.
+  int64_t frames() const noexcept { return 0; }
+
+  /// Returns the protocol command that serves it.
+  std::string_view command() const noexcept;
+
+  /// Answers it with `err`.
+  void fail(const caf::error& err) { promise.deliver(err); }
+};
+
+/// One request for one segment of either kind, as the pool and the worker
+/// queue them in arrival order until they are answered. Code that differs
+/// per kind visits `what`; the rest uses the accessors below.
+struct segment_request {
+  std::variant<loss_request, fsa_request> what;
+
+  /// Returns whether it is a loss request (else an FSA export).
+  bool is_loss() const noexcept { return std::holds_alternative<loss_request>(what); }
 
   /// Returns the segment's name.
   const std::string& segment() const noexcept;
 
-  /// Returns the frames of a loss job, 0 for an export (its LPT weight).
+  /// Returns the frames of a loss request, 0 for an export (its LPT weight).
   int64_t frames() const noexcept;
 
   /// Returns the protocol command that serves it.

@@ -3,6 +3,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
+#include "actors/child_process_source.hpp"
 #include "actors/pool_registry.hpp"
 #include "runtime/io_thread.hpp"
 
@@ -51,6 +52,14 @@ caf::actor_system& sprint_runtime::system() noexcept {
 
 worker_pool_actor sprint_runtime::pool(const sprint_options& opts) {
   return impl_->registry.pool(opts);
+}
+
+worker_pool_actor sprint_runtime::pool(worker_source source, std::string name) {
+  return impl_->registry.own_pool(std::move(source), std::move(name));
+}
+
+worker_source sprint_runtime::child_process_source(const sprint_options& opts) {
+  return sprintrt::child_process_source(impl_->io, opts);
 }
 
 void sprint_runtime::shutdown() {

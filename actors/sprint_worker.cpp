@@ -309,12 +309,13 @@ void on_request_reply(worker_pointer self, const protocol::value& msg) {
   auto context =
       st.label + ": " + std::string{req.command()} + " of segment '" + req.segment() + "'";
   if (req.is_loss()) {
-    auto loss = store_loss_reply(msg, std::get<segment_job>(req.what));
+    auto& loss_req = std::get<loss_request>(req.what);
+    auto loss = store_loss_reply(msg, loss_req.job);
     if (!loss) {
       fail_request(self, req, with_context(context, loss.error()));
     } else {
       ++st.stats.requests_served;
-      req.loss_promise.deliver(*loss);
+      loss_req.promise.deliver(*loss);
     }
   } else {
     auto fsa = fsa_from_reply(msg);
@@ -322,7 +323,7 @@ void on_request_reply(worker_pointer self, const protocol::value& msg) {
       fail_request(self, req, with_context(context, fsa.error()));
     } else {
       ++st.stats.requests_served;
-      req.fsa_promise.deliver(std::move(*fsa));
+      std::get<fsa_request>(req.what).promise.deliver(std::move(*fsa));
     }
   }
   dispatch(self);
@@ -347,7 +348,7 @@ void dispatch(worker_pointer self) {
   auto message = take_buffer(st);
   caf::error err;
   if (req.is_loss()) {
-    const auto& in = std::get<segment_job>(req.what).log_posteriors;
+    const auto& in = std::get<loss_request>(req.what).job.log_posteriors;
     err = protocol::encode_loss_command(message, st.format, req.segment(), in.rows, in.cols,
                                         in.row(0), in.row_stride);
   } else {
@@ -416,9 +417,8 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
         if (st.current == phase::stopping)
           return make_error(errc::cancelled, st.label + " is stopping");
         pending_request req;
-        req.what = std::move(job);
-        req.loss_promise = self->make_response_promise<double>();
-        auto promise = req.loss_promise;
+        auto promise = self->make_response_promise<double>();
+        req.what = loss_request{std::move(job), promise};
         st.queue.push_back(std::move(req));
         dispatch(self);
         return promise;
@@ -430,9 +430,8 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
         if (st.current == phase::stopping)
           return make_error(errc::cancelled, st.label + " is stopping");
         pending_request req;
-        req.what = std::move(segment);
-        req.fsa_promise = self->make_response_promise<segment_fsa>();
-        auto promise = req.fsa_promise;
+        auto promise = self->make_response_promise<segment_fsa>();
+        req.what = fsa_request{std::move(segment), promise};
         st.queue.push_back(std::move(req));
         dispatch(self);
         return promise;

@@ -1,99 +1,20 @@
 /// @file
-/// The pool actor: its behavior, single-segment requests, stats and life
-/// cycle. State and bookkeeping are in `pool_state`, batch requests in
-/// `pool_batches.cpp`.
+/// The pool actor: its behavior, stats and life cycle. State and
+/// bookkeeping are in `pool_state`, single requests in `pool_singles.cpp`,
+/// batch requests in `pool_batches.cpp`.
 
 #include "actors/worker_pool.hpp"
 
 #include <memory>
-#include <variant>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/pool_batches.hpp"
+#include "actors/pool_singles.hpp"
 #include "actors/pool_state.hpp"
-#include "runtime/io_thread.hpp"
 #include "sprintrt/error.hpp"
-
-namespace sprintrt::detail {
-
-namespace {
-
-/// Sends one single-segment request to worker `index`. If that worker turns
-/// out to be gone, the request waits again for a (replaced) worker.
-void send_single(pool_pointer self, size_t index, segment_request req) {
-  auto used = self->state.workers[index].handle;
-  auto frames = req.frames();
-  assign(self, index, frames);
-  // The request is kept (as the cancel hook) until answered, so that a
-  // worker gone before reading it can be given the same request again.
-  auto kept = std::make_shared<segment_request>(std::move(req));
-  auto id = track(self, [kept](const caf::error& err) { kept->fail(err); });
-  auto retry_or = [self, index, used, frames, id, kept](const caf::error& err, auto fail) {
-    untrack(self, id);
-    if (worker_was_gone(self, index, used, err)) {
-      unassign(self, index, frames);
-      self->state.waiting.push_front(std::move(*kept));
-      serve_waiting(self);
-      return;
-    }
-    fail();
-    worker_done(self, index, frames);
-  };
-  if (auto* job = std::get_if<segment_job>(&kept->what)) {
-    self->request(used, caf::infinite, compute_atom::value, *job)
-        .then(
-            [self, index, frames, id, kept](double loss) {
-              ++self->state.stats.segments;
-              kept->loss_promise.deliver(loss);
-              untrack(self, id);
-              worker_done(self, index, frames);
-            },
-            [self, kept, retry_or](caf::error& err) {
-              retry_or(err, [&] {
-                ++self->state.stats.failed_segments;
-                kept->loss_promise.deliver(err);
-              });
-            });
-    return;
-  }
-  self->request(used, caf::infinite, fsa_atom::value, std::get<std::string>(kept->what))
-      .then(
-          [self, index, id, kept](segment_fsa& fsa) {
-            ++self->state.stats.fsa_exports;
-            kept->fsa_promise.deliver(std::move(fsa));
-            untrack(self, id);
-            worker_done(self, index, 0);
-          },
-          [kept, retry_or](caf::error& err) {
-            retry_or(err, [&] { kept->fsa_promise.deliver(err); });
-          });
-}
-
-} // namespace
-
-void serve_waiting(pool_pointer self) {
-  auto& st = self->state;
-  while (!st.waiting.empty()) {
-    size_t idle = st.workers.size();
-    for (size_t i = 0; i < st.workers.size(); ++i)
-      if (st.workers[i].queued_requests == 0) {
-        idle = i;
-        break;
-      }
-    if (idle == st.workers.size()) {
-      if (st.workers.size() >= st.opts.num_instances)
-        return;
-      ensure_workers(self, st.workers.size() + 1);
-    }
-    auto req = std::move(st.waiting.front());
-    st.waiting.pop_front();
-    send_single(self, idle, std::move(req));
-  }
-}
-
-} // namespace sprintrt::detail
 
 namespace sprintrt {
 
@@ -111,11 +32,11 @@ caf::result<pool_stats> collect_stats(pool_pointer self) {
   auto collected = std::make_shared<pool_stats>(st.stats);
   collected->workers.resize(st.workers.size());
   auto pending = std::make_shared<size_t>(st.workers.size());
-  auto id = track(self, [promise](const caf::error& err) mutable { promise.deliver(err); });
+  auto id = st.track([promise](const caf::error& err) mutable { promise.deliver(err); });
   for (size_t w = 0; w < st.workers.size(); ++w) {
     auto done = [self, collected, pending, promise, id]() mutable {
       if (--*pending == 0) {
-        untrack(self, id);
+        self->state.untrack(id);
         promise.deliver(*collected);
       }
     };
@@ -134,13 +55,7 @@ caf::result<pool_stats> collect_stats(pool_pointer self) {
 /// `cancelled`, every worker gets the exit (and stops its child gracefully).
 void stop_pool(pool_pointer self, const caf::error& reason) {
   auto& st = self->state;
-  auto cancelled = make_error(errc::cancelled, st.label + " stopped");
-  for (auto& req : st.waiting)
-    req.fail(cancelled);
-  st.waiting.clear();
-  for (auto& [id, cancel] : st.in_progress)
-    cancel(cancelled);
-  st.in_progress.clear();
+  st.cancel_all(make_error(errc::cancelled, st.label + " stopped"));
   for (auto& slot : st.workers)
     self->send_exit(slot.handle, reason);
   self->quit(reason);
@@ -148,16 +63,17 @@ void stop_pool(pool_pointer self, const caf::error& reason) {
 
 /// The pool's behavior, spawned as a function with arguments (CAF 0.17
 /// dereferences a null argument tuple when a lambda is spawned without any).
-worker_pool_actor::behavior_type pool_behavior(pool_pointer self, sprint_options opts,
-                                               std::string name, runtime::io_thread* io) {
+worker_pool_actor::behavior_type pool_behavior(pool_pointer self, worker_source source,
+                                               std::string name) {
   auto& st = self->state;
-  st.opts = std::move(opts);
-  st.io = io;
+  st.source = std::move(source);
   st.label = std::move(name);
-  if (!st.opts.remote.empty())
+  if (st.source.unavailable)
+    st.refusal = with_context(st.label, st.source.unavailable);
+  else if (st.source.capacity == 0 || !st.source.make)
     st.refusal = make_error(errc::invalid_options,
-                            st.label + ": the 'remote' option (pools on other machines) is not "
-                                       "supported yet; remove it to run local children");
+                            st.label + ": its worker source ('" + st.source.description +
+                                "') cannot make workers (capacity 0 or no make function)");
   self->set_exit_handler([self](caf::exit_msg& msg) { stop_pool(self, msg.reason); });
   self->set_down_handler([self](caf::down_msg& msg) {
     // Workers end only when stopped; one that terminated otherwise (killed,
@@ -185,23 +101,15 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, sprint_options
       [self](compute_atom, segment_job& job) -> caf::result<double> {
         if (self->state.refusal)
           return self->state.refusal;
-        segment_request req;
-        req.what = std::move(job);
-        req.loss_promise = self->make_response_promise<double>();
-        auto promise = req.loss_promise;
-        self->state.waiting.push_back(std::move(req));
-        serve_waiting(self);
+        auto promise = self->make_response_promise<double>();
+        serve_single(self, segment_request{loss_request{std::move(job), promise}});
         return promise;
       },
       [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
         if (self->state.refusal)
           return self->state.refusal;
-        segment_request req;
-        req.what = std::move(segment);
-        req.fsa_promise = self->make_response_promise<segment_fsa>();
-        auto promise = req.fsa_promise;
-        self->state.waiting.push_back(std::move(req));
-        serve_waiting(self);
+        auto promise = self->make_response_promise<segment_fsa>();
+        serve_single(self, segment_request{fsa_request{std::move(segment), promise}});
         return promise;
       },
       [self](stats_atom) { return collect_stats(self); },
@@ -210,9 +118,9 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, sprint_options
 
 } // namespace
 
-worker_pool_actor spawn_worker_pool(caf::actor_system& system, runtime::io_thread& io,
-                                    sprint_options opts, std::string name) {
-  return system.spawn(pool_behavior, std::move(opts), std::move(name), &io);
+worker_pool_actor spawn_worker_pool(caf::actor_system& system, worker_source source,
+                                    std::string name) {
+  return system.spawn(pool_behavior, std::move(source), std::move(name));
 }
 
 } // namespace sprintrt

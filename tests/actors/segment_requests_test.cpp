@@ -108,14 +108,14 @@ TEST_CASE("a child's end is described with cause, status and last output lines")
 
 TEST_CASE("a segment request knows its kind, segment, weight and command") {
   segment_request loss;
-  loss.what = job_2x3();
+  loss.what = loss_request{job_2x3(), {}};
   CHECK(loss.is_loss());
   CHECK(loss.segment() == "seg");
   CHECK(loss.frames() == 2);
   CHECK(loss.command() == "get_loss_and_error_signal");
 
   segment_request fsa;
-  fsa.what = std::string{"corpus/rec/seg-7"};
+  fsa.what = fsa_request{"corpus/rec/seg-7", {}};
   CHECK_FALSE(fsa.is_loss());
   CHECK(fsa.segment() == "corpus/rec/seg-7");
   CHECK(fsa.frames() == 0);

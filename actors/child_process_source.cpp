@@ -1,0 +1,26 @@
+#include "actors/child_process_source.hpp"
+
+#include <string>
+
+#include "actors/sprint_worker.hpp"
+#include "sprintrt/error.hpp"
+
+namespace sprintrt {
+
+worker_source child_process_source(runtime::io_thread& io, const sprint_options& opts) {
+  worker_source source;
+  source.description = "Sprint children of " + opts.sprint_exec_path;
+  source.capacity = opts.num_instances;
+  // The options are copied into the function: the source outlives the
+  // caller's options, and every worker gets its own copy, as it always did.
+  source.make = [&io, opts](caf::actor_system& system, size_t, const std::string& name) {
+    return spawn_sprint_worker(system, io, opts, name);
+  };
+  if (!opts.remote.empty())
+    source.unavailable =
+        make_error(errc::invalid_options, "the 'remote' option (pools on other machines) is not "
+                                          "supported yet; remove it to run local children");
+  return source;
+}
+
+} // namespace sprintrt

@@ -1,0 +1,22 @@
+#pragma once
+
+/// @file
+/// The default worker source: Sprint child processes started from the
+/// options, one `sprint_worker` actor per child.
+
+#include "sprintrt/options.hpp"
+#include "sprintrt/worker_source.hpp"
+
+namespace sprintrt::runtime {
+class io_thread;
+} // namespace sprintrt::runtime
+
+namespace sprintrt {
+
+/// Returns a source of `numInstances` workers, each owning a Sprint child
+/// started from `opts` whose pipes run on `io` (which must outlive the
+/// workers). Options with `remote` endpoints give an unavailable source:
+/// remote pools are not supported yet.
+worker_source child_process_source(runtime::io_thread& io, const sprint_options& opts);
+
+} // namespace sprintrt

@@ -1,0 +1,63 @@
+#pragma once
+
+/// @file
+/// How the pool counts what each worker has to do: a `worker_load` per
+/// worker slot, and an `assignment` for each request sent (or queued) to a
+/// worker, which counts the request into the load when made and out of it
+/// when released, exactly once. Internal to the actors library.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace sprintrt::detail {
+
+/// What one worker slot was assigned and has not answered yet. Shared by
+/// the slot and the assignments on it, so that an assignment released after
+/// its pool is gone (a callback destroyed late) still finds it.
+struct worker_load {
+  /// Frames of the segments assigned (the slot's LPT load).
+  int64_t frames = 0;
+  /// Requests of any kind assigned (0: the worker is idle).
+  size_t requests = 0;
+};
+
+/// One request counted in a worker's load. Move-only: the request is
+/// counted once when the assignment is made and uncounted once, by the first
+/// `release` or else by the destructor; moved-from and released assignments
+/// uncount nothing.
+class assignment {
+public:
+  /// An empty assignment (counts nothing).
+  assignment() = default;
+
+  /// Counts a request of `frames` frames into `load` of worker `worker`.
+  assignment(std::shared_ptr<worker_load> load, size_t worker, int64_t frames);
+
+  assignment(assignment&& other) noexcept;
+  assignment& operator=(assignment&& other) noexcept;
+  assignment(const assignment&) = delete;
+  assignment& operator=(const assignment&) = delete;
+
+  /// Releases it (see `release`).
+  ~assignment();
+
+  /// Uncounts the request if it is still counted; later calls do nothing.
+  void release() noexcept;
+
+  /// Returns whether the request is still counted.
+  bool held() const noexcept { return load_ != nullptr; }
+
+  /// Returns the worker slot it is counted on.
+  size_t worker() const noexcept { return worker_; }
+
+  /// Returns the frames it counts.
+  int64_t frames() const noexcept { return frames_; }
+
+private:
+  std::shared_ptr<worker_load> load_;
+  size_t worker_ = 0;
+  int64_t frames_ = 0;
+};
+
+} // namespace sprintrt::detail

@@ -1,0 +1,82 @@
+#include "actors/pool_singles.hpp"
+
+#include <memory>
+#include <utility>
+#include <variant>
+
+#include "actors/pool_kinds.hpp"
+
+namespace sprintrt::detail {
+
+namespace {
+
+/// A single request sent to a worker, until it is answered.
+template <class Request>
+struct sent_single {
+  Request req;
+  assignment held;
+  uint64_t id = 0;
+};
+
+/// Sends one single request to worker `index`. If that worker turns out to
+/// be gone, the request waits again (first in line) for a worker.
+template <class Request>
+void send_single(pool_pointer self, size_t index, Request req) {
+  using kind = kind_of<Request>;
+  auto& st = self->state;
+  auto used = st.workers[index].handle;
+  auto held = assign(self, index, req.frames());
+  // Kept until answered, so that a worker gone before reading it can be
+  // given the same request again.
+  auto sent =
+      std::make_shared<sent_single<Request>>(sent_single<Request>{std::move(req), std::move(held)});
+  sent->id = st.track([sent](const caf::error& err) { sent->req.fail(err); });
+  kind::ask(self, used, sent->req)
+      .then(
+          [self, sent](typename kind::reply_type& reply) {
+            auto& st = self->state;
+            st.untrack(sent->id);
+            kind::count_served(st.stats);
+            sent->req.promise.deliver(std::move(reply));
+            release_and_serve(self, sent->held);
+          },
+          [self, sent, index, used](caf::error& err) {
+            auto& st = self->state;
+            st.untrack(sent->id);
+            if (worker_was_gone(self, index, used, err)) {
+              sent->held.release();
+              st.waiting.push_front(segment_request{std::move(sent->req)});
+              serve_waiting(self);
+              return;
+            }
+            kind::count_failed(st.stats);
+            sent->req.fail(err);
+            release_and_serve(self, sent->held);
+          });
+}
+
+} // namespace
+
+void serve_single(pool_pointer self, segment_request req) {
+  self->state.waiting.push_back(std::move(req));
+  serve_waiting(self);
+}
+
+void serve_waiting(pool_pointer self) {
+  auto& st = self->state;
+  while (!st.waiting.empty()) {
+    auto idle = idle_worker(self);
+    if (!idle)
+      return;
+    auto req = std::move(st.waiting.front());
+    st.waiting.pop_front();
+    std::visit([&](auto& kind_req) { send_single(self, *idle, std::move(kind_req)); }, req.what);
+  }
+}
+
+void release_and_serve(pool_pointer self, assignment& held) {
+  held.release();
+  serve_waiting(self);
+}
+
+} // namespace sprintrt::detail

@@ -6,7 +6,6 @@
 #include <limits>
 #include <optional>
 #include <random>
-#include <variant>
 
 #include <caf/actor_system.hpp>
 #include <caf/exit_reason.hpp>
@@ -33,38 +32,15 @@ using sim_worker_impl = sprint_worker_actor::extend<caf::reacts_to<serve_atom, u
 
 using clock = std::chrono::steady_clock;
 
-/// A loss job and the promise that answers it.
-struct loss_entry {
-  segment_job job;
-  caf::typed_response_promise<double> promise;
-};
-
-/// An FSA export and the promise that answers it.
-struct fsa_entry {
-  std::string segment;
-  caf::typed_response_promise<segment_fsa> promise;
-};
-
 /// A request the worker took from its mailbox.
 struct queued_request {
-  std::variant<loss_entry, fsa_entry> what;
+  segment_request request;
   /// 1-based arrival number (what `fail_request` counts).
   size_t number = 0;
 
-  const std::string& segment() const noexcept {
-    if (const auto* loss = std::get_if<loss_entry>(&what))
-      return loss->job.segment;
-    return std::get<fsa_entry>(what).segment;
-  }
-
-  std::string_view command() const noexcept {
-    return std::holds_alternative<loss_entry>(what) ? protocol::loss_command_name
-                                                    : protocol::fsa_command_name;
-  }
-
-  void fail(const caf::error& err) {
-    std::visit([&err](auto& entry) { entry.promise.deliver(err); }, what);
-  }
+  const std::string& segment() const noexcept { return request.segment(); }
+  std::string_view command() const noexcept { return request.command(); }
+  void fail(const caf::error& err) { request.fail(err); }
 };
 
 struct sim_worker_state {
@@ -197,7 +173,7 @@ void finish_in_flight(sim_worker_pointer self) {
   };
   if (auto err = injected_failure(st, req)) {
     fail(err);
-  } else if (auto* loss = std::get_if<loss_entry>(&req.what)) {
+  } else if (auto* loss = std::get_if<loss_request>(&req.request.what)) {
     auto result = compute_loss(st, req, loss->job);
     if (!result) {
       fail(result.error());
@@ -206,8 +182,8 @@ void finish_in_flight(sim_worker_pointer self) {
       loss->promise.deliver(*result);
     }
   } else {
-    auto& entry = std::get<fsa_entry>(req.what);
-    auto result = export_fsa(st, req, entry.segment);
+    auto& entry = std::get<fsa_request>(req.request.what);
+    auto result = export_fsa(st, req, entry.name);
     if (!result) {
       fail(result.error());
     } else {
@@ -274,9 +250,9 @@ bool dies_at_arrival(sim_worker_pointer self) {
 }
 
 /// Queues a request that arrived (numbered by `dies_at_arrival`).
-void enqueue(sim_worker_pointer self, std::variant<loss_entry, fsa_entry> what) {
+void enqueue(sim_worker_pointer self, segment_request request) {
   auto& st = self->state;
-  st.queue.push_back(queued_request{std::move(what), st.received});
+  st.queue.push_back(queued_request{std::move(request), st.received});
   serve_next(self);
 }
 
@@ -311,7 +287,7 @@ sim_worker_behavior_fun(sim_worker_pointer self, std::shared_ptr<const sim_worke
         if (dies_at_arrival(self))
           return caf::skip();
         auto promise = self->make_response_promise<double>();
-        enqueue(self, loss_entry{std::move(job), promise});
+        enqueue(self, {loss_request{std::move(job), promise}});
         return promise;
       },
       [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
@@ -320,7 +296,7 @@ sim_worker_behavior_fun(sim_worker_pointer self, std::shared_ptr<const sim_worke
         if (dies_at_arrival(self))
           return caf::skip();
         auto promise = self->make_response_promise<segment_fsa>();
-        enqueue(self, fsa_entry{std::move(segment), promise});
+        enqueue(self, {fsa_request{std::move(segment), promise}});
         return promise;
       },
       [self](stats_atom) { return self->state.stats; },

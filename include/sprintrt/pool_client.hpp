@@ -23,6 +23,10 @@ public:
   /// A client of the pool `rt` keeps for `opts`.
   pool_client(sprint_runtime& rt, const sprint_options& opts);
 
+  /// A client of `pool`, e.g. `rt.pool(source)` for workers from another
+  /// source.
+  pool_client(sprint_runtime& rt, worker_pool_actor pool);
+
   /// Loss [B] and error signal [T, B, D] of a batch (see `worker_pool_actor`).
   caf::expected<batch_result> compute(batch b) const;
 

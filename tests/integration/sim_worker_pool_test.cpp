@@ -10,9 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <caf/scoped_actor.hpp>
-
-#include "sprintrt/pool_interface.hpp"
+#include "sprintrt/pool_client.hpp"
 #include "sprintrt/sim_worker.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "tests/integration/integration_support.hpp"
@@ -43,23 +41,6 @@ batch make_batch(const std::vector<test::test_segment>& segments, uint64_t seed)
   return b;
 }
 
-batch_result compute(caf::scoped_actor& self, const worker_pool_actor& pool, const batch& b) {
-  batch_result result;
-  self->request(pool, caf::infinite, compute_atom::value, b)
-      .receive([&](batch_result& r) { result = std::move(r); },
-               [&](caf::error& err) { FAIL(render(err)); });
-  return result;
-}
-
-batch_automata automata(caf::scoped_actor& self, const worker_pool_actor& pool,
-                        const std::vector<std::string>& tags) {
-  batch_automata result;
-  self->request(pool, caf::infinite, automata_atom::value, tags)
-      .receive([&](batch_automata& r) { result = std::move(r); },
-               [&](caf::error& err) { FAIL(render(err)); });
-  return result;
-}
-
 } // namespace
 
 TEST_CASE("a pool of sim workers computes a batch bit-identically to a pool of children") {
@@ -75,26 +56,27 @@ TEST_CASE("a pool of sim workers computes a batch bit-identically to a pool of c
       sprint_runtime rt;
       auto source = sim_worker_source(opts);
       REQUIRE(source);
-      auto children = rt.pool(opts);
-      auto sims = rt.pool(std::move(*source), "sim pool");
-      {
-        caf::scoped_actor self{rt.system()};
-        auto b = make_batch(segments, 40);
-        auto from_children = compute(self, children, b);
-        auto from_sims = compute(self, sims, b);
-        REQUIRE(from_children.loss.size() == b.tags.size());
-        REQUIRE(from_sims.loss.size() == b.tags.size());
-        CHECK(std::memcmp(from_children.loss.data(), from_sims.loss.data(),
-                          b.tags.size() * sizeof(float)) == 0);
-        REQUIRE(from_sims.error_signal.shape() == from_children.error_signal.shape());
-        CHECK(std::memcmp(from_children.error_signal.data(), from_sims.error_signal.data(),
-                          from_sims.error_signal.size() * sizeof(float)) == 0);
-        auto fsa_children = automata(self, children, b.tags);
-        auto fsa_sims = automata(self, sims, b.tags);
-        CHECK(fsa_children.edges == fsa_sims.edges);
-        CHECK(fsa_children.weights == fsa_sims.weights);
-        CHECK(fsa_children.start_end_states == fsa_sims.start_end_states);
-      }
+      pool_client children{rt, opts};
+      pool_client sims{rt, rt.pool(std::move(*source), "sim pool")};
+      auto b = make_batch(segments, 40);
+      auto from_children = children.compute(b);
+      auto from_sims = sims.compute(b);
+      REQUIRE(from_children);
+      REQUIRE(from_sims);
+      REQUIRE(from_children->loss.size() == b.tags.size());
+      REQUIRE(from_sims->loss.size() == b.tags.size());
+      CHECK(std::memcmp(from_children->loss.data(), from_sims->loss.data(),
+                        b.tags.size() * sizeof(float)) == 0);
+      REQUIRE(from_sims->error_signal.shape() == from_children->error_signal.shape());
+      CHECK(std::memcmp(from_children->error_signal.data(), from_sims->error_signal.data(),
+                        from_sims->error_signal.size() * sizeof(float)) == 0);
+      auto fsa_children = children.automata(b.tags);
+      auto fsa_sims = sims.automata(b.tags);
+      REQUIRE(fsa_children);
+      REQUIRE(fsa_sims);
+      CHECK(fsa_children->edges == fsa_sims->edges);
+      CHECK(fsa_children->weights == fsa_sims->weights);
+      CHECK(fsa_children->start_end_states == fsa_sims->start_end_states);
       rt.shutdown();
     }
   }

@@ -7,13 +7,21 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <caf/actor_cast.hpp>
 #include <caf/sec.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "runtime/temp_directory.hpp"
 #include "sim/corpus.hpp"
@@ -404,4 +412,106 @@ TEST_CASE("a client kept alive does not hold up the runtime's shutdown") {
   auto after = sched.have_space(1);
   REQUIRE_FALSE(after);
   CHECK(after.error() == caf::sec::request_receiver_down);
+}
+
+namespace {
+
+/// Lets a gated worker answer the request it holds for a segment.
+using release_atom = caf::atom_constant<caf::atom("release")>;
+
+/// A worker that holds every request until the test releases its segment,
+/// then answers it with a zero error signal and the loss = its frames.
+using gated_worker_actor = sprint_worker_actor::extend<caf::reacts_to<release_atom, std::string>>;
+
+/// The gated workers a source made, and how many requests they hold.
+struct gate {
+  std::mutex mutex;
+  std::vector<gated_worker_actor> workers;
+  std::atomic<size_t> held{0};
+};
+
+struct gated_state {
+  std::vector<std::pair<segment_job, caf::typed_response_promise<double>>> held;
+};
+
+gated_worker_actor::behavior_type
+gated_worker(gated_worker_actor::stateful_pointer<gated_state> self, std::shared_ptr<gate> g) {
+  return {
+      [self, g](compute_atom, segment_job& job) {
+        auto promise = self->make_response_promise<double>();
+        self->state.held.emplace_back(std::move(job), promise);
+        ++g->held;
+        return promise;
+      },
+      [self](release_atom, const std::string& segment) {
+        auto& held = self->state.held;
+        for (auto i = held.begin(); i != held.end(); ++i)
+          if (i->first.segment == segment) {
+            i->second.deliver(static_cast<double>(i->first.log_posteriors.rows));
+            held.erase(i);
+            return;
+          }
+      },
+      [](fsa_atom, std::string&) -> caf::result<segment_fsa> {
+        return make_error(errc::invalid_input, "no automata here");
+      },
+      [](stats_atom) { return worker_stats{}; },
+      [self](stop_atom) {
+        self->quit();
+        return int32_t{0};
+      },
+  };
+}
+
+/// Waits (up to 10 s) until `done()` holds; a test that needs an
+/// asynchronous step to have happened, not a timing assertion.
+template <class Predicate>
+bool eventually(Predicate done) {
+  for (int i = 0; i < 10000 && !done(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  return done();
+}
+
+} // namespace
+
+TEST_CASE("results that arrive out of order enter the loss data in sequence order") {
+  auto g = std::make_shared<gate>();
+  worker_source source;
+  source.description = "gated test workers";
+  source.capacity = 3;
+  source.make = [g](caf::actor_system& system, size_t, const std::string&) {
+    auto worker = system.spawn(gated_worker, g);
+    std::lock_guard<std::mutex> guard{g->mutex};
+    g->workers.push_back(worker);
+    return caf::actor_cast<sprint_worker_actor>(worker);
+  };
+  sprint_runtime rt;
+  seqtrain_client sched{rt, rt.pool(std::move(source)), {10, 3, false}};
+  toy_model model;
+  REQUIRE_FALSE(sched.start_epoch(1));
+  REQUIRE_FALSE(sched.forward(make_forward(model, {0, 1, 2})));
+  REQUIRE(eventually([&] { return g->held == 3; }));
+  auto release = [&](const std::string& segment) {
+    std::lock_guard<std::mutex> guard{g->mutex};
+    for (auto& worker : g->workers)
+      caf::anon_send(worker, release_atom::value, segment);
+  };
+  auto computed = [&](uint64_t n) { return [&sched, n] { return sched.stats()->computed == n; }; };
+  release("s2");
+  release("s1");
+  REQUIRE(eventually(computed(2)));
+  auto stats = sched.stats();
+  REQUIRE(stats);
+  CHECK(stats->loss_data == 0);
+  CHECK(stats->in_flight == 3);
+  release("s0");
+  REQUIRE(eventually(computed(3)));
+  stats = sched.stats();
+  REQUIRE(stats);
+  CHECK(stats->loss_data == 3);
+  CHECK(stats->in_flight == 0);
+  auto reply = sched.train({layout(model, {0, 1, 2})});
+  REQUIRE(reply);
+  CHECK(reply->loss == std::vector<float>{3.0f, 4.0f, 5.0f});
+  REQUIRE(sched.finish_epoch());
 }

@@ -11,6 +11,7 @@ worker_source child_process_source(runtime::io_thread& io, const sprint_options&
   worker_source source;
   source.description = "Sprint children of " + opts.sprint_exec_path;
   source.capacity = opts.num_instances;
+  source.max_resends = opts.max_retries;
   // The options are copied into the function: the source outlives the
   // caller's options, and every worker gets its own copy, as it always did.
   source.make = [&io, opts](caf::actor_system& system, size_t, const std::string& name) {

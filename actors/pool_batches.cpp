@@ -50,6 +50,8 @@ float to_float_loss(double loss) {
 struct queued_segment {
   size_t index = 0;
   assignment held;
+  /// How often it was sent again after its worker terminated.
+  size_t resends = 0;
 };
 
 /// What batch and automata requests have in common: each worker's list of
@@ -211,9 +213,13 @@ void send_next(pool_pointer self, std::shared_ptr<Progress> progress, size_t w) 
           },
           [self, progress, w, sent, used, answered](caf::error& err) {
             if (worker_was_gone(self, w, used, err)) {
-              progress->lists[w].push_front(std::move(*sent));
-              send_next(self, progress, w);
-              return;
+              if (sent->resends < self->state.source.max_resends) {
+                ++sent->resends;
+                progress->lists[w].push_front(std::move(*sent));
+                send_next(self, progress, w);
+                return;
+              }
+              err = workers_kept_terminating(self, sent->resends);
             }
             kind::count_failed(self->state.stats);
             progress->record_failure(sent->index, err);

@@ -15,21 +15,23 @@ template <class Request>
 struct sent_single {
   Request req;
   assignment held;
+  /// How often it was sent again after its worker terminated.
+  size_t resends = 0;
   uint64_t id = 0;
 };
 
 /// Sends one single request to worker `index`. If that worker turns out to
 /// be gone, the request waits again (first in line) for a worker.
 template <class Request>
-void send_single(pool_pointer self, size_t index, Request req) {
+void send_single(pool_pointer self, size_t index, Request req, size_t resends) {
   using kind = kind_of<Request>;
   auto& st = self->state;
   auto used = st.workers[index].handle;
   auto held = assign(self, index, req.frames());
   // Kept until answered, so that a worker gone before reading it can be
   // given the same request again.
-  auto sent =
-      std::make_shared<sent_single<Request>>(sent_single<Request>{std::move(req), std::move(held)});
+  auto sent = std::make_shared<sent_single<Request>>(
+      sent_single<Request>{std::move(req), std::move(held), resends});
   sent->id = st.track([sent](const caf::error& err) { sent->req.fail(err); });
   kind::ask(self, used, sent->req)
       .then(
@@ -44,10 +46,14 @@ void send_single(pool_pointer self, size_t index, Request req) {
             auto& st = self->state;
             st.untrack(sent->id);
             if (worker_was_gone(self, index, used, err)) {
-              sent->held.release();
-              st.waiting.push_front(segment_request{std::move(sent->req)});
-              serve_waiting(self);
-              return;
+              if (sent->resends < st.source.max_resends) {
+                sent->held.release();
+                st.waiting.push_front(segment_request{std::move(sent->req), sent->resends + 1});
+                serve_waiting(self);
+                return;
+              }
+              err = with_context("segment '" + sent->req.segment() + "'",
+                                 workers_kept_terminating(self, sent->resends));
             }
             kind::count_failed(st.stats);
             sent->req.fail(err);
@@ -70,7 +76,8 @@ void serve_waiting(pool_pointer self) {
       return;
     auto req = std::move(st.waiting.front());
     st.waiting.pop_front();
-    std::visit([&](auto& kind_req) { send_single(self, *idle, std::move(kind_req)); }, req.what);
+    std::visit([&](auto& kind_req) { send_single(self, *idle, std::move(kind_req), req.resends); },
+               req.what);
   }
 }
 

@@ -76,6 +76,13 @@ bool worker_was_gone(pool_pointer self, size_t index, const sprint_worker_actor&
   return true;
 }
 
+caf::error workers_kept_terminating(pool_pointer self, size_t resends) {
+  return make_error(errc::child_failed, self->state.label + ": the worker serving it terminated " +
+                                            std::to_string(resends + 1) + " times (resent " +
+                                            std::to_string(resends) +
+                                            " times, the most the worker source allows)");
+}
+
 assignment assign(pool_pointer self, size_t index, int64_t frames) {
   return assignment{self->state.workers[index].load, index, frames};
 }

@@ -102,6 +102,10 @@ std::optional<size_t> idle_worker(pool_pointer self);
 bool worker_was_gone(pool_pointer self, size_t index, const sprint_worker_actor& used,
                      const caf::error& err);
 
+/// The error of a request whose worker terminated under it once more after
+/// `resends` resends (the source's `max_resends`).
+caf::error workers_kept_terminating(pool_pointer self, size_t resends);
+
 /// Counts a request of `frames` frames into worker `index`'s load.
 assignment assign(pool_pointer self, size_t index, int64_t frames);
 

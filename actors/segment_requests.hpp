@@ -62,6 +62,9 @@ struct fsa_request {
 /// per kind visits `what`; the rest uses the accessors below.
 struct segment_request {
   std::variant<loss_request, fsa_request> what;
+  /// How often it was sent again after its worker terminated (the pool
+  /// bounds this by `worker_source::max_resends`).
+  size_t resends = 0;
 
   /// Returns whether it is a loss request (else an FSA export).
   bool is_loss() const noexcept { return std::holds_alternative<loss_request>(what); }

@@ -10,7 +10,6 @@
 #include <caf/actor_system.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
-#include <caf/skip.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
@@ -222,19 +221,24 @@ void serve_next(sim_worker_pointer self) {
   self->delayed_send(self, delay, serve_atom::value, ++st.serial);
 }
 
+/// What a request to a worker that terminated gets.
+caf::error worker_gone() {
+  return caf::sec::request_receiver_down;
+}
+
 /// Counts a request that just arrived; returns whether the worker dies of it
-/// (`die_at_request`). Then the caller must leave the request to CAF and
-/// must not have made a response promise for it: that would take the
-/// sender out of the message, and CAF could not answer it.
+/// (`die_at_request`). Then the caller answers it with `worker_gone()`.
 bool dies_at_arrival(sim_worker_pointer self) {
   auto& st = self->state;
   if (++st.received != st.setup->behavior.die_at_request)
     return false;
-  // A terminated actor answers nothing; CAF answers the messages left in its
-  // mailbox (this one, skipped, among them) with request_receiver_down.
-  // Those already taken out get the same answer, so that their senders, like
-  // the pool, see a worker that is gone.
-  caf::error gone{caf::sec::request_receiver_down};
+  // CAF answers the messages left in a terminated actor's mailbox with
+  // request_receiver_down. This one and those already taken out get the
+  // same answer from the worker itself, so that their senders, like the
+  // pool, see a worker that is gone. (Skipping this one instead would leave
+  // the actor unfinished until another message arrived: CAF 0.17 finalizes
+  // a quitting actor only after it consumed a message.)
+  auto gone = worker_gone();
   if (st.in_flight)
     st.in_flight->fail(gone);
   st.in_flight.reset();
@@ -285,7 +289,7 @@ sim_worker_behavior_fun(sim_worker_pointer self, std::shared_ptr<const sim_worke
         if (auto err = check_job(job))
           return err;
         if (dies_at_arrival(self))
-          return caf::skip();
+          return worker_gone();
         auto promise = self->make_response_promise<double>();
         enqueue(self, {loss_request{std::move(job), promise}});
         return promise;
@@ -294,7 +298,7 @@ sim_worker_behavior_fun(sim_worker_pointer self, std::shared_ptr<const sim_worke
         if (segment.empty())
           return make_error(errc::invalid_input, "segment name is empty");
         if (dies_at_arrival(self))
-          return caf::skip();
+          return worker_gone();
         auto promise = self->make_response_promise<segment_fsa>();
         enqueue(self, {fsa_request{std::move(segment), promise}});
         return promise;

@@ -68,6 +68,7 @@ caf::expected<worker_source> sim_worker_source(const sprint_options& opts,
   source.description = "in-process sprint-sim workers on " + config->corpus_path + " (" +
                        (config->topology == sim::topology_kind::ctc ? "ctc" : "hmm") + ")";
   source.capacity = opts.num_instances;
+  source.max_resends = opts.max_retries;
   // As for children: pools on other machines are not supported yet, and
   // options asking for them must not quietly run here instead.
   if (!opts.remote.empty())

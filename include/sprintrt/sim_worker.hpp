@@ -36,7 +36,9 @@ struct sim_worker_behavior {
   /// child had crashed more often than `maxRetries` allows (0: never).
   size_t fail_request = 0;
   /// 1-based: on receiving its N-th request the worker terminates with an
-  /// error, answering nothing itself (0: never). Its pool replaces it.
+  /// error, answering that request and those it holds as a terminated actor
+  /// would (`request_receiver_down`) (0: never). Its pool replaces it and
+  /// resends them (up to `worker_source::max_resends` times each).
   size_t die_at_request = 0;
   /// Every request for this segment fails with `child_failed` (empty: none).
   std::string fail_segment;

@@ -30,6 +30,11 @@ struct worker_source {
   std::function<sprint_worker_actor(caf::actor_system& system, size_t index,
                                     const std::string& name)>
       make;
+  /// How often a request is sent again after the worker serving it
+  /// terminated (to the worker that replaces it). One more termination fails
+  /// the request with `child_failed`, so that a request that kills every
+  /// worker ends as an error, never as an endless loop of replacements.
+  size_t max_resends = 2;
   /// Set when the source cannot make workers at all (e.g. options asking for
   /// remote pools, not supported yet): a pool refuses every request with it.
   caf::error unavailable;

@@ -28,6 +28,8 @@
 #include "sim/criterion.hpp"
 #include "sim/ctc_topology.hpp"
 #include "sim/hmm_topology.hpp"
+#include "sprintrt/pool_client.hpp"
+#include "sprintrt/sprint_runtime.hpp"
 
 using namespace sprintrt;
 using namespace std::chrono_literals;
@@ -349,7 +351,7 @@ TEST_CASE("fail_request and fail_segment fail exactly their requests") {
   caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("die_at_request terminates the worker with an error, answering nothing itself") {
+TEST_CASE("die_at_request terminates the worker; its requests get request_receiver_down") {
   corpus_fixture fx;
   test_system ts;
   caf::scoped_actor self{ts.system};
@@ -481,4 +483,73 @@ TEST_CASE("sim_worker_source expands variables like a child and names bad parame
   auto version = fx.options_with("");
   version.min_python_control_version = 6;
   CHECK(contains(error_message(error_of(version)), "minPythonControlVersion 6"));
+}
+
+namespace {
+
+/// A [6, 4, dim] batch of corpus segments a, b, c, a with 6, 3, 5, 2 frames.
+batch pool_batch() {
+  test_batch data{6, 4, 11};
+  batch b;
+  b.log_posteriors = *tensor::from_vector(*data.input, {6, 4, dim});
+  b.seq_lengths = {6, 3, 5, 2};
+  b.tags = {"rec/a", "rec/b", "rec/c", "rec/a"};
+  return b;
+}
+
+} // namespace
+
+TEST_CASE("a pool replaces sim workers that die and resends their requests") {
+  corpus_fixture fx;
+  auto opts = fx.options_with("");
+  opts.num_instances = 2;
+  sprint_runtime rt;
+  auto healthy = sim_worker_source(opts);
+  REQUIRE(healthy);
+  auto expected = pool_client{rt, rt.pool(std::move(*healthy))}.compute(pool_batch());
+  REQUIRE(expected);
+  sim_worker_behavior dying;
+  dying.die_at_request = 2; // every worker (and every replacement) dies at its 2nd request
+  auto source = sim_worker_source(opts, dying);
+  REQUIRE(source);
+  pool_client client{rt, rt.pool(std::move(*source))};
+  auto result = client.compute(pool_batch());
+  REQUIRE(result);
+  CHECK(result->loss == expected->loss);
+  CHECK(
+      same_bits(std::vector<float>(result->error_signal.data(),
+                                   result->error_signal.data() + result->error_signal.size()),
+                std::vector<float>(expected->error_signal.data(),
+                                   expected->error_signal.data() + expected->error_signal.size())));
+  auto single = client.compute_segment(test_batch{4, 1, 5}.job("rec/b", 0, 4));
+  CHECK(single);
+}
+
+TEST_CASE("a request that kills every worker fails after max_resends, it never loops") {
+  corpus_fixture fx;
+  auto opts = fx.options_with("");
+  opts.num_instances = 2;
+  opts.max_retries = 1;
+  sim_worker_behavior dying;
+  dying.die_at_request = 1; // each worker dies at its first request
+  auto source = sim_worker_source(opts, dying);
+  REQUIRE(source);
+  CHECK(source->max_resends == 1);
+  sprint_runtime rt;
+  pool_client client{rt, rt.pool(std::move(*source), "dying pool")};
+  auto result = client.compute(pool_batch());
+  REQUIRE_FALSE(result);
+  CHECK(result.error() == errc::child_failed);
+  auto text = error_message(result.error());
+  CHECK(contains(text, "dying pool: batch: 4 of 4 segments failed"));
+  CHECK(contains(text, "segment 1 ('rec/b'): child_failed: dying pool: the worker serving it "
+                       "terminated 2 times (resent 1 times, the most the worker source allows)"));
+  auto single = client.compute_segment(test_batch{4, 1, 5}.job("rec/b", 0, 4));
+  REQUIRE_FALSE(single);
+  CHECK(error_message(single.error()) ==
+        "segment 'rec/b': dying pool: the worker serving it terminated 2 times (resent 1 times, "
+        "the most the worker source allows)");
+  auto fsa = client.automata({"rec/a"});
+  REQUIRE_FALSE(fsa);
+  CHECK(fsa.error() == errc::child_failed);
 }

@@ -68,28 +68,37 @@ caf::expected<train_plan> plan_train(const std::vector<seqtrain_batch>& batches)
   return plan;
 }
 
-caf::expected<seqtrain_result>
-lay_out_train_result(const std::vector<seqtrain_batch>& batches, const train_plan& plan,
-                     const std::function<sequence_outcome(uint64_t)>& lookup) {
-  // Every sequence has the same width; take it from the first.
+caf::error check_parts(const std::vector<seqtrain_batch>& batches, const train_plan& plan,
+                       const std::function<sequence_shape(uint64_t)>& shape_of) {
+  const size_t dim = shape_of(plan.sequences.front()).dim;
+  for (size_t b = 0; b < batches.size(); ++b)
+    for (size_t i = 0; i < batches[b].parts.size(); ++i) {
+      const auto& p = batches[b].parts[i];
+      auto shape = shape_of(p.seq_idx);
+      if (shape.dim != dim)
+        return invalid(part_name(b, i, p) + ": the sequence has " + std::to_string(shape.dim) +
+                       " classes, sequence " + std::to_string(plan.sequences.front()) + " has " +
+                       std::to_string(dim));
+      if (p.seq_end_frame > shape.frames)
+        return invalid(part_name(b, i, p) + ": frames [" + std::to_string(p.seq_start_frame) +
+                       ", " + std::to_string(p.seq_end_frame) + ") exceed the sequence's " +
+                       std::to_string(shape.frames) + " frames");
+    }
+  return {};
+}
+
+seqtrain_result lay_out_train_result(const std::vector<seqtrain_batch>& batches,
+                                     const train_plan& plan,
+                                     const std::function<sequence_outcome(uint64_t)>& lookup) {
   const size_t dim = lookup(plan.sequences.front()).hat_y->cols;
   seqtrain_result result;
   result.hat_y = tensor::zeros({plan.num_frames, plan.num_columns, dim});
   std::vector<double> loss(plan.num_columns, 0.0);
   size_t first_column = 0;
-  for (size_t b = 0; b < batches.size(); ++b) {
-    for (size_t i = 0; i < batches[b].parts.size(); ++i) {
-      const auto& p = batches[b].parts[i];
+  for (const auto& batch : batches) {
+    for (const auto& p : batch.parts) {
       auto outcome = lookup(p.seq_idx);
       const auto& source = *outcome.hat_y;
-      if (source.cols != dim)
-        return invalid(part_name(b, i, p) + ": the sequence has " + std::to_string(source.cols) +
-                       " classes, sequence " + std::to_string(plan.sequences.front()) + " has " +
-                       std::to_string(dim));
-      if (p.seq_end_frame > source.rows)
-        return invalid(part_name(b, i, p) + ": frames [" + std::to_string(p.seq_start_frame) +
-                       ", " + std::to_string(p.seq_end_frame) + ") exceed the sequence's " +
-                       std::to_string(source.rows) + " frames");
       size_t column = first_column + p.batch_slice;
       size_t length = p.seq_end_frame - p.seq_start_frame;
       loss[column] += outcome.loss * static_cast<double>(length) / static_cast<double>(source.rows);
@@ -99,7 +108,7 @@ lay_out_train_result(const std::vector<seqtrain_batch>& batches, const train_pla
         std::memcpy(row, source.row(p.seq_start_frame + k), dim * sizeof(float));
       }
     }
-    first_column += batches[b].num_slices;
+    first_column += batch.num_slices;
   }
   result.loss.reserve(loss.size());
   for (double x : loss)

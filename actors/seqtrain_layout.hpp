@@ -45,6 +45,20 @@ struct train_plan {
 /// they need. Errors are `invalid_input` naming the batch and part.
 caf::expected<train_plan> plan_train(const std::vector<seqtrain_batch>& batches);
 
+/// A sequence's extent: its frames T and width D.
+struct sequence_shape {
+  size_t frames = 0;
+  size_t dim = 0;
+};
+
+/// Checks every part of `batches` (planned as `plan`) against its sequence,
+/// whose shape `shape_of(seq_idx)` gives: frames within the sequence, one
+/// width D for all. Errors are `invalid_input` naming batch and part. A
+/// scheduler checks this when the request arrives (the shapes are known
+/// since forward), not after it waited for the loss data.
+caf::error check_parts(const std::vector<seqtrain_batch>& batches, const train_plan& plan,
+                       const std::function<sequence_shape(uint64_t)>& shape_of);
+
 /// A sequence's loss data as the layout reads it.
 struct sequence_outcome {
   double loss = 0;
@@ -52,11 +66,10 @@ struct sequence_outcome {
   const matrix_slice* hat_y = nullptr;
 };
 
-/// Lays out the reply for `batches` (planned as `plan`); `lookup(seq_idx)`
-/// gives each needed sequence's outcome. Errors (`invalid_input`): a part
-/// beyond its sequence's frames, sequences of different widths D.
-caf::expected<seqtrain_result>
-lay_out_train_result(const std::vector<seqtrain_batch>& batches, const train_plan& plan,
-                     const std::function<sequence_outcome(uint64_t)>& lookup);
+/// Lays out the reply for `batches` (planned as `plan`, parts checked with
+/// `check_parts`); `lookup(seq_idx)` gives each needed sequence's outcome.
+seqtrain_result lay_out_train_result(const std::vector<seqtrain_batch>& batches,
+                                     const train_plan& plan,
+                                     const std::function<sequence_outcome(uint64_t)>& lookup);
 
 } // namespace sprintrt::detail

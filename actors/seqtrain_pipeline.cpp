@@ -127,7 +127,6 @@ void seqtrain_pipeline::complete(const entry_pointer& entry, caf::expected<doubl
     form_hat_y(entry->log_posteriors, entry->hat_y);
   } else {
     entry->failure = std::move(loss.error());
-    entry->hat_y = {};
   }
   // The forwarded batch's storage is freed once all its sequences are done.
   entry->log_posteriors = {};
@@ -167,10 +166,10 @@ const pipeline_entry* seqtrain_pipeline::loss_data(uint64_t seq_idx) const {
   return i != end && (*i)->seq_idx == seq_idx ? i->get() : nullptr;
 }
 
-bool seqtrain_pipeline::keeps(uint64_t seq_idx) const {
+const pipeline_entry* seqtrain_pipeline::kept(uint64_t seq_idx) const {
   auto i = std::lower_bound(entries_.begin(), entries_.end(), seq_idx,
                             [](const entry_pointer& e, uint64_t idx) { return e->seq_idx < idx; });
-  return i != entries_.end() && (*i)->seq_idx == seq_idx;
+  return i != entries_.end() && (*i)->seq_idx == seq_idx ? i->get() : nullptr;
 }
 
 void seqtrain_pipeline::drop_all() {

@@ -51,7 +51,8 @@ struct pipeline_entry {
   stage where = stage::queued;
   /// The loss (+inf when Sprint skipped the sequence), once done.
   double loss = 0;
-  /// Why the computation failed, if it did (then done, without hat_y).
+  /// Why the computation failed, if it did (then done; hat_y holds no
+  /// meaning, but keeps its shape).
   caf::error failure;
   /// Set when the entry left the pipeline before its computation returned
   /// (its range was passed, or its epoch ended): the result is discarded.
@@ -117,8 +118,8 @@ public:
   /// Returns the finished entry of `seq_idx` in the loss data, or null.
   const pipeline_entry* loss_data(uint64_t seq_idx) const;
 
-  /// Returns whether `seq_idx` is kept (in any stage).
-  bool keeps(uint64_t seq_idx) const;
+  /// Returns the kept entry of `seq_idx` (in any stage), or null.
+  const pipeline_entry* kept(uint64_t seq_idx) const;
 
   /// Queue depths.
   size_t forward_queue() const noexcept { return entries_.size() - queued_from_; }

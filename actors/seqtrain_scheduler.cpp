@@ -90,25 +90,23 @@ void try_answer_train(scheduler_pointer self) {
       return;
   st.counters.trainer_wait_ns += nanoseconds(clock::now() - train.arrived);
   ++st.counters.train_requests;
-  caf::expected<seqtrain_result> reply = caf::error{};
+  caf::error failure;
   for (auto seq : train.plan.sequences)
     if (const auto* entry = st.pipeline.loss_data(seq); entry->failure) {
-      reply = with_context("train: sequence " + std::to_string(seq) + " ('" + entry->tag +
-                               "') could not be computed",
-                           entry->failure);
+      failure = with_context("train: sequence " + std::to_string(seq) + " ('" + entry->tag +
+                                 "') could not be computed",
+                             entry->failure);
       break;
     }
-  if (!reply.error())
-    reply = detail::lay_out_train_result(train.batches, train.plan, [&](uint64_t seq) {
-      const auto* entry = st.pipeline.loss_data(seq);
-      return detail::sequence_outcome{entry->loss, &entry->hat_y};
-    });
-  auto promise = std::move(train.promise);
-  st.train.reset();
-  if (reply)
-    promise.deliver(std::move(*reply));
+  if (failure)
+    train.promise.deliver(failure);
   else
-    promise.deliver(std::move(reply.error()));
+    train.promise.deliver(
+        detail::lay_out_train_result(train.batches, train.plan, [&](uint64_t seq) {
+          const auto* entry = st.pipeline.loss_data(seq);
+          return detail::sequence_outcome{entry->loss, &entry->hat_y};
+        }));
+  st.train.reset();
 }
 
 void dispatch(scheduler_pointer self);
@@ -186,13 +184,19 @@ caf::result<seqtrain_result> start_train(scheduler_pointer self,
                                              : pipeline.forward_seq_delay() - 1) +
                           " at once: this request could never be answered");
   for (auto seq : plan->sequences)
-    if (!pipeline.keeps(seq))
+    if (pipeline.kept(seq) == nullptr)
       return make_error(errc::invalid_request,
                         "train: sequence " + std::to_string(seq) + " of " + range +
                             (pipeline.forwarded_any() && seq <= pipeline.last_forwarded()
                                  ? " was not forwarded in this epoch, or was dropped"
                                  : " has not been forwarded yet (forward a batch before "
                                    "training on it)"));
+  auto shape_of = [&](uint64_t seq) {
+    const auto& hat_y = pipeline.kept(seq)->hat_y;
+    return detail::sequence_shape{hat_y.rows, hat_y.cols};
+  };
+  if (auto err = detail::check_parts(batches, *plan, shape_of))
+    return err;
   pipeline.set_range_start(plan->start_seq); // checked above
   auto promise = self->make_response_promise<seqtrain_result>();
   st.train = waiting_train{std::move(batches), std::move(*plan), clock::now(), promise};
@@ -206,7 +210,19 @@ scheduler_behavior(scheduler_pointer self, worker_pool_actor pool, seqtrain_opti
   st.pool = std::move(pool);
   st.options = options;
   st.pipeline = detail::seqtrain_pipeline{options.forward_seq_delay};
-  st.lane_busy.assign(std::max<size_t>(options.max_in_flight, 1), false);
+  if (options.max_in_flight > 0) {
+    st.lane_busy.assign(options.max_in_flight, false);
+  } else {
+    // One lane per worker the pool can have. Until the pool answered there
+    // are no lanes: forwarded sequences wait.
+    self->request(st.pool, caf::infinite, stats_atom::value)
+        .then(
+            [self](pool_stats& stats) {
+              self->state.lane_busy.assign(std::max<uint64_t>(stats.capacity, 1), false);
+              dispatch(self);
+            },
+            [self](caf::error& err) { self->quit(err); });
+  }
   // Bound to its pool: when the pool ends (e.g. at the runtime's shutdown),
   // so does the scheduler, failing a waiting train request.
   self->monitor(st.pool);
@@ -226,8 +242,11 @@ scheduler_behavior(scheduler_pointer self, worker_pool_actor pool, seqtrain_opti
           return make_error(errc::invalid_request,
                             "epoch " + std::to_string(st.pipeline.epoch()) +
                                 " cannot finish while a train request waits");
+        bool was_running = st.pipeline.running();
         auto err = st.pipeline.finish_epoch();
-        st.epoch_ended = clock::now();
+        // The epoch ended (even with leftovers), unless none was running.
+        if (was_running)
+          st.epoch_ended = clock::now();
         if (err)
           return err;
         return current_stats(self);

@@ -68,6 +68,7 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, worker_source 
   auto& st = self->state;
   st.source = std::move(source);
   st.label = std::move(name);
+  st.stats.capacity = st.source.capacity;
   if (st.source.unavailable)
     st.refusal = with_context(st.label, st.source.unavailable);
   else if (st.source.capacity == 0 || !st.source.make)

@@ -24,6 +24,8 @@ using automata_atom = caf::atom_constant<caf::atom("automata")>;
 
 /// Counters of a pool and its workers.
 struct pool_stats {
+  /// The most workers the pool keeps (its worker source's capacity).
+  uint64_t capacity = 0;
   /// Batches answered (successfully or not).
   uint64_t batches = 0;
   /// Segments computed successfully, in batches or alone.
@@ -41,7 +43,8 @@ struct pool_stats {
 /// CAF inspection of `pool_stats`.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pool_stats& x) {
-  return f(x.batches, x.segments, x.failed_segments, x.automata, x.fsa_exports, x.workers);
+  return f(x.capacity, x.batches, x.segments, x.failed_segments, x.automata, x.fsa_exports,
+           x.workers);
 }
 
 /// CAF inspection of `batch_automata`.

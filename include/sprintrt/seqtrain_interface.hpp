@@ -50,9 +50,9 @@ struct seqtrain_options {
   /// The admission bound: `have_space(n)` is exactly
   /// `forward_queue + in_flight + loss_data + n < forward_seq_delay`.
   size_t forward_seq_delay = 5;
-  /// At most this many sequences are computed at once (the pool's number of
-  /// workers: one each).
-  size_t max_in_flight = 1;
+  /// At most this many sequences are computed at once; 0 (the default): the
+  /// pool's capacity, one per worker (the scheduler asks the pool once).
+  size_t max_in_flight = 0;
   /// Record each computation's start and end in the epoch statistics (for
   /// timelines); off by default.
   bool record_timeline = false;
@@ -189,13 +189,13 @@ typename Inspector::result_type inspect(Inspector& f, seqtrain_batch& x) {
 ///   cause; the scheduler stays usable), a second train request while one
 ///   waits.
 /// - `(stats) -> seqtrain_stats`.
-using seqtrain_scheduler_actor =
-    caf::typed_actor<caf::replies_to<epoch_start_atom, uint64_t>::with<bool>,
-                     caf::replies_to<epoch_finish_atom>::with<seqtrain_stats>,
-                     caf::replies_to<have_space_atom, uint64_t>::with<bool>,
-                     caf::replies_to<forward_atom, forward_sequences>::with<uint64_t>,
-                     caf::replies_to<train_atom, std::vector<seqtrain_batch>>::with<seqtrain_result>,
-                     caf::replies_to<stats_atom>::with<seqtrain_stats>>;
+using seqtrain_scheduler_actor = caf::typed_actor<
+    caf::replies_to<epoch_start_atom, uint64_t>::with<bool>,
+    caf::replies_to<epoch_finish_atom>::with<seqtrain_stats>,
+    caf::replies_to<have_space_atom, uint64_t>::with<bool>,
+    caf::replies_to<forward_atom, forward_sequences>::with<uint64_t>,
+    caf::replies_to<train_atom, std::vector<seqtrain_batch>>::with<seqtrain_result>,
+    caf::replies_to<stats_atom>::with<seqtrain_stats>>;
 
 } // namespace sprintrt
 

@@ -9,9 +9,11 @@ using sprintrt::errc;
 using sprintrt::matrix_slice;
 using sprintrt::seqtrain_batch;
 using sprintrt::seqtrain_part;
+using sprintrt::detail::check_parts;
 using sprintrt::detail::lay_out_train_result;
 using sprintrt::detail::plan_train;
 using sprintrt::detail::sequence_outcome;
+using sprintrt::detail::sequence_shape;
 
 namespace {
 
@@ -59,23 +61,22 @@ TEST_CASE("two batches lie side by side; a chunked sequence is charged by its sh
   CHECK(plan->num_frames == 4);
   CHECK(plan->num_columns == 3);
   auto result = lay_out_train_result(batches, *plan, f.lookup());
-  REQUIRE(result);
-  CHECK(result->hat_y.shape() == std::vector<size_t>{4, 3, 2});
-  CHECK(result->loss == std::vector<float>{3.0f, 4.0f, 4.0f});
+  CHECK(result.hat_y.shape() == std::vector<size_t>{4, 3, 2});
+  CHECK(result.loss == std::vector<float>{3.0f, 4.0f, 4.0f});
   // Column 0: sequence 10's rows 0..2, row 3 zero.
-  CHECK(at(*result, 0, 0, 0) == 10.0f);
-  CHECK(at(*result, 2, 0, 1) == 12.1f);
-  CHECK(at(*result, 3, 0, 0) == 0.0f);
+  CHECK(at(result, 0, 0, 0) == 10.0f);
+  CHECK(at(result, 2, 0, 1) == 12.1f);
+  CHECK(at(result, 3, 0, 0) == 0.0f);
   // Column 1: rows 1, 2 hold sequence 11's frames 2, 3.
-  CHECK(at(*result, 0, 1, 0) == 0.0f);
-  CHECK(at(*result, 1, 1, 0) == 22.0f);
-  CHECK(at(*result, 2, 1, 1) == 23.1f);
-  CHECK(at(*result, 3, 1, 1) == 0.0f);
+  CHECK(at(result, 0, 1, 0) == 0.0f);
+  CHECK(at(result, 1, 1, 0) == 22.0f);
+  CHECK(at(result, 2, 1, 1) == 23.1f);
+  CHECK(at(result, 3, 1, 1) == 0.0f);
   // Column 2 (batch 1, slice 0): sequence 11's frames 0, 1; rows 2, 3 zero.
-  CHECK(at(*result, 0, 2, 0) == 20.0f);
-  CHECK(at(*result, 1, 2, 1) == 21.1f);
-  CHECK(at(*result, 2, 2, 0) == 0.0f);
-  CHECK(at(*result, 3, 2, 1) == 0.0f);
+  CHECK(at(result, 0, 2, 0) == 20.0f);
+  CHECK(at(result, 1, 2, 1) == 21.1f);
+  CHECK(at(result, 2, 2, 0) == 0.0f);
+  CHECK(at(result, 3, 2, 1) == 0.0f);
 }
 
 TEST_CASE("parts in one slice add their losses; a skipped sequence is +inf") {
@@ -92,13 +93,12 @@ TEST_CASE("parts in one slice add their losses; a skipped sequence is +inf") {
   auto plan = plan_train(batches);
   REQUIRE(plan);
   auto result = lay_out_train_result(batches, *plan, f.lookup());
-  REQUIRE(result);
   // 6 * 2/4 + 5 * 2/2.
-  CHECK(result->loss == std::vector<float>{8.0f, INFINITY});
-  CHECK(at(*result, 1, 0, 0) == 1.0f);
-  CHECK(at(*result, 2, 0, 0) == 100.0f);
-  CHECK(at(*result, 3, 0, 0) == 101.0f);
-  CHECK(at(*result, 1, 1, 0) == 201.0f);
+  CHECK(result.loss == std::vector<float>{8.0f, INFINITY});
+  CHECK(at(result, 1, 0, 0) == 1.0f);
+  CHECK(at(result, 2, 0, 0) == 100.0f);
+  CHECK(at(result, 3, 0, 0) == 101.0f);
+  CHECK(at(result, 1, 1, 0) == 201.0f);
 }
 
 TEST_CASE("malformed train batches are refused naming batch and part") {
@@ -122,22 +122,23 @@ TEST_CASE("malformed train batches are refused naming batch and part") {
 }
 
 TEST_CASE("a part beyond its sequence's frames or of another width is refused") {
-  fixture f;
-  f.data[1] = {1.0, hat_y(2, 3, 0)};
-  f.data[2] = {1.0, hat_y(5, 4, 0)};
+  std::map<uint64_t, sequence_shape> shapes{{1, {2, 3}}, {2, {5, 4}}};
+  auto shape_of = [&](uint64_t seq) { return shapes.at(seq); };
   std::vector<seqtrain_batch> too_long{{5, 1, {seqtrain_part{1, 0, 0, 0, 3}}}};
   auto plan = plan_train(too_long);
   REQUIRE(plan);
-  auto result = lay_out_train_result(too_long, *plan, f.lookup());
-  REQUIRE_FALSE(result);
-  CHECK(sprintrt::error_message(result.error()) ==
+  auto err = check_parts(too_long, *plan, shape_of);
+  CHECK(err == errc::invalid_input);
+  CHECK(sprintrt::error_message(err) ==
         "train: batch 0, part 0 (sequence 1): frames [0, 3) exceed the sequence's 2 frames");
   std::vector<seqtrain_batch> widths{
       {5, 2, {seqtrain_part{1, 0, 0, 0, 2}, seqtrain_part{2, 1, 0, 0, 5}}}};
   plan = plan_train(widths);
   REQUIRE(plan);
-  result = lay_out_train_result(widths, *plan, f.lookup());
-  REQUIRE_FALSE(result);
-  CHECK(sprintrt::error_message(result.error()) ==
+  CHECK(sprintrt::error_message(check_parts(widths, *plan, shape_of)) ==
         "train: batch 0, part 1 (sequence 2): the sequence has 4 classes, sequence 1 has 3");
+  std::vector<seqtrain_batch> fine{{5, 1, {seqtrain_part{2, 0, 0, 1, 5}}}};
+  plan = plan_train(fine);
+  REQUIRE(plan);
+  CHECK_FALSE(check_parts(fine, *plan, shape_of));
 }

@@ -159,8 +159,8 @@ TEST_CASE("a range start drops older sequences in every stage; their results are
   // [0 | 1, 2 | 3, 4]: starting at 2 drops 0 (loss data) and 1 (computing).
   REQUIRE_FALSE(p.set_range_start(2));
   CHECK(e1->dropped);
-  CHECK(p.keeps(2));
-  CHECK_FALSE(p.keeps(1));
+  CHECK(p.kept(2) != nullptr);
+  CHECK(p.kept(1) == nullptr);
   // 2 had finished behind 1: now nothing holds it back.
   CHECK(p.loss_data() == 1);
   CHECK(p.in_flight() == 0);

@@ -1,5 +1,8 @@
 #include "actors/pool_registry.hpp"
 
+#include <algorithm>
+
+#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
@@ -27,7 +30,15 @@ worker_pool_actor pool_registry::own_pool(worker_source source, std::string name
     name = "pool " + std::to_string(created_);
   ++created_;
   auto pool = spawn_worker_pool(system_, std::move(source), std::move(name));
-  own_pools_.push_back(pool);
+  // Forget pools that ended (an actor_addr that no longer converts to a
+  // strong pointer), so that a trainer making pool after pool does not grow
+  // this list.
+  own_pools_.erase(std::remove_if(own_pools_.begin(), own_pools_.end(),
+                                  [](const caf::actor_addr& addr) {
+                                    return !caf::actor_cast<caf::strong_actor_ptr>(addr);
+                                  }),
+                   own_pools_.end());
+  own_pools_.push_back(pool.address());
   return pool;
 }
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include <caf/actor_addr.hpp>
 #include <caf/fwd.hpp>
 
 #include "sprintrt/options.hpp"
@@ -33,7 +34,9 @@ public:
   worker_pool_actor pool(const sprint_options& opts);
 
   /// Returns a new pool of its own whose workers come from `source`; `name`
-  /// labels it ("pool N", numbered with the shared pools, when empty).
+  /// labels it ("pool N", numbered with the shared pools, when empty). The
+  /// registry does not keep it alive: it lives while someone holds its
+  /// handle (CAF ends an actor nobody can reach), or until `stop_all`.
   worker_pool_actor own_pool(worker_source source, std::string name);
 
   /// Stops every pool (and so every worker and child); forgets them.
@@ -45,8 +48,9 @@ private:
   mutable std::mutex mutex_;
   /// Keyed by the canonical JSON of the options: equal options, equal keys.
   std::map<std::string, worker_pool_actor> pools_;
-  /// Pools made by `own_pool`.
-  std::vector<worker_pool_actor> own_pools_;
+  /// Pools made by `own_pool`, weakly: to stop them at the end without
+  /// keeping those nobody uses any more alive until then.
+  std::vector<caf::actor_addr> own_pools_;
   /// Pools made so far, for their default names.
   size_t created_ = 0;
 };

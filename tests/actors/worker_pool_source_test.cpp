@@ -3,16 +3,19 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/blocking_ask.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 
@@ -94,23 +97,13 @@ batch uniform_batch(size_t max_frames, std::vector<int64_t> lengths) {
 /// Asks `pool` for `b` and waits.
 caf::expected<batch_result> compute(caf::actor_system& system, const worker_pool_actor& pool,
                                     batch b) {
-  caf::scoped_actor self{system};
-  caf::expected<batch_result> out{make_error(errc::cancelled, "no reply")};
-  self->request(pool, caf::infinite, compute_atom::value, std::move(b))
-      .receive([&](batch_result& r) { out = std::move(r); },
-               [&](caf::error& err) { out = std::move(err); });
-  return out;
+  return detail::blocking_ask<batch_result>(system, pool, compute_atom::value, std::move(b));
 }
 
 /// Asks `pool` for `x...` and waits.
 template <class Result, class... Ts>
 caf::expected<Result> ask(caf::actor_system& system, const worker_pool_actor& pool, Ts... xs) {
-  caf::scoped_actor self{system};
-  caf::expected<Result> out{make_error(errc::cancelled, "no reply")};
-  self->request(pool, caf::infinite, std::move(xs)...)
-      .receive([&](Result& r) { out = std::move(r); },
-               [&](caf::error& err) { out = std::move(err); });
-  return out;
+  return detail::blocking_ask<Result>(system, pool, std::move(xs)...);
 }
 
 } // namespace
@@ -247,4 +240,18 @@ TEST_CASE("pools of their own are named in order and stopped at shutdown") {
   // Returns only once every actor is done: a pool left running would hang.
   rt.shutdown();
   CHECK(rt.system().registry().running() == 0);
+}
+
+TEST_CASE("a pool of its own that nobody holds any more ends, and its workers with it") {
+  auto log = std::make_shared<worker_log>();
+  sprint_runtime rt;
+  {
+    auto pool = rt.pool(test_source(log, 2));
+    REQUIRE(compute(rt.system(), pool, uniform_batch(2, {2, 1})));
+    CHECK(log->alive == 2);
+  }
+  // CAF ends an actor nobody can reach; the registry holds pools weakly.
+  for (int i = 0; i < 10000 && log->alive > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  CHECK(log->alive == 0);
 }

@@ -14,7 +14,6 @@
 #include "actors/pool_batches.hpp"
 
 #include <algorithm>
-#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <deque>
@@ -27,6 +26,7 @@
 #include "actors/batch_checks.hpp"
 #include "actors/pool_kinds.hpp"
 #include "actors/pool_singles.hpp"
+#include "common/float_loss.hpp"
 #include "sprintrt/error.hpp"
 
 namespace sprintrt::detail {
@@ -34,16 +34,6 @@ namespace sprintrt::detail {
 namespace {
 
 using clock = std::chrono::steady_clock;
-
-/// A loss as the float32 the result holds: beyond float range is +-inf
-/// (converting it directly would be undefined).
-float to_float_loss(double loss) {
-  if (loss > FLT_MAX)
-    return INFINITY;
-  if (loss < -FLT_MAX)
-    return -INFINITY;
-  return static_cast<float>(loss);
-}
 
 /// A segment of a streamed request, waiting in its worker's list or sent:
 /// counted in that worker's load until answered.

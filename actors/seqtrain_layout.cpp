@@ -1,9 +1,10 @@
 #include "actors/seqtrain_layout.hpp"
 
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <cstring>
+
+#include "common/float_loss.hpp"
 
 namespace sprintrt::detail {
 
@@ -16,15 +17,6 @@ caf::error invalid(std::string what) {
 std::string part_name(size_t batch, size_t part, const seqtrain_part& p) {
   return "batch " + std::to_string(batch) + ", part " + std::to_string(part) + " (sequence " +
          std::to_string(p.seq_idx) + ")";
-}
-
-/// A loss as float32: beyond float range is +-inf.
-float to_float(double x) {
-  if (x > FLT_MAX)
-    return INFINITY;
-  if (x < -FLT_MAX)
-    return -INFINITY;
-  return static_cast<float>(x);
 }
 
 } // namespace
@@ -112,7 +104,7 @@ seqtrain_result lay_out_train_result(const std::vector<seqtrain_batch>& batches,
   }
   result.loss.reserve(loss.size());
   for (double x : loss)
-    result.loss.push_back(to_float(x));
+    result.loss.push_back(to_float_loss(x));
   return result;
 }
 

@@ -35,9 +35,9 @@
 /// - `loss-type`: `float` (a Python float) or `numpy-float32` [float].
 /// - `name`: the child name in the `init` reply [sprint-sim].
 /// - `log-level`: trace, debug, info, warn, error, critical, off [warn].
-/// - `fault` (the process only, like the three below): none, crash, hang, garbage, exit-at-start,
-/// no-init-reply,
-///   bad-version [none] (see `fault_injection.hpp`).
+/// - `fault` (the process only, like the three below): none, crash, hang,
+///   garbage, exit-at-start, no-init-reply, bad-version [none] (see
+///   `fault_injection.hpp`).
 /// - `fault-after`: loss/FSA requests answered before crash, hang or garbage
 ///   fire [0].
 /// - `crash-segment`: crash whenever this segment is requested.

@@ -57,12 +57,26 @@ public:
   seqtrain_client(const seqtrain_client&) = delete;
   seqtrain_client& operator=(const seqtrain_client&) = delete;
 
-  /// See `seqtrain_scheduler_actor` for each call's meaning and errors.
+  // Each call is one message of `seqtrain_scheduler_actor`, whose comment
+  // gives the details and every error.
+
+  /// Starts epoch `epoch` with empty queues.
   caf::error start_epoch(uint64_t epoch);
+
+  /// Ends the epoch; its statistics, or an error naming what was left.
   caf::expected<seqtrain_stats> finish_epoch();
+
+  /// Whether `num_seqs` more sequences may be forwarded now.
   caf::expected<bool> have_space(uint64_t num_seqs);
+
+  /// Queues forwarded sequences for computation.
   caf::error forward(forward_sequences sequences);
+
+  /// Declares the current batches; waits for and returns their loss and
+  /// hat_y.
   caf::expected<seqtrain_result> train(std::vector<seqtrain_batch> batches);
+
+  /// The scheduler's counters and queue depths now.
   caf::expected<seqtrain_stats> stats();
 
   /// Returns the scheduler's actor handle.

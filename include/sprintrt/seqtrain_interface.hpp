@@ -77,17 +77,25 @@ struct forward_sequences {
 /// seq_start_frame)) of column `batch_slice` of its batch. A sequence trained
 /// in chunks has one part per chunk.
 struct seqtrain_part {
+  /// The sequence (as forwarded).
   uint64_t seq_idx = 0;
+  /// The batch column it goes to, below the batch's `num_slices`.
   uint64_t batch_slice = 0;
+  /// The first batch row it fills.
   uint64_t batch_frame_offset = 0;
+  /// Its frames of the sequence: [seq_start_frame, seq_end_frame), not
+  /// empty, within the sequence.
   uint64_t seq_start_frame = 0;
   uint64_t seq_end_frame = 0;
 };
 
 /// A training batch: `num_frames` x `num_slices`, and the parts in it.
 struct seqtrain_batch {
+  /// Rows (time frames) of the batch.
   uint64_t num_frames = 0;
+  /// Columns (slices) of the batch.
   uint64_t num_slices = 0;
+  /// What goes where; columns without a part stay zero.
   std::vector<seqtrain_part> parts;
 };
 

@@ -143,7 +143,7 @@ int run(const demo_options& cli) {
   demo_model_config model_config;
   model_config.features = task_config.features;
   model_config.hidden = cli.hidden;
-  model_config.classes = task_config.labels + 1;
+  model_config.classes = task.classes;
   model_config.seed = cli.seed;
   demo_model model{model_config};
   // The current batch and up to three ahead (see --forward-delay): workers

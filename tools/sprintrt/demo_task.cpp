@@ -82,6 +82,7 @@ demo_task make_demo_task(const demo_task_config& config) {
   uint32_t labels = config.labels + config.labels % 2;
   auto prototypes = make_prototypes(config, labels, gen);
   demo_task task;
+  task.classes = labels + 1;
   for (size_t i = 0; i < config.train_segments; ++i)
     task.train.push_back(
         make_segment("demo/train/seg-" + std::to_string(i), config, labels, prototypes, gen));

@@ -63,6 +63,9 @@ struct demo_task_config {
 struct demo_task {
   std::vector<demo_segment> train;
   std::vector<demo_segment> heldout;
+  /// The classes a model needs: the labels (`labels` rounded up to an even
+  /// number) plus the blank.
+  size_t classes = 0;
 };
 
 /// Makes the task (deterministic for a configuration).

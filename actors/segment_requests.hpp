@@ -82,6 +82,14 @@ struct segment_request {
   void fail(const caf::error& err);
 };
 
+/// How a worker named `worker` names a request (anything with `command()`
+/// and `segment()`) in front of its errors: "worker 2:
+/// get_loss_and_error_signal of segment 'x'".
+template <class Request>
+std::string request_context(const std::string& worker, const Request& req) {
+  return worker + ": " + std::string{req.command()} + " of segment '" + req.segment() + "'";
+}
+
 /// Checks that a job names a segment and that its slices are valid and of
 /// the same shape. Errors are `invalid_input` naming the segment.
 caf::error check_job(const segment_job& job);

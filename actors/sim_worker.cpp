@@ -88,22 +88,16 @@ std::string exception_text(const caf::error& err) {
   return text;
 }
 
-/// "sim worker 2: get_loss_and_error_signal of segment 'x'": the context
-/// the real worker puts in front of a failed request's error.
-std::string context_of(const sim_worker_state& st, const queued_request& req) {
-  return st.label + ": " + std::string{req.command()} + " of segment '" + req.segment() + "'";
-}
-
 /// The injected failure for `req`, if any.
 caf::error injected_failure(const sim_worker_state& st, const queued_request& req) {
   const auto& behavior = st.setup->behavior;
   if (behavior.fail_request != 0 && req.number == behavior.fail_request)
     return make_error(errc::child_failed,
-                      context_of(st, req) + ": request " + std::to_string(req.number) +
+                      request_context(st.label, req) + ": request " + std::to_string(req.number) +
                           " fails on purpose (sim_worker_behavior::fail_request)");
   if (!behavior.fail_segment.empty() && req.segment() == behavior.fail_segment)
     return make_error(errc::child_failed,
-                      context_of(st, req) +
+                      request_context(st.label, req) +
                           ": the segment fails on purpose (sim_worker_behavior::fail_segment)");
   return {};
 }
@@ -127,7 +121,7 @@ caf::expected<double> compute_loss(sim_worker_state& st, const queued_request& r
       out.row(0), rows, cols, strided{static_cast<Eigen::Index>(out.row_stride)}};
   auto result = st.criterion->loss_and_error_signal(job.segment, input, error_signal);
   if (!result)
-    return with_context(context_of(st, req),
+    return with_context(request_context(st.label, req),
                         make_error(errc::child_exception, exception_text(result.error())));
   double loss = result->loss;
   // sprint-sim sends a numpy.float32 for loss-type=numpy-float32: the
@@ -136,7 +130,7 @@ caf::expected<double> compute_loss(sim_worker_state& st, const queued_request& r
     loss = static_cast<double>(static_cast<float>(loss));
   // The parent refuses these as no loss at all (protocol::decode_loss_reply).
   if (std::isnan(loss) || loss == -std::numeric_limits<double>::infinity())
-    return with_context(context_of(st, req),
+    return with_context(request_context(st.label, req),
                         make_error(errc::invalid_message,
                                    std::string{"reply to get_loss_and_error_signal: loss is "} +
                                        (std::isnan(loss) ? "NaN" : "-inf")));
@@ -148,7 +142,7 @@ caf::expected<segment_fsa> export_fsa(sim_worker_state& st, const queued_request
                                       const std::string& segment) {
   auto automaton = st.criterion->cached_fsa(segment);
   if (!automaton)
-    return with_context(context_of(st, req),
+    return with_context(request_context(st.label, req),
                         make_error(errc::child_exception, exception_text(automaton.error())));
   const sim::fsa& exported = **automaton;
   segment_fsa result;

@@ -238,8 +238,7 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
   auto what = describe_down(down);
   auto error_for = [&](const pending_request& req) {
     return make_error(cause == errc::timeout ? errc::timeout : errc::child_failed,
-                      st.label + ": " + std::string{req.command()} + " of segment '" +
-                          req.segment() + "': " + what);
+                      request_context(st.label, req) + ": " + what);
   };
   if (st.in_flight) {
     auto req = std::move(*st.in_flight);
@@ -306,8 +305,7 @@ void on_request_reply(worker_pointer self, const protocol::value& msg) {
   st.current = phase::idle;
   st.stats.busy_ns +=
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - req.sent_at).count();
-  auto context =
-      st.label + ": " + std::string{req.command()} + " of segment '" + req.segment() + "'";
+  auto context = request_context(st.label, req);
   if (req.is_loss()) {
     auto& loss_req = std::get<loss_request>(req.what);
     auto loss = store_loss_reply(msg, loss_req.job);

@@ -63,7 +63,8 @@ public:
   worker_pool_actor pool(worker_source source, std::string name = {});
 
   /// Returns the default source for `opts`: Sprint child processes started
-  /// from the options, `numInstances` of them, on this runtime's io thread.
+  /// from the options, `numInstances` of them, on this runtime's io thread
+  /// (so use it for pools of this runtime only, while it lives).
   worker_source child_process_source(const sprint_options& opts);
 
   /// Stops every pool and worker, waits until all actors are done, then

@@ -181,7 +181,7 @@ TEST_CASE("a pool makes no more workers than its source's capacity") {
     reply.receive([&](double loss) { losses.push_back(loss); },
                   [&](caf::error& err) {
                     losses.push_back(-1);
-                    INFO(render(err));
+                    FAIL_CHECK(render(err));
                   });
   CHECK(losses == std::vector<double>{1.25, 2.25, 3.25, 4.25, 5.25});
   CHECK(log->made == 2);

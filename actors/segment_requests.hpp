@@ -7,6 +7,8 @@
 /// output slice), and describing how a child ended for error messages.
 
 #include <cstdint>
+#include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -88,6 +90,19 @@ struct segment_request {
 template <class Request>
 std::string request_context(const std::string& worker, const Request& req) {
   return worker + ": " + std::string{req.command()} + " of segment '" + req.segment() + "'";
+}
+
+/// Fails the request in flight (if any) and every queued one with `err`, and
+/// forgets them: how a worker that stops or ends answers what it holds.
+template <class Request>
+void fail_pending(std::optional<Request>& in_flight, std::deque<Request>& queue,
+                  const caf::error& err) {
+  if (in_flight)
+    in_flight->fail(err);
+  in_flight.reset();
+  for (auto& req : queue)
+    req.fail(err);
+  queue.clear();
 }
 
 /// Checks that a job names a segment and that its slices are valid and of

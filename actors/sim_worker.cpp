@@ -64,11 +64,7 @@ struct sim_worker_state {
   ~sim_worker_state() {
     // The worker normally ends with nothing pending (stop and die answer or
     // hand back everything); if it ended otherwise, nobody may wait forever.
-    auto gone = make_error(errc::cancelled, label + " terminated");
-    if (in_flight)
-      in_flight->fail(gone);
-    for (auto& req : queue)
-      req.fail(gone);
+    fail_pending(in_flight, queue, make_error(errc::cancelled, label + " terminated"));
   }
 };
 
@@ -232,13 +228,7 @@ bool dies_at_arrival(sim_worker_pointer self) {
   // pool, see a worker that is gone. (Skipping this one instead would leave
   // the actor unfinished until another message arrived: CAF 0.17 finalizes
   // a quitting actor only after it consumed a message.)
-  auto gone = worker_gone();
-  if (st.in_flight)
-    st.in_flight->fail(gone);
-  st.in_flight.reset();
-  for (auto& queued : st.queue)
-    queued.fail(gone);
-  st.queue.clear();
+  fail_pending(st.in_flight, st.queue, worker_gone());
   auto reason = make_error(errc::child_failed, st.label + " died at its request " +
                                                    std::to_string(st.received) +
                                                    " (sim_worker_behavior::die_at_request)");
@@ -257,13 +247,8 @@ void enqueue(sim_worker_pointer self, segment_request request) {
 /// Fails everything pending with `cancelled` and terminates.
 void stop(sim_worker_pointer self, const caf::error& reason) {
   auto& st = self->state;
-  auto cancelled = make_error(errc::cancelled, st.label + " stopped before serving the request");
-  if (st.in_flight)
-    st.in_flight->fail(cancelled);
-  st.in_flight.reset();
-  for (auto& req : st.queue)
-    req.fail(cancelled);
-  st.queue.clear();
+  fail_pending(st.in_flight, st.queue,
+               make_error(errc::cancelled, st.label + " stopped before serving the request"));
   self->quit(reason);
 }
 

@@ -120,10 +120,7 @@ struct worker_state {
     // was answered. If it ended otherwise (an untrappable exit, an
     // exception), nobody may wait forever and the child must not outlive it.
     auto gone = make_error(errc::cancelled, label + " terminated");
-    if (in_flight)
-      in_flight->fail(gone);
-    for (auto& req : queue)
-      req.fail(gone);
+    fail_pending(in_flight, queue, gone);
     for (auto& promise : stop_promises)
       promise.deliver(gone);
     if (channel && current != phase::down)
@@ -371,13 +368,8 @@ void begin_stop(worker_pointer self, caf::error reason) {
   if (st.current == phase::stopping)
     return;
   st.exit_reason = std::move(reason);
-  auto cancelled = make_error(errc::cancelled, st.label + " stopped before serving the request");
-  if (st.in_flight)
-    st.in_flight->fail(cancelled);
-  st.in_flight.reset();
-  for (auto& req : st.queue)
-    req.fail(cancelled);
-  st.queue.clear();
+  fail_pending(st.in_flight, st.queue,
+               make_error(errc::cancelled, st.label + " stopped before serving the request"));
   if (!st.channel || st.current == phase::down) {
     for (auto& promise : st.stop_promises)
       promise.deliver(int32_t{0});

@@ -4,6 +4,12 @@
 
 #include <signal.h>
 
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "protocol/messages.hpp"
 #include "protocol/pickle_reader.hpp"
 
@@ -120,4 +126,28 @@ TEST_CASE("a segment request knows its kind, segment, weight and command") {
   CHECK(fsa.segment() == "corpus/rec/seg-7");
   CHECK(fsa.frames() == 0);
   CHECK(fsa.command() == "export_allophone_state_fsa_by_segment_name");
+}
+
+namespace {
+
+/// A request that records the error it was failed with.
+struct recorded_request {
+  std::shared_ptr<std::vector<std::string>> log;
+  std::string name;
+  void fail(const caf::error& err) { log->push_back(name + ": " + sprintrt::render(err)); }
+};
+
+} // namespace
+
+TEST_CASE("fail_pending fails the request in flight, then the queue in order, and forgets them") {
+  auto log = std::make_shared<std::vector<std::string>>();
+  std::optional<recorded_request> in_flight = recorded_request{log, "a"};
+  std::deque<recorded_request> queue{{log, "b"}, {log, "c"}};
+  sprintrt::fail_pending(in_flight, queue, sprintrt::make_error(errc::cancelled, "stopped"));
+  CHECK(*log == std::vector<std::string>{"a: cancelled: stopped", "b: cancelled: stopped",
+                                         "c: cancelled: stopped"});
+  CHECK_FALSE(in_flight);
+  CHECK(queue.empty());
+  sprintrt::fail_pending(in_flight, queue, sprintrt::make_error(errc::cancelled, "again"));
+  CHECK(log->size() == 3);
 }

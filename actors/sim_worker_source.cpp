@@ -12,7 +12,7 @@
 
 #include "actors/sim_worker.hpp"
 #include "runtime/child_environment.hpp"
-#include "runtime/shell_words.hpp"
+#include "runtime/sprint_args.hpp"
 #include "sim/corpus.hpp"
 #include "sim/sprint_sim_config.hpp"
 
@@ -26,12 +26,8 @@ namespace {
 /// expanded against this process's environment changed by the options'
 /// `env` (see runtime/child_environment.hpp).
 std::vector<std::string> expanded_parameters(const sprint_options& opts) {
-  auto lookup = runtime::environment_lookup(runtime::child_environment(opts.env, environ));
-  std::vector<std::string> args;
-  args.reserve(opts.sprint_config.size());
-  for (const auto& word : opts.sprint_config)
-    args.push_back(runtime::expand_word(word, lookup));
-  return args;
+  return runtime::expand_sprint_config(
+      opts, runtime::environment_lookup(runtime::child_environment(opts.env, environ)));
 }
 
 } // namespace

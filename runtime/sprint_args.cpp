@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <cstdlib>
+#include <utility>
 
 namespace sprintrt::runtime {
 
@@ -67,9 +68,18 @@ std::vector<std::string> build_sprint_args(const sprint_options& opts, int c2p_f
     args.push_back("--*.python-segment-order-config=" + config);
     args.push_back("--*.python-segment-order-allow-copy=false");
   }
-  for (const auto& word : opts.sprint_config)
-    args.push_back(expand_word(word, lookup));
+  for (auto& word : expand_sprint_config(opts, lookup))
+    args.push_back(std::move(word));
   return args;
+}
+
+std::vector<std::string> expand_sprint_config(const sprint_options& opts,
+                                              const env_lookup& lookup) {
+  std::vector<std::string> words;
+  words.reserve(opts.sprint_config.size());
+  for (const auto& word : opts.sprint_config)
+    words.push_back(expand_word(word, lookup));
+  return words;
 }
 
 } // namespace sprintrt::runtime

@@ -27,6 +27,11 @@ std::string pymod_config_string(const sprint_options& opts, int c2p_fd, int p2c_
 /// otherwise ("1e-05", "1.5e+16").
 std::string python_float_text(double value);
 
+/// The words of `sprintConfigStr` with their variables expanded by `lookup`,
+/// each word one argument (see `expand_word`): the end of a child's
+/// argument vector, and what in-process simulated workers parse.
+std::vector<std::string> expand_sprint_config(const sprint_options& opts, const env_lookup& lookup);
+
 /// The full argument vector of a Sprint child, `argv[0]` (the executable)
 /// first, in the order of PROTOCOL.md section 1: the PythonControl flags, the
 /// five segment-order flags if `use_python_segment_order`, then the words of

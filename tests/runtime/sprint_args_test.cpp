@@ -138,3 +138,10 @@ TEST_CASE("variables the options set or unset expand as the child sees them") {
   CHECK(build_sprint_args(opts, 7, 4, lookup) ==
         with_words({"--*.corpus.file=/data/corpus.txt", "--home="}));
 }
+
+TEST_CASE("expand_sprint_config gives the expanded sprintConfigStr words alone") {
+  const auto opts = options(R"({"sprintExecPath": "/opt/rasr/nn-trainer",
+    "sprintConfigStr": "--config=${CONF_DIR}/x.config '--q=$A' --a=$A"})");
+  CHECK(expand_sprint_config(opts, fixed_env) ==
+        std::vector<std::string>{"--config=/conf/x.config", "--q=$A", "--a=1"});
+}

@@ -130,7 +130,7 @@ epoch_figures run_epoch(seqtrain_client& sched, const seqtrain_bench_options& o,
 nlohmann::json measure_row(sprint_runtime& rt, worker_pool_actor pool, const std::string& source,
                            const std::string& lookahead, size_t delay,
                            const seqtrain_bench_options& o) {
-  seqtrain_client sched{rt, std::move(pool), {delay, o.workers, false}};
+  seqtrain_client sched{rt, std::move(pool), {delay}}; // one lane per worker
   run_epoch(sched, o, 0);
   std::vector<double> epochs, waits, utilizations;
   double trainer_us = 0;

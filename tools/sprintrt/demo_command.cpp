@@ -173,7 +173,6 @@ int run(const demo_options& cli) {
     return fail(pool.error());
   seqtrain_options sched_opts;
   sched_opts.forward_seq_delay = delay;
-  sched_opts.max_in_flight = cli.workers;
   sched_opts.record_timeline = !cli.report_dir.empty();
   seqtrain_client scheduler{rt, *pool, sched_opts};
   demo_trainer trainer{model, task.train, scheduler, cli.batch_size, cli.learning_rate, cli.seed};

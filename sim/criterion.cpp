@@ -3,10 +3,25 @@
 #include <cassert>
 #include <utility>
 
+#include "sim/input_checks.hpp"
+
 namespace sprintrt::sim {
 
-criterion::criterion(corpus segments, std::shared_ptr<const topology> automaton_topology)
-    : corpus_(std::move(segments)), topology_(std::move(automaton_topology)) {
+std::string_view to_string(criterion_kind kind) noexcept {
+  return kind == criterion_kind::zero ? "zero" : "full-sum";
+}
+
+std::optional<criterion_kind> parse_criterion_kind(std::string_view text) noexcept {
+  if (text == "full-sum")
+    return criterion_kind::full_sum;
+  if (text == "zero")
+    return criterion_kind::zero;
+  return std::nullopt;
+}
+
+criterion::criterion(corpus segments, std::shared_ptr<const topology> automaton_topology,
+                     criterion_kind kind)
+    : corpus_(std::move(segments)), topology_(std::move(automaton_topology)), kind_(kind) {
   assert(topology_ != nullptr);
 }
 
@@ -25,6 +40,16 @@ caf::expected<const fsa*> criterion::cached_fsa(std::string_view segment) {
 caf::expected<full_sum_result>
 criterion::loss_and_error_signal(std::string_view segment, const log_posteriors_ref& log_posteriors,
                                  error_signal_ref error_signal) {
+  if (kind_ == criterion_kind::zero) {
+    // The same input checks as the full-sum's, minus those that need the FSA.
+    if (auto err = check_log_posteriors(segment, log_posteriors))
+      return err;
+    if (auto err =
+            check_output_shape(segment, log_posteriors, error_signal.rows(), error_signal.cols()))
+      return err;
+    error_signal.setZero();
+    return full_sum_result{0.0, false};
+  }
   auto automaton = cached_fsa(segment);
   if (!automaton)
     return std::move(automaton.error());

@@ -5,10 +5,15 @@
 /// protocol's `get_loss_and_error_signal` and
 /// `export_allophone_state_fsa_by_segment_name` commands, from a corpus and a
 /// topology.
+///
+/// Thread safety: none; a criterion caches FSAs and holds the full-sum's
+/// workspace, so keep one per worker (thread or actor).
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,14 +27,36 @@
 
 namespace sprintrt::sim {
 
+/// What `get_loss_and_error_signal` computes (`--*.criterion=`).
+enum class criterion_kind : uint8_t {
+  /// `full-sum`: the segment's full-sum loss and error signal (the default).
+  full_sum,
+  /// `zero`: loss 0 and an all-zero error signal of the posteriors' shape, for
+  /// transport-only benchmarks. The posteriors are still checked (shape, NaN,
+  /// +inf) and the reply still has full size, but no FSA is built or run, so
+  /// the segment is not looked up: an unknown segment gets loss 0 too. FSA
+  /// exports and alignments still use the corpus and topology as usual.
+  zero,
+};
+
+/// Returns the parameter value of `kind`: "full-sum" or "zero".
+std::string_view to_string(criterion_kind kind) noexcept;
+
+/// Parses "full-sum" or "zero" (exactly, as `to_string` writes them).
+std::optional<criterion_kind> parse_criterion_kind(std::string_view text) noexcept;
+
 /// Looks segments up in a corpus, builds their FSAs with a topology (once per
 /// segment: FSAs are cached) and runs the full-sum or Viterbi on them. One per
 /// simulated worker; not thread-safe.
 class criterion {
 public:
   /// A criterion over `segments` whose FSAs `automaton_topology` builds; it
-  /// must not be null.
-  criterion(corpus segments, std::shared_ptr<const topology> automaton_topology);
+  /// must not be null. `kind` selects what loss requests compute.
+  criterion(corpus segments, std::shared_ptr<const topology> automaton_topology,
+            criterion_kind kind = criterion_kind::full_sum);
+
+  /// Returns what loss requests compute.
+  criterion_kind kind() const noexcept { return kind_; }
 
   /// Returns the corpus.
   const corpus& segments() const noexcept { return corpus_; }
@@ -40,7 +67,9 @@ public:
   /// The protocol's `get_loss_and_error_signal`: the full-sum loss of
   /// `segment` over `log_posteriors` [T, D], its error signal written into
   /// `error_signal` [T, D]. Errors: `unknown_segment`, the topology's errors
-  /// and the full-sum's (`full_sum_engine::loss_and_error_signal`).
+  /// and the full-sum's (`full_sum_engine::loss_and_error_signal`). With
+  /// `criterion_kind::zero`: loss 0 and zeros for any segment, known or not,
+  /// after the posteriors' and the output's checks (`invalid_input`).
   caf::expected<full_sum_result> loss_and_error_signal(std::string_view segment,
                                                        const log_posteriors_ref& log_posteriors,
                                                        error_signal_ref error_signal);
@@ -62,6 +91,7 @@ public:
 private:
   corpus corpus_;
   std::shared_ptr<const topology> topology_;
+  criterion_kind kind_;
   std::map<std::string, fsa, std::less<>> fsas_;
   full_sum_engine engine_;
   viterbi_aligner aligner_;

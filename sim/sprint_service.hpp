@@ -12,7 +12,8 @@
 ///   the parent's (it compares the version in our reply), and an answer gives
 ///   it a clear error where silence would give it a timeout.
 /// - `get_loss_and_error_signal`: ("ok", loss, error_signal[T, D]) from the
-///   criterion's full-sum (loss +inf and zeros for a skipped segment).
+///   criterion's full-sum (loss +inf and zeros for a skipped segment), or
+///   loss 0 and zeros for any segment with `criterion_kind::zero`.
 /// - `export_allophone_state_fsa_by_segment_name`: ("ok", num_states,
 ///   num_edges, edges[3*E], weights[E]) of the criterion's FSA.
 /// - `exit`: no reply; the caller exits.

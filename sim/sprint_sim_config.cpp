@@ -277,6 +277,8 @@ private:
   outcome apply_criterion(const argument& arg) {
     if (arg.name == "corpus")
       return assign(arg, config_.corpus_path, non_empty, "expected a file name");
+    if (arg.name == "criterion")
+      return assign(arg, config_.criterion, parse_criterion_kind, "expected full-sum or zero");
     if (arg.name == "topology")
       return assign(arg, config_.topology, parse_topology, "expected ctc or hmm");
     if (arg.name == "blank-index") {

@@ -23,6 +23,10 @@
 ///   `python-segment-order-pymod-name`, `python-segment-order-config`,
 ///   `python-segment-order-allow-copy` (bool): accepted, ignored.
 /// - `corpus`: required, the corpus file (see `corpus.hpp`).
+/// - `criterion`: `full-sum` or `zero` [full-sum]; `zero` answers every loss
+///   request with loss 0 and an all-zero, full-size error signal without
+///   looking the segment up (see `criterion_kind`), for transport-only
+///   benchmarks.
 /// - `topology`: `ctc` or `hmm` [ctc].
 /// - `blank-index`: the CTC blank column [0].
 /// - `hmm-loop-cost`, `hmm-forward-cost`, `hmm-silence-loop-cost`,
@@ -56,6 +60,7 @@
 
 #include <spdlog/common.h>
 
+#include "sim/criterion.hpp"
 #include "sim/fault_injection.hpp"
 #include "sim/hmm_topology.hpp"
 #include "sim/sprint_service.hpp"
@@ -95,6 +100,8 @@ struct sprint_sim_config {
   bool python_segment_order = false;
   /// `corpus`: the corpus file.
   std::string corpus_path;
+  /// `criterion`.
+  criterion_kind criterion = criterion_kind::full_sum;
   /// `topology`.
   topology_kind topology = topology_kind::ctc;
   /// `blank-index` (CTC).

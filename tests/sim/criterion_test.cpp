@@ -1,6 +1,9 @@
 #include "sim/criterion.hpp"
 
+#include <limits>
 #include <memory>
+#include <random>
+#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -82,6 +85,57 @@ TEST_CASE("a warmed-up criterion computes a known segment without allocating") {
   unwrap(crit.loss_and_error_signal("b", log_posteriors, error_signal));
   const size_t before = test::allocation_count();
   const auto result = crit.loss_and_error_signal("a", log_posteriors, error_signal);
+  CHECK(test::allocation_count() == before);
+  CHECK(result);
+}
+
+TEST_CASE("criterion zero answers loss 0 and zeros for any segment, after the input checks") {
+  auto crit = criterion{unwrap(corpus::from_string("a\t1 2 2\nb\t3\nbad\t0 1\n")),
+                        std::make_shared<ctc_topology>(0), criterion_kind::zero};
+  CHECK(crit.kind() == criterion_kind::zero);
+  std::mt19937 rng{33};
+  const auto log_posteriors = test::random_log_posteriors(5, 4, rng);
+  // Known, unknown, with a label beyond the width, or without an FSA (label
+  // 0 is the blank), and too short for its labels: all loss 0, no FSA built.
+  for (auto segment : {"a", "zzz", "bad"}) {
+    INFO(segment);
+    row_matrix_f error_signal = row_matrix_f::Constant(5, 4, 7.0f);
+    const auto result = unwrap(crit.loss_and_error_signal(segment, log_posteriors, error_signal));
+    CHECK(result.loss == 0.0);
+    CHECK_FALSE(result.skipped);
+    CHECK(error_signal == row_matrix_f::Zero(5, 4));
+  }
+  row_matrix_f one_frame = row_matrix_f::Constant(1, 1, -1.0f);
+  row_matrix_f one_out(1, 1);
+  CHECK(unwrap(crit.loss_and_error_signal("a", one_frame, one_out)).loss == 0.0);
+  // The posteriors and the output are still checked.
+  auto with_inf = log_posteriors;
+  with_inf(1, 2) = std::numeric_limits<float>::infinity();
+  row_matrix_f error_signal(5, 4);
+  auto bad = crit.loss_and_error_signal("a", with_inf, error_signal);
+  REQUIRE(!bad);
+  CHECK(bad.error() == errc::invalid_input);
+  CHECK(error_message(bad.error()).find("index 2 is +inf") != std::string::npos);
+  row_matrix_f wrong_shape(5, 3);
+  CHECK(crit.loss_and_error_signal("a", log_posteriors, wrong_shape).error() ==
+        errc::invalid_input);
+  row_matrix_f empty(0, 4);
+  row_matrix_f empty_out(0, 4);
+  CHECK(crit.loss_and_error_signal("a", empty, empty_out).error() == errc::invalid_input);
+  // FSA exports still come from the corpus and topology.
+  CHECK(unwrap(crit.segment_fsa("b")).edges() ==
+        unwrap(ctc_topology{0}.build("b", std::vector<uint32_t>{3})).edges());
+  CHECK(crit.segment_fsa("zzz").error() == errc::unknown_segment);
+}
+
+TEST_CASE("criterion zero does not allocate") {
+  auto crit = criterion{unwrap(corpus::from_string("a\t1\n")), std::make_shared<ctc_topology>(0),
+                        criterion_kind::zero};
+  std::mt19937 rng{34};
+  const auto log_posteriors = test::random_log_posteriors(8, 4, rng);
+  row_matrix_f error_signal(8, 4);
+  const size_t before = test::allocation_count();
+  const auto result = crit.loss_and_error_signal("unknown", log_posteriors, error_signal);
   CHECK(test::allocation_count() == before);
   CHECK(result);
 }

@@ -368,3 +368,38 @@ TEST_CASE("describe names the command, the segment and the shape") {
   CHECK(describe(protocol::init_command{"p", 1}) == "init 'p' version 1");
   CHECK(describe(protocol::exit_command{}) == "exit");
 }
+
+TEST_CASE("with criterion zero the loss reply is loss 0 and a full-size zero error signal") {
+  sprint_service service{criterion{unwrap(corpus::from_string(corpus_text)),
+                                   std::make_shared<ctc_topology>(0), criterion_kind::zero},
+                         service_options{}};
+  std::mt19937 rng{45};
+  const auto log_posteriors = test::random_log_posteriors(7, 5, rng);
+  // A known segment, one not in the corpus, and one whose label is beyond 5
+  // classes: no FSA is looked at.
+  for (auto segment : {"corpus/rec/seg-1", "corpus/rec/unknown", "corpus/rec/wide"}) {
+    INFO(segment);
+    const auto reply = reply_to(service, loss_request(segment, log_posteriors));
+    const auto decoded = unwrap(protocol::decode_loss_reply(reply, 7, 5));
+    CHECK(decoded.loss == 0.0);
+    CHECK(decoded.error_signal.shape == std::vector<size_t>{7, 5});
+    CHECK(floats_of(decoded.error_signal) == std::vector<float>(35, 0.0f));
+  }
+  // The reply has the size of a real one.
+  protocol::byte_buffer zero_reply;
+  REQUIRE(service.handle(loss_request("corpus/rec/seg-1", log_posteriors), zero_reply) ==
+          service_action::reply);
+  auto real = make_service();
+  protocol::byte_buffer real_reply;
+  REQUIRE(real.handle(loss_request("corpus/rec/seg-1", log_posteriors), real_reply) ==
+          service_action::reply);
+  CHECK(zero_reply.size() == real_reply.size());
+  // The input is still checked, and FSAs still come from the corpus.
+  auto with_nan = log_posteriors;
+  with_nan(0, 0) = std::numeric_limits<float>::quiet_NaN();
+  CHECK(exception_reply(service, loss_request("corpus/rec/unknown", with_nan)) ==
+        "segment 'corpus/rec/unknown': log-posterior at frame 0, index 0 is NaN (only finite "
+        "values and -inf are valid)");
+  CHECK(unwrap(protocol::decode_fsa_reply(reply_to(service, fsa_request("corpus/rec/seg-2"))))
+            .num_states == unwrap(make_criterion().segment_fsa("corpus/rec/seg-2")).num_states());
+}

@@ -88,6 +88,7 @@ TEST_CASE("sprint-sim's defaults") {
   const auto config = unwrap(parse_sprint_sim_config(minimal()));
   CHECK_FALSE(config.python_control.min_version);
   CHECK(config.topology == topology_kind::ctc);
+  CHECK(config.criterion == criterion_kind::full_sum);
   CHECK(config.blank_index == 0);
   CHECK(config.hmm.loop_cost == hmm_options{}.loop_cost);
   CHECK_FALSE(config.hmm.silence_index);
@@ -129,7 +130,9 @@ TEST_CASE("sprint-sim's own options") {
       "--*.loss-type=numpy-float32",
       "--*.name=sim-7",
       "--*.log-level=debug",
+      "--*.criterion=zero",
   })));
+  CHECK(config.criterion == criterion_kind::zero);
   CHECK(config.blank_index == 9);
   CHECK(config.service.wire.framing == sprintrt::protocol::framing::raw);
   CHECK(config.service.wire.array_module == "TaskSystem");
@@ -317,6 +320,9 @@ TEST_CASE("bad option values name the argument and what was expected") {
       {"--*.python-segment-order-allow-copy=", "expected true or false"},
       {"--*.corpus=", "expected a file name"},
       {"--*.topology=rnnt", "expected ctc or hmm"},
+      {"--*.criterion=sum", "expected full-sum or zero"},
+      {"--*.criterion=Zero", "expected full-sum or zero"},
+      {"--*.criterion=", "expected full-sum or zero"},
       {"--*.blank-index=-1", "expected a column index (0 to 2^32-1)"},
       {"--*.blank-index=4294967296", "expected a column index (0 to 2^32-1)"},
       {"--*.blank-index=1x", "expected a column index (0 to 2^32-1)"},
@@ -350,4 +356,16 @@ TEST_CASE("fault-after applies to the counting faults only") {
   CHECK(parse_error(minimal({"--*.fault=exit-at-start", "--*.fault-after=2"})) ==
         "--*.fault-after applies to fault=crash, hang or garbage only, not to "
         "fault=exit-at-start");
+}
+
+TEST_CASE("the criterion option selects full-sum or zero, in a process and in-process alike") {
+  CHECK(unwrap(parse_sprint_sim_config(minimal({"--*.criterion=zero", "--*.criterion=full-sum"})))
+            .criterion == criterion_kind::full_sum);
+  const args in_process{"--*.corpus=c.txt", "--*.trainer.criterion=zero"};
+  CHECK(unwrap(parse_sim_parameters(in_process, parameter_scope::in_process)).criterion ==
+        criterion_kind::zero);
+  CHECK(to_string(criterion_kind::zero) == "zero");
+  CHECK(to_string(criterion_kind::full_sum) == "full-sum");
+  CHECK(parse_criterion_kind("full-sum") == criterion_kind::full_sum);
+  CHECK_FALSE(parse_criterion_kind("full_sum"));
 }

@@ -72,12 +72,14 @@ int run(const sim::sprint_sim_config& config) {
     return fail("topology", topology.error());
   auto options = config.service;
   options.init_reply_version = faults.init_reply_version();
-  spdlog::info("serving {} segments of '{}' with the {} topology, {} framing, on fds {} (read) "
-               "and {} (write)",
+  spdlog::info("serving {} segments of '{}' with the {} topology, criterion {}, {} framing, on "
+               "fds {} (read) and {} (write)",
                corpus->size(), config.corpus_path, (*topology)->name(),
-               protocol::to_string(options.wire.framing), pipes.p2c_fd, pipes.c2p_fd);
-  sim::sprint_service service{sim::criterion{std::move(*corpus), std::move(*topology)},
-                              std::move(options)};
+               sim::to_string(config.criterion), protocol::to_string(options.wire.framing),
+               pipes.p2c_fd, pipes.c2p_fd);
+  sim::sprint_service service{
+      sim::criterion{std::move(*corpus), std::move(*topology), config.criterion},
+      std::move(options)};
   sim_tool::pipe_server server{pipes.p2c_fd, pipes.c2p_fd, service, faults};
   return status(server.run());
 }

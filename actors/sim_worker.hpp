@@ -13,6 +13,7 @@
 
 #include "protocol/messages.hpp"
 #include "sim/corpus.hpp"
+#include "sim/criterion.hpp"
 #include "sim/topology.hpp"
 #include "sprintrt/sim_worker.hpp"
 #include "sprintrt/worker_interface.hpp"
@@ -30,6 +31,8 @@ struct sim_worker_setup {
   /// A Python float (the loss as computed) or a numpy.float32 (the loss
   /// rounded to float), as `sprint-sim`'s `loss-type`.
   protocol::loss_encoding loss_encoding = protocol::loss_encoding::python_float;
+  /// What loss requests compute, as `sprint-sim`'s `criterion`.
+  sim::criterion_kind criterion = sim::criterion_kind::full_sum;
   /// Delays and injected failures.
   sim_worker_behavior behavior;
 };

@@ -59,10 +59,13 @@ caf::expected<worker_source> sim_worker_source(const sprint_options& opts,
   setup->segments = std::make_shared<const sim::corpus>(std::move(*segments));
   setup->automaton_topology = std::move(*topology);
   setup->loss_encoding = config->service.loss_encoding;
+  setup->criterion = config->criterion;
   setup->behavior = std::move(behavior);
   worker_source source;
   source.description = "in-process sprint-sim workers on " + config->corpus_path + " (" +
-                       (config->topology == sim::topology_kind::ctc ? "ctc" : "hmm") + ")";
+                       (config->topology == sim::topology_kind::ctc ? "ctc" : "hmm") +
+                       (config->criterion == sim::criterion_kind::zero ? ", criterion zero" : "") +
+                       ")";
   source.capacity = opts.num_instances;
   source.max_resends = opts.max_retries;
   // As for children: pools on other machines are not supported yet, and

@@ -47,7 +47,8 @@ struct sim_worker_behavior {
 /// A source of in-process simulated workers for `opts`: `numInstances` of
 /// them, each computing what `sprint-sim` would compute when started with
 /// `opts` (its parameters come from `sprintConfigStr`: `--*.corpus=FILE`,
-/// `--*.topology=ctc|hmm`, `--*.blank-index=N`, the HMM costs, `loss-type`;
+/// `--*.topology=ctc|hmm`, `--*.blank-index=N`, the HMM costs, `loss-type`,
+/// `--*.criterion=full-sum|zero`;
 /// sprint-sim's own fault injection parameters are refused, use `behavior`).
 /// The corpus is read once, here. Errors: `invalid_options` naming the
 /// parameter, `io_error` / `invalid_input` for the corpus file.

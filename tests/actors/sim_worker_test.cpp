@@ -319,6 +319,33 @@ TEST_CASE("a sim worker exports the criterion's FSA, and fails unknown segments 
   caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
 }
 
+TEST_CASE("a sim worker with criterion=zero answers loss 0 and zeros, even unknown segments") {
+  corpus_fixture fx;
+  test_system ts;
+  caf::scoped_actor self{ts.system};
+  auto source = sim_worker_source(fx.options_with("--*.topology=ctc --*.criterion=zero"));
+  REQUIRE(source);
+  CHECK(contains(source->description, "criterion zero"));
+  auto worker = source->make(ts.system, 0, "sim worker 0");
+  test_batch batch{8, 3, 11};
+  std::vector<segment_job> jobs{batch.job("rec/a", 0, 8), batch.job("rec/nope", 1, 4),
+                                batch.job("rec/skip", 2, 3)};
+  auto results = compute_all(self, worker, jobs);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    INFO(jobs[i].segment);
+    REQUIRE(results[i]);
+    CHECK(*results[i] == 0.0);
+    CHECK(written(jobs[i]) == std::vector<float>(jobs[i].error_signal.rows * dim, 0.0f));
+  }
+  // Rows beyond a segment's frames are not touched.
+  CHECK((*batch.output)[4 * 3 * dim + 1 * dim] == 7.0f);
+  // FSAs still come from the corpus.
+  self->request(worker, caf::infinite, fsa_atom::value, std::string{"rec/b"})
+      .receive([&](segment_fsa& fsa) { CHECK(fsa.num_states > 0); },
+               [&](caf::error& err) { FAIL(render(err)); });
+  caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+}
+
 TEST_CASE("fail_request and fail_segment fail exactly their requests") {
   corpus_fixture fx;
   test_system ts;

@@ -37,7 +37,7 @@ timing summarize(std::vector<double> samples_us) {
   const size_t n = samples_us.size();
   const double median =
       n % 2 == 1 ? samples_us[n / 2] : (samples_us[n / 2 - 1] + samples_us[n / 2]) / 2;
-  return {median, samples_us.front(), static_cast<int>(n)};
+  return {median, samples_us.front(), static_cast<int>(n), samples_us.back()};
 }
 
 double micros_since(std::chrono::steady_clock::time_point start) {

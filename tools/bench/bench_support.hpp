@@ -26,18 +26,19 @@ struct bench_options {
 /// Adds --repeat and --json to a subcommand.
 void add_common_options(CLI::App& command, bench_options& options);
 
-/// The median and minimum duration of a body over repeated runs.
+/// The median, minimum and maximum duration of a body over repeated runs.
 struct timing {
   double median_us = 0;
   double min_us = 0;
   int runs = 0;
+  double max_us = 0;
 };
 
 /// Runs `body` once to warm up (caches, allocations of reusable workspaces),
 /// then `repeat` times under a steady clock.
 timing measure(int repeat, const std::function<void()>& body);
 
-/// The median and minimum of `samples_us` (durations in microseconds, at
+/// The median, minimum and maximum of `samples_us` (durations in microseconds, at
 /// least one), for benches that collect their own samples (e.g. interleaving
 /// a measurement with its baseline run by run).
 timing summarize(std::vector<double> samples_us);

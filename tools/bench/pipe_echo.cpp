@@ -51,18 +51,26 @@ void read_all(int fd, char* data, size_t n) {
   }
 }
 
-// The store-and-forward child: fd 0 in, fd 1 out, until EOF. The reply goes
-// out in one write, as sprint-sim writes its framed reply.
+// The store-and-forward child: fd 0 in, fd 1 out, until EOF. The message's
+// first 4 bytes (after its length) give the reply's length; the reply goes
+// out in one write, as sprint-sim writes its framed reply. For a reply of
+// the message's own length the message itself goes back (an echo).
 [[noreturn]] void serve_echo() {
   std::vector<char> message;
   for (;;) {
     uint32_t length = 0;
     try {
       read_all(0, reinterpret_cast<char*>(&length), 4);
-      message.resize(4 + size_t{length});
-      std::memcpy(message.data(), &length, 4);
+      if (message.size() < 4 + size_t{length})
+        message.resize(4 + size_t{length});
       read_all(0, message.data() + 4, length);
-      write_all(1, message.data(), message.size());
+      uint32_t reply = length;
+      if (length >= 4)
+        std::memcpy(&reply, message.data() + 4, 4);
+      if (message.size() < 4 + size_t{reply})
+        message.resize(4 + size_t{reply}); // touched once, reused after
+      std::memcpy(message.data(), &reply, 4);
+      write_all(1, message.data(), 4 + size_t{reply});
     } catch (...) {
       ::_exit(0); // EOF: the parent is done
     }
@@ -140,12 +148,14 @@ pipe_echo::~pipe_echo() {
 
 void pipe_echo::round_trip(size_t payload) {
   const size_t total = 4 + payload;
-  if (out_.size() != total) {
+  if (out_.size() != total || in_.size() != total) {
     // Touch every page now, not in the timed calls.
     out_.assign(total, 'x');
     in_.assign(total, 0);
     const auto length = static_cast<uint32_t>(payload);
     std::memcpy(out_.data(), &length, 4);
+    if (payload >= 4)
+      std::memcpy(out_.data() + 4, &length, 4); // the reply's length: an echo
   }
   // The store-and-forward child reads everything before it writes; for cat,
   // both pipes and its own buffer (128 KiB) hold small messages whole.
@@ -175,6 +185,29 @@ void pipe_echo::round_trip(size_t payload) {
   }
   if (std::memcmp(in_.data(), out_.data(), 4) != 0)
     throw std::runtime_error("pipe echo: the echo differs from what was sent");
+}
+
+void pipe_echo::round_trip(size_t request_payload, size_t reply_payload) {
+  if (kind_ != echo_kind::store_and_forward)
+    throw std::runtime_error("pipe echo: replies of another size need the store-and-forward echo");
+  if (request_payload < 4)
+    throw std::runtime_error("pipe echo: a request carries at least the 4-byte reply length");
+  const size_t out_total = 4 + request_payload;
+  const size_t in_total = 4 + reply_payload;
+  const auto reply_length = static_cast<uint32_t>(reply_payload);
+  if (out_.size() != out_total || in_.size() != in_total ||
+      std::memcmp(out_.data() + 4, &reply_length, 4) != 0) {
+    // Touch every page now, not in the timed calls.
+    out_.assign(out_total, 'x');
+    in_.assign(in_total, 0);
+    const auto length = static_cast<uint32_t>(request_payload);
+    std::memcpy(out_.data(), &length, 4);
+    std::memcpy(out_.data() + 4, &reply_length, 4);
+  }
+  write_all(to_child_, out_.data(), out_total);
+  read_all(from_child_, in_.data(), in_total);
+  if (std::memcmp(in_.data(), &reply_length, 4) != 0)
+    throw std::runtime_error("pipe echo: the reply has another length than asked for");
 }
 
 } // namespace sprintrt::bench

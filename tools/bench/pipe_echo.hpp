@@ -20,7 +20,9 @@ enum class echo_kind {
   /// `/bin/cat` (posix_spawn): streams, so both directions overlap.
   cat,
   /// A forked child (no exec) that reads a 4-byte length and the whole
-  /// message, then writes both back. Fork it before starting any thread.
+  /// message, then writes a framed reply of the length the message's first 4
+  /// bytes ask for (the same message for `round_trip(payload)`), in one
+  /// write. Fork it before starting any thread.
   store_and_forward,
 };
 
@@ -45,6 +47,14 @@ public:
   /// stalls). Buffers are kept between calls. Throws `std::runtime_error` on an I/O error or a
   /// mismatching echo.
   void round_trip(size_t payload);
+
+  /// Store-and-forward only: writes a 4-byte length and `request_payload`
+  /// bytes (at least 4) and reads back a 4-byte length and `reply_payload`
+  /// bytes, as a request and its reply of those sizes travel to and from a
+  /// Sprint child. Buffers on both sides are kept between calls. Throws
+  /// `std::runtime_error` on an I/O error, a reply of the wrong length, or
+  /// for a `cat` echo.
+  void round_trip(size_t request_payload, size_t reply_payload);
 
 private:
   echo_kind kind_;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -14,6 +15,7 @@
 
 #include "actors/sprint_worker.hpp"
 #include "runtime/child_spawn.hpp"
+#include "runtime/sprint_args.hpp"
 
 namespace sprintrt::bench {
 
@@ -43,7 +45,7 @@ std::string find_sprint_sim(const std::string& given, const std::string& argv0) 
 }
 
 sprint_options sim_options(const std::string& sprint_sim, const std::string& corpus,
-                           size_t instances) {
+                           size_t instances, const std::vector<std::string>& extra) {
   auto word = [](std::string text) {
     return config_word{word_piece{word_piece::literal, std::move(text)}};
   };
@@ -51,11 +53,18 @@ sprint_options sim_options(const std::string& sprint_sim, const std::string& cor
   opts.sprint_exec_path = sprint_sim;
   opts.sprint_config = {word("--*.corpus=" + corpus), word("--*.topology=ctc"),
                         word("--*.framing=length_prefixed")};
+  for (const auto& text : extra)
+    opts.sprint_config.push_back(word(text));
   opts.num_instances = instances;
   opts.init_timeout = std::chrono::seconds{30};
   opts.reply_timeout = std::chrono::seconds{120};
   opts.exit_grace = std::chrono::seconds{5};
   return opts;
+}
+
+std::vector<std::string> config_words(const sprint_options& opts) {
+  return runtime::expand_sprint_config(
+      opts, [](const std::string&) -> std::optional<std::string> { return std::nullopt; });
 }
 
 void fill_log_posteriors(float* data, size_t rows, size_t dim, uint64_t seed) {

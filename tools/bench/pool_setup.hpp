@@ -39,9 +39,19 @@ bench_corpus write_corpus(const std::vector<sim::corpus_entry>& segments);
 std::string find_sprint_sim(const std::string& given, const std::string& argv0);
 
 /// Options that run `sprint_sim` (CTC, blank 0, length-prefixed framing) on
-/// `corpus` with up to `instances` children.
+/// `corpus` with up to `instances` children, with the sprint-sim parameters
+/// `extra` appended (e.g. "--*.criterion=zero").
 sprint_options sim_options(const std::string& sprint_sim, const std::string& corpus,
-                           size_t instances);
+                           size_t instances, const std::vector<std::string>& extra = {});
+
+/// sprint-sim's parameter that makes it reply loss 0 and a zero error signal
+/// of full size (the request still decoded): transport-only figures.
+inline const std::string zero_criterion = "--*.criterion=zero";
+
+/// The Sprint config words of `opts` as its children get them (after the
+/// pipe and PythonControl arguments), for another parent (a comparison
+/// script) to start the same child.
+std::vector<std::string> config_words(const sprint_options& opts);
 
 /// Fills `rows` rows of `dim` float32 values at `data` with log_softmax of
 /// N(0, 2) logits (valid log-posteriors), deterministically from `seed`.

@@ -1,8 +1,9 @@
 /// @file
 /// The pool's batch requests: a batch's segments (or automata exports) are
 /// split into one list per worker by LPT, and each list is streamed: a
-/// worker gets its next segment when it answered the previous one, so all
-/// workers stay busy. Exactly one copy of each segment's posteriors leaves
+/// worker holds `segments_ahead` of its segments at a time and gets the
+/// next when it answered one, so all workers stay busy without the pool
+/// between two segments. Exactly one copy of each segment's posteriors leaves
 /// the batch (the worker's request), and each error signal is written
 /// straight into the batch's output.
 ///
@@ -35,6 +36,12 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+/// How many segments of a streamed request each worker holds at once: the
+/// one it serves and the next, so that it never waits for the pool between
+/// two segments (a Sprint worker writes the next one to its child ahead).
+/// Any more would only weaken the balance between workers.
+constexpr size_t segments_ahead = 2;
+
 /// A segment of a streamed request, waiting in its worker's list or sent:
 /// counted in that worker's load until answered.
 struct queued_segment {
@@ -45,10 +52,12 @@ struct queued_segment {
 };
 
 /// What batch and automata requests have in common: each worker's list of
-/// segments (streamed: the next is sent when the previous is answered), the
+/// segments (streamed: the next is sent when one is answered), the
 /// count still to come, and the failures so far.
 struct streamed_request {
   std::vector<std::deque<queued_segment>> lists;
+  /// Segments sent to each worker and not answered yet.
+  std::vector<size_t> outstanding;
   std::vector<std::string> tags;
   size_t pending = 0;
   std::vector<std::string> failures;
@@ -173,21 +182,23 @@ void automata_progress::finish(pool_pointer self) {
     promise.deliver(std::move(*merged));
 }
 
-/// Sends worker `w`'s next segment of a streamed request, if any. Each
-/// answer (or failure) releases the segment's assignment and sends the
-/// next; the last one of the whole request finishes it. A segment whose
-/// worker turns out to be gone goes back to the front of the list, still
-/// assigned, for the replacement.
 template <class Progress>
-void send_next(pool_pointer self, std::shared_ptr<Progress> progress, size_t w) {
+void send_next(pool_pointer self, std::shared_ptr<Progress> progress, size_t w);
+
+/// Sends the first segment of worker `w`'s list. Its answer (or failure)
+/// releases the segment's assignment and sends the next; the last one of the
+/// whole request finishes it. A segment whose worker turns out to be gone
+/// goes back to the front of the list, still assigned, for the replacement.
+template <class Progress>
+void send_first(pool_pointer self, std::shared_ptr<Progress> progress, size_t w) {
   using kind = typename Progress::kind;
   auto& list = progress->lists[w];
-  if (list.empty())
-    return;
   auto sent = std::make_shared<queued_segment>(std::move(list.front()));
   list.pop_front();
+  ++progress->outstanding[w];
   auto used = self->state.workers[w].handle;
   auto answered = [self, progress, w, sent] {
+    --progress->outstanding[w];
     release_and_serve(self, sent->held);
     if (--progress->pending == 0)
       progress->finish(self);
@@ -205,6 +216,7 @@ void send_next(pool_pointer self, std::shared_ptr<Progress> progress, size_t w) 
             if (worker_was_gone(self, w, used, err)) {
               if (sent->resends < self->state.source.max_resends) {
                 ++sent->resends;
+                --progress->outstanding[w];
                 progress->lists[w].push_front(std::move(*sent));
                 send_next(self, progress, w);
                 return;
@@ -215,6 +227,13 @@ void send_next(pool_pointer self, std::shared_ptr<Progress> progress, size_t w) 
             progress->record_failure(sent->index, err);
             answered();
           });
+}
+
+/// Sends worker `w` segments of its list until it holds `segments_ahead`.
+template <class Progress>
+void send_next(pool_pointer self, std::shared_ptr<Progress> progress, size_t w) {
+  while (progress->outstanding[w] < segments_ahead && !progress->lists[w].empty())
+    send_first(self, progress, w);
 }
 
 /// Starts a streamed request: registers it, splits its segments over the
@@ -229,6 +248,7 @@ void start_streaming(pool_pointer self, std::shared_ptr<Progress> progress,
       self->state.track([progress](const caf::error& err) { progress->promise.deliver(err); });
   auto lists = lpt_lists(self, weights);
   progress->lists.resize(lists.size());
+  progress->outstanding.assign(lists.size(), 0);
   for (size_t w = 0; w < lists.size(); ++w) {
     for (size_t index : lists[w])
       progress->lists[w].push_back({index, assign(self, w, progress->frames(index))});

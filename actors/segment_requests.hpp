@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 
 #include <caf/typed_response_promise.hpp>
@@ -92,14 +93,20 @@ std::string request_context(const std::string& worker, const Request& req) {
   return worker + ": " + std::string{req.command()} + " of segment '" + req.segment() + "'";
 }
 
-/// Fails the request in flight (if any) and every queued one with `err`, and
-/// forgets them: how a worker that stops or ends answers what it holds.
-template <class Request>
-void fail_pending(std::optional<Request>& in_flight, std::deque<Request>& queue,
-                  const caf::error& err) {
-  if (in_flight)
-    in_flight->fail(err);
-  in_flight.reset();
+/// Fails the requests in flight (an optional one, or a deque of those
+/// written ahead) and every queued one with `err`, and forgets them: how a
+/// worker that stops or ends answers what it holds.
+template <class InFlight, class Request>
+void fail_pending(InFlight& in_flight, std::deque<Request>& queue, const caf::error& err) {
+  if constexpr (std::is_same_v<InFlight, std::optional<Request>>) {
+    if (in_flight)
+      in_flight->fail(err);
+    in_flight.reset();
+  } else {
+    for (auto& req : in_flight)
+      req.fail(err);
+    in_flight.clear();
+  }
   for (auto& req : queue)
     req.fail(err);
   queue.clear();

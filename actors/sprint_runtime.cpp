@@ -2,7 +2,9 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/scheduler/coordinator.hpp>
 
+#include "actors/affine_sharing.hpp"
 #include "actors/child_process_source.hpp"
 #include "actors/pool_registry.hpp"
 #include "runtime/io_thread.hpp"
@@ -19,7 +21,10 @@ constexpr std::chrono::seconds io_grace{5};
 caf::actor_system_config& configure(caf::actor_system_config& cfg,
                                     const sprint_runtime::settings& config) {
   cfg.set("scheduler.max-threads", config.scheduler_threads);
-  cfg.set("scheduler.policy", config.shared_queue ? caf::atom("sharing") : caf::atom("stealing"));
+  if (config.shared_queue)
+    cfg.load<caf::scheduler::coordinator<detail::affine_sharing>>();
+  else
+    cfg.set("scheduler.policy", caf::atom("stealing"));
   return cfg;
 }
 

@@ -70,8 +70,19 @@ using clock = std::chrono::steady_clock;
 struct pending_request : segment_request {
   /// How many children failed while serving it.
   size_t failures = 0;
+  /// When the child began it: when it was written, or when the reply to the
+  /// request before it arrived, whichever was later. Its reply deadline and
+  /// the busy time count from here.
   clock::time_point sent_at;
 };
+
+/// How many requests the worker keeps written to the child at once. A
+/// Sprint child serves one request at a time, strictly in order; a second
+/// one waiting in the pipe lets it start the next segment the moment it
+/// wrote a reply, instead of after the parent's wake-ups (io thread, actor,
+/// io thread again) that a reply and the next write cost. The child cannot
+/// tell the difference: it reads each message when it wants the next one.
+constexpr size_t write_ahead = 2;
 
 /// Where a worker is in a child's life.
 enum class phase {
@@ -79,10 +90,9 @@ enum class phase {
   down,
   /// The child was started; its `init` reply is pending.
   starting,
-  /// The child waits for a request.
-  idle,
-  /// One request is in flight.
-  busy,
+  /// The child runs and answered `init`: requests may be written
+  /// (`in_flight` holds those written and not answered yet).
+  ready,
   /// `exit` was sent; the worker ends when the child is down.
   stopping,
 };
@@ -99,9 +109,13 @@ struct worker_state {
   uint64_t generation = 0;
   phase current = phase::down;
   std::deque<pending_request> queue;
-  std::optional<pending_request> in_flight;
-  /// A write buffer back from the channel, reused for the next message.
-  protocol::byte_buffer spare;
+  /// Requests written to the child, oldest (the one it serves) first; at
+  /// most `write_ahead`.
+  std::deque<pending_request> in_flight;
+  /// Write buffers back from the channel, reused for the next messages (as
+  /// many as can be in flight, so that large messages never fault in fresh
+  /// pages).
+  std::vector<protocol::byte_buffer> spares;
   /// Consecutive children that failed before answering `init`.
   size_t start_failures = 0;
   /// A restart is scheduled (backoff): requests wait for it.
@@ -143,8 +157,8 @@ bool permanent(const caf::error& cause) {
 std::optional<clock::time_point> current_deadline(const worker_state& st) {
   if (st.current == phase::starting)
     return st.started_at + st.opts.init_timeout;
-  if (st.current == phase::busy && st.in_flight)
-    return st.in_flight->sent_at + st.opts.reply_timeout;
+  if (st.current == phase::ready && !st.in_flight.empty())
+    return st.in_flight.front().sent_at + st.opts.reply_timeout;
   return std::nullopt;
 }
 
@@ -162,17 +176,28 @@ void arm_timer(worker_pointer self, clock::time_point deadline) {
 }
 
 protocol::byte_buffer take_buffer(worker_state& st) {
-  auto buf = std::move(st.spare);
+  if (st.spares.empty())
+    return {};
+  auto buf = std::move(st.spares.back());
+  st.spares.pop_back();
   buf.clear();
   return buf;
+}
+
+/// Keeps a buffer back from the channel for the next message.
+void keep_buffer(worker_state& st, protocol::byte_buffer buf) {
+  if (st.spares.size() < write_ahead + 1)
+    st.spares.push_back(std::move(buf));
 }
 
 void start_child(worker_pointer self);
 void dispatch(worker_pointer self);
 
-/// Sends one framed message to the current child.
+/// Sends one framed message to the current child (a buffer written at once
+/// comes straight back for the next message).
 void send_to_child(worker_pointer self, protocol::byte_buffer message) {
-  self->state.channel->send(std::move(message));
+  if (auto back = self->state.channel->send(std::move(message)))
+    keep_buffer(self->state, std::move(*back));
 }
 
 /// Ends a request with an error, counting it.
@@ -237,9 +262,15 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
     return make_error(cause == errc::timeout ? errc::timeout : errc::child_failed,
                       request_context(st.label, req) + ": " + what);
   };
-  if (st.in_flight) {
-    auto req = std::move(*st.in_flight);
-    st.in_flight.reset();
+  if (!st.in_flight.empty()) {
+    // Only the request the child was serving is charged with its end; those
+    // written behind it were never begun and go back, in order, unharmed.
+    auto req = std::move(st.in_flight.front());
+    st.in_flight.pop_front();
+    while (!st.in_flight.empty()) {
+      st.queue.push_front(std::move(st.in_flight.back()));
+      st.in_flight.pop_back();
+    }
     if (++req.failures > st.opts.max_retries || permanent(cause)) {
       fail_request(self, req, error_for(req));
     } else {
@@ -289,7 +320,7 @@ void on_init_reply(worker_pointer self, const protocol::value& msg) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - st.started_at);
   spdlog::info("{}: Sprint child '{}' pid {} ready after {} ms", st.label, reply->child_name,
                st.stats.pid, ms.count());
-  st.current = phase::idle;
+  st.current = phase::ready;
   st.start_failures = 0;
   dispatch(self);
 }
@@ -297,11 +328,14 @@ void on_init_reply(worker_pointer self, const protocol::value& msg) {
 /// Handles the reply to the request in flight.
 void on_request_reply(worker_pointer self, const protocol::value& msg) {
   auto& st = self->state;
-  auto req = std::move(*st.in_flight);
-  st.in_flight.reset();
-  st.current = phase::idle;
+  auto req = std::move(st.in_flight.front());
+  st.in_flight.pop_front();
+  auto now = clock::now();
   st.stats.busy_ns +=
-      std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - req.sent_at).count();
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now - req.sent_at).count();
+  // The child begins the next request written to it now.
+  if (!st.in_flight.empty())
+    st.in_flight.front().sent_at = std::max(st.in_flight.front().sent_at, now);
   auto context = request_context(st.label, req);
   if (req.is_loss()) {
     auto& loss_req = std::get<loss_request>(req.what);
@@ -324,8 +358,8 @@ void on_request_reply(worker_pointer self, const protocol::value& msg) {
   dispatch(self);
 }
 
-/// Sends the next queued request if the child is idle; starts a child if
-/// there is none.
+/// Writes queued requests to the child while fewer than `write_ahead` are
+/// in flight; starts a child if there is none.
 void dispatch(worker_pointer self) {
   auto& st = self->state;
   if (st.queue.empty())
@@ -336,7 +370,7 @@ void dispatch(worker_pointer self) {
       start_child(self);
     return;
   }
-  if (st.current != phase::idle)
+  if (st.current != phase::ready || st.in_flight.size() >= write_ahead)
     return;
   auto req = std::move(st.queue.front());
   st.queue.pop_front();
@@ -351,15 +385,15 @@ void dispatch(worker_pointer self) {
   }
   if (err) {
     fail_request(self, req, with_context(st.label + ": segment '" + req.segment() + "'", err));
-    st.spare = std::move(message);
+    keep_buffer(st, std::move(message));
     dispatch(self);
     return;
   }
   req.sent_at = clock::now();
-  st.current = phase::busy;
-  st.in_flight = std::move(req);
+  st.in_flight.push_back(std::move(req));
   arm_timer(self, *current_deadline(st));
   send_to_child(self, std::move(message));
+  dispatch(self);
 }
 
 /// Begins a graceful stop: fails waiting requests, sends `exit`.
@@ -454,7 +488,7 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
                              "the child sent a malformed message: " + render(msg.error())));
           } else if (st.current == phase::starting) {
             on_init_reply(self, *msg);
-          } else if (st.current == phase::busy && st.in_flight) {
+          } else if (st.current == phase::ready && !st.in_flight.empty()) {
             on_request_reply(self, *msg);
           } else if (st.current != phase::stopping) {
             st.channel->kill(
@@ -468,7 +502,7 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
       },
       [self](sent_atom, uint64_t, message_buffer& buffer) {
         if (buffer.use_count() == 1)
-          self->state.spare = std::move(*buffer);
+          keep_buffer(self->state, std::move(*buffer));
       },
       [self](down_atom, uint64_t generation, runtime::child_down& down) {
         auto& st = self->state;

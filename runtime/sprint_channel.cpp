@@ -1,5 +1,6 @@
 #include "runtime/sprint_channel.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <optional>
 
 #include <boost/asio/io_context.hpp>
@@ -63,10 +65,17 @@ std::string child_down::describe() const {
 
 // -- the channel, on the io thread ------------------------------------------------
 
-/// All state lives here and is touched only on the io thread. Pending Asio
-/// operations hold a shared_ptr to it, so it outlives every handler. Its Asio
-/// objects (descriptors, timer) exist only between `start` and `finish`, so a
-/// finished channel may outlive the io thread.
+/// All state lives here and is touched only on the io thread, except what
+/// `send` touches from its caller's thread, under `write_mutex`. Pending
+/// Asio operations hold a shared_ptr to it, so it outlives every handler.
+/// Its Asio objects (descriptors, timer) exist only between `start` and
+/// `finish`, so a finished channel may outlive the io thread.
+///
+/// Writing: `send` writes a message itself when nothing is queued or being
+/// written (the pipe is idle) and the pipe takes it whole; everything else
+/// goes through `writes`, which the io thread drains in order. Both happen
+/// under `write_mutex`, and the pipe to the child is closed only under it,
+/// so a direct write never races an Asio write or a close.
 ///
 /// Ending: the reaper reports the child's exit. Reads may still be pending
 /// then, and Asio may already have read bytes for them (into the decoder's
@@ -92,8 +101,23 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   std::optional<descriptor> output;
   std::array<char, 4096> output_chunk;
   pid_t pid = -1;
+  /// Guards `writes`, `front_written`, `writing`, `write_fd` and
+  /// `writes_closed` (and the closing of `to_child`).
+  std::mutex write_mutex;
   std::deque<protocol::byte_buffer> writes;
+  /// Bytes of `writes.front()` that `send` already wrote itself.
+  size_t front_written = 0;
+  /// An Asio write of `writes.front()` is under way.
   bool writing = false;
+  /// The pipe to the child while it is open, else -1.
+  int write_fd = -1;
+  /// The channel finished: messages sent now are dropped.
+  bool writes_closed = false;
+  /// Guards `recycled`.
+  std::mutex recycle_mutex;
+  /// Buffers handed back by `recycle` (from any thread, without waking the
+  /// io thread), taken by the decoder before it reads the next bytes.
+  std::vector<protocol::byte_buffer> recycled;
   bool reading_messages = false;
   bool reading_output = false;
   /// `stop` was called: close the pipe to the child once `writes` is empty.
@@ -120,7 +144,15 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     }
     pid = child->pid;
     timer.emplace(io.context());
-    to_child.emplace(io.context(), child->to_child.release());
+    // Non-blocking from the start: `send` writes to it from other threads
+    // and must never block there (Asio would set it only on its first write).
+    int flags = ::fcntl(child->to_child.get(), F_GETFL);
+    ::fcntl(child->to_child.get(), F_SETFL, flags | O_NONBLOCK);
+    {
+      std::lock_guard<std::mutex> guard{write_mutex};
+      to_child.emplace(io.context(), child->to_child.release());
+      write_fd = to_child->native_handle();
+    }
     from_child.emplace(io.context(), child->from_child.release());
     output.emplace(io.context(), child->output.release());
     spdlog::debug("[{}] started pid {}", name, pid);
@@ -134,30 +166,46 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
 
   // -- writing ----------------------------------------------------------------------
 
+  /// Closes the pipe to the child; `write_mutex` must be held.
+  void close_to_child_locked() {
+    write_fd = -1;
+    to_child.reset();
+  }
+
   void pump_writes() {
+    std::unique_lock<std::mutex> guard{write_mutex};
     if (writing || !to_child)
       return;
     if (writes.empty()) {
       // After `exit`, EOF tells a child that does not parse it that we are done.
       if (stopping)
-        to_child.reset();
+        close_to_child_locked();
       return;
     }
     writing = true;
+    // The front stays where it is while the lock is released: other threads
+    // only append (a deque's push_back keeps references valid), and only
+    // this thread pops.
     auto& front = writes.front();
+    size_t offset = front_written;
+    guard.unlock();
     // Asio's default completion condition writes at most 64 KiB per call;
     // asking for everything lets one write fill the 1 MiB pipe (measured:
     // 40 MB in ~7 ms instead of ~12-20 ms).
     auto everything = [](const boost::system::error_code& ec, size_t) -> size_t {
       return ec ? 0 : size_t{1} << 30;
     };
-    asio::async_write(*to_child, asio::buffer(front.data(), front.size()), everything,
+    asio::async_write(*to_child, asio::buffer(front.data() + offset, front.size() - offset),
+                      everything,
                       [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                        std::unique_lock<std::mutex> guard{self->write_mutex};
                         self->writing = false;
                         if (self->finished)
                           return;
                         auto done = std::move(self->writes.front());
                         self->writes.pop_front();
+                        self->front_written = 0;
+                        guard.unlock();
                         if (ec) {
                           self->fail(make_error(errc::child_failed,
                                                 "writing to the child failed: " + ec.message()));
@@ -182,6 +230,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
           self->reading_messages = false;
           if (self->finished)
             return;
+          self->adopt_recycled();
           // Bytes read count even if the read was cancelled afterwards.
           bool intact = n == 0 || self->received(n);
           if (ec == asio::error::eof)
@@ -193,6 +242,18 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
             self->read_messages();
           self->finish_if_done();
         });
+  }
+
+  /// Gives the decoder the buffers handed back since the last read, for the
+  /// messages that these bytes may begin.
+  void adopt_recycled() {
+    std::vector<protocol::byte_buffer> returned;
+    {
+      std::lock_guard<std::mutex> guard{recycle_mutex};
+      returned.swap(recycled);
+    }
+    for (auto& buffer : returned)
+      decoder.recycle(std::move(buffer));
   }
 
   /// Commits `n` bytes received in place; false after a framing error.
@@ -270,7 +331,10 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     if (finished || stopping)
       return;
     stopping = true;
-    writes.push_back(std::move(exit_message));
+    {
+      std::lock_guard<std::mutex> guard{write_mutex};
+      writes.push_back(std::move(exit_message));
+    }
     pump_writes();
     if (pid >= 0)
       kill_after(grace);
@@ -327,10 +391,14 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     tail.flush();
     finished = true;
     timer.reset();
-    to_child.reset();
+    {
+      std::lock_guard<std::mutex> guard{write_mutex};
+      writes_closed = true;
+      close_to_child_locked();
+      writes.clear();
+    }
     from_child.reset();
     output.reset();
-    writes.clear();
     child_down report{std::move(cause), pid, wait_status, tail.text()};
     if (pid >= 0)
       spdlog::debug("[{}] pid {} {}", name, pid, report.describe());
@@ -354,18 +422,56 @@ sprint_channel sprint_channel::open(io_thread& io, sprint_options opts, std::str
   return sprint_channel{std::move(p)};
 }
 
-void sprint_channel::send(protocol::byte_buffer message) const {
-  asio::post(impl_->io.context(), [p = impl_, m = std::move(message)]() mutable {
-    if (p->finished)
-      return;
-    p->writes.push_back(std::move(m));
-    p->pump_writes();
+namespace {
+
+/// Writes as much of `bytes` as the non-blocking pipe `fd` takes now;
+/// returns how much (a failure such as EPIPE is left to the io thread's
+/// write, which reports it).
+size_t write_now(int fd, const protocol::byte_buffer& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
+} // namespace
+
+std::optional<protocol::byte_buffer> sprint_channel::send(protocol::byte_buffer message) const {
+  auto& p = *impl_;
+  {
+    std::lock_guard<std::mutex> guard{p.write_mutex};
+    if (p.writes_closed)
+      return std::nullopt;
+    size_t done = 0;
+    if (p.writes.empty() && !p.writing && p.write_fd >= 0) {
+      done = write_now(p.write_fd, message);
+      if (done == message.size())
+        return message;
+    }
+    bool was_empty = p.writes.empty();
+    p.writes.push_back(std::move(message));
+    if (was_empty)
+      p.front_written = done;
+  }
+  asio::post(p.io.context(), [p = impl_] {
+    if (!p->finished)
+      p->pump_writes();
   });
+  return std::nullopt;
 }
 
 void sprint_channel::recycle(protocol::byte_buffer buffer) const {
-  asio::post(impl_->io.context(),
-             [p = impl_, b = std::move(buffer)]() mutable { p->decoder.recycle(std::move(b)); });
+  std::lock_guard<std::mutex> guard{impl_->recycle_mutex};
+  // The decoder keeps one spare; a second covers a message that arrives
+  // before the io thread took the first.
+  if (impl_->recycled.size() < 2)
+    impl_->recycled.push_back(std::move(buffer));
 }
 
 void sprint_channel::kill(caf::error cause) const {

@@ -34,6 +34,9 @@ public:
     /// thread, and an idle work-stealing thread only notices new messages
     /// after sleeps of ~50 us (~150 us measured): a shared queue wakes it at
     /// once, which makes small-segment round trips several times faster.
+    /// sprintrt's shared queue wakes a second thread only when there is
+    /// work for two (short handlers pass messages on without a thread
+    /// hand-off; see actors/affine_sharing.hpp).
     bool shared_queue = true;
   };
 

@@ -1,6 +1,7 @@
 // The pipe channel on its own: a child's last message is delivered even
 // when the child exits right after writing it, a channel opened after the
-// io thread stopped reports at once, and nothing is left behind.
+// io thread stopped reports at once, messages written on the caller's
+// thread and by the io thread keep their order, and nothing is left behind.
 
 #include "runtime/sprint_channel.hpp"
 
@@ -10,7 +11,11 @@
 #include <mutex>
 #include <optional>
 
+#include "protocol/messages.hpp"
+#include "protocol/pickle_reader.hpp"
 #include "runtime/io_thread.hpp"
+#include "runtime/wire_format.hpp"
+#include "tests/integration/integration_support.hpp"
 #include "tests/support/process_checks.hpp"
 
 using namespace sprintrt;
@@ -103,4 +108,104 @@ TEST_CASE("messages completed before a framing error are still delivered") {
     CHECK_THAT(render(seen.down->cause), Catch::Contains("length prefix -1 is not positive") ||
                                              Catch::Contains("closed its pipe"));
   io.stop();
+}
+
+namespace {
+
+/// Collects a channel's reports, keeping the messages and the buffers that
+/// come back from writes.
+struct message_collector {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool started = false;
+  std::vector<protocol::byte_buffer> messages;
+  size_t buffers_back = 0;
+  std::optional<runtime::child_down> down;
+
+  runtime::channel_events events() {
+    runtime::channel_events e;
+    e.started = [this](pid_t, const std::vector<std::string>&) {
+      std::lock_guard<std::mutex> guard{mutex};
+      started = true;
+      changed.notify_all();
+    };
+    e.message = [this](protocol::byte_buffer msg) {
+      std::lock_guard<std::mutex> guard{mutex};
+      messages.push_back(std::move(msg));
+      changed.notify_all();
+    };
+    e.sent = [this](protocol::byte_buffer) {
+      std::lock_guard<std::mutex> guard{mutex};
+      ++buffers_back;
+      changed.notify_all();
+    };
+    e.down = [this](runtime::child_down d) {
+      std::lock_guard<std::mutex> guard{mutex};
+      down = std::move(d);
+      changed.notify_all();
+    };
+    return e;
+  }
+
+  template <class Predicate>
+  bool wait_for(Predicate done) {
+    std::unique_lock<std::mutex> guard{mutex};
+    return changed.wait_for(guard, std::chrono::seconds{30}, done);
+  }
+};
+
+} // namespace
+
+TEST_CASE("messages sent back to back, written at once or by the io thread, arrive in order") {
+  test::fd_snapshot fds;
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 6, 16);
+  auto opts = test::sim_options(test::corpus_path(dir));
+  auto format = runtime::wire_format_of(opts);
+  {
+    runtime::io_thread io;
+    message_collector seen;
+    auto channel = runtime::sprint_channel::open(io, opts, "sim", seen.events());
+    REQUIRE(seen.wait_for([&] { return seen.started; }));
+    // Nothing is queued and the pipe is empty: the first message goes out
+    // on this thread, and its buffer comes straight back.
+    protocol::byte_buffer init;
+    REQUIRE_FALSE(protocol::encode_init_command(init, format));
+    size_t returned = channel.send(std::move(init)).has_value() ? 1 : 0;
+    CHECK(returned == 1);
+    REQUIRE(seen.wait_for([&] { return seen.messages.size() == 1; }));
+    // Small and large (5 MB, more than the pipe holds) requests, all sent
+    // before any reply: the child must read them one after the other.
+    const size_t dim = 64;
+    std::vector<size_t> frames{3, 20000, 5, 7, 20000, 2};
+    std::vector<std::vector<float>> inputs;
+    for (size_t i = 0; i < frames.size(); ++i) {
+      inputs.push_back(test::random_log_posteriors(frames[i], dim, 10 + i));
+      protocol::byte_buffer request;
+      REQUIRE_FALSE(protocol::encode_loss_command(request, format, segments[i].name, frames[i], dim,
+                                                  inputs[i].data(), dim));
+      returned += channel.send(std::move(request)).has_value() ? 1 : 0;
+    }
+    REQUIRE(seen.wait_for([&] { return seen.messages.size() == 1 + frames.size(); }));
+    // Every buffer came back once: from `send`, or through `sent`.
+    REQUIRE(seen.wait_for([&] { return returned + seen.buffers_back == 1 + frames.size(); }));
+    for (size_t i = 0; i < frames.size(); ++i) {
+      INFO("request " << i << " (" << frames[i] << " frames)");
+      auto value = protocol::read_pickle(seen.messages[1 + i].bytes());
+      REQUIRE(value);
+      auto reply = protocol::decode_loss_reply(*value, frames[i], dim);
+      REQUIRE(reply);
+      auto expected =
+          test::reference_loss(test::corpus_path(dir), segments[i].name, inputs[i], dim);
+      CHECK(reply->loss == expected.loss);
+    }
+    protocol::byte_buffer exit;
+    REQUIRE_FALSE(protocol::encode_exit_command(exit, format));
+    channel.stop(std::chrono::milliseconds{5000}, std::move(exit));
+    REQUIRE(seen.wait_for([&] { return seen.down.has_value(); }));
+    CHECK(seen.down->clean_exit());
+    io.stop();
+  }
+  CHECK(test::child_processes().empty());
+  CHECK(fds.leaked_fds().empty());
 }

@@ -204,6 +204,53 @@ TEST_CASE("a segment that keeps killing its child fails alone, after maxRetries"
   });
 }
 
+TEST_CASE("a crash charges only the request the child was serving, not the one written behind it") {
+  with_worker({"crash-segment=corpus/rec/seg-2"}, [](worker_env& env) {
+    // Both are written to the child at once; each child dies on seg-2 while
+    // seg-3 waits in its pipe, unread.
+    auto bad = job_for(env.segments[2], 1);
+    auto good = job_for(env.segments[3], 2);
+    auto expected = test::reference_loss(env.corpus, env.segments[3].name,
+                                         random_log_posteriors(8, dim, 2), dim);
+    caf::expected<double> bad_result = 0.0;
+    caf::expected<double> good_result = 0.0;
+    auto bad_reply = env.self->request(env.worker, caf::infinite, compute_atom::value, bad);
+    auto good_reply = env.self->request(env.worker, caf::infinite, compute_atom::value, good);
+    bad_reply.receive([&](double loss) { bad_result = loss; },
+                      [&](caf::error& err) { bad_result = std::move(err); });
+    good_reply.receive([&](double loss) { good_result = loss; },
+                       [&](caf::error& err) { good_result = std::move(err); });
+    REQUIRE_FALSE(bad_result);
+    CHECK_THAT(render(bad_result.error()), Catch::Contains("segment 'corpus/rec/seg-2'"));
+    // seg-2 killed the original child and both restarts (maxRetries 2); seg-3
+    // then ran on a fourth child, as if it had been sent alone.
+    REQUIRE(good_result);
+    CHECK(*good_result == expected.loss);
+    CHECK(stats_of(env.self, env.worker).restarts == 3);
+  });
+}
+
+TEST_CASE(
+    "a request written behind another gets its full replyTimeout from when the child begins it") {
+  // Each segment takes 400 ms and the timeout is 700 ms: the second of two
+  // requests written together is answered 800 ms after it was written, but
+  // 400 ms after the child began it, which is what the timeout bounds.
+  with_worker(
+      {"delay-ms=400"},
+      [](worker_env& env) {
+        auto first = env.self->request(env.worker, caf::infinite, compute_atom::value,
+                                       job_for(env.segments[0], 1));
+        auto second = env.self->request(env.worker, caf::infinite, compute_atom::value,
+                                        job_for(env.segments[1], 2));
+        caf::error failure;
+        for (auto* reply : {&first, &second})
+          reply->receive([](double) {}, [&](caf::error& err) { failure = std::move(err); });
+        CHECK_FALSE(failure);
+        CHECK(stats_of(env.self, env.worker).restarts == 0);
+      },
+      [](sprint_options& opts) { opts.reply_timeout = 700ms; });
+}
+
 TEST_CASE("stopping a worker with a request in flight cancels it and still ends the child") {
   test::fd_snapshot fds;
   {

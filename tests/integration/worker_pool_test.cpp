@@ -13,8 +13,10 @@
 
 #include <caf/actor_system_config.hpp>
 #include <caf/exit_reason.hpp>
+#include <caf/scheduler/coordinator.hpp>
 #include <caf/send.hpp>
 
+#include "actors/affine_sharing.hpp"
 #include "sim/corpus.hpp"
 #include "sim/criterion.hpp"
 #include "sim/ctc_topology.hpp"
@@ -293,8 +295,8 @@ TEST_CASE("shutting down the runtime with a batch in flight fails it and ends ev
 
 TEST_CASE("the runtime schedules actors from a shared queue unless told otherwise") {
   sprint_runtime shared;
-  CHECK(caf::get_or(shared.system().config(), "scheduler.policy", caf::atom("none")) ==
-        caf::atom("sharing"));
+  using affine = caf::scheduler::coordinator<detail::affine_sharing>;
+  CHECK(dynamic_cast<affine*>(&shared.system().scheduler()) != nullptr);
   CHECK(caf::get_or(shared.system().config(), "scheduler.max-threads", size_t{0}) == 2);
   sprint_runtime::settings stealing;
   stealing.shared_queue = false;

@@ -147,7 +147,7 @@ private:
     auto sent = clock::now();
     protocol::byte_buffer init;
     protocol::encode_init_command(init, format_);
-    channel_->send(std::move(init));
+    (void)channel_->send(std::move(init)); // one message: no buffer to reuse
     int status = 0;
     auto reply = wait_reply("init", opts_.init_timeout, status);
     if (!reply)
@@ -175,7 +175,7 @@ private:
                                                  cli_.dim, lp.data(), cli_.dim))
       return diagnose("segment", render(err));
     auto sent = clock::now();
-    channel_->send(std::move(request));
+    (void)channel_->send(std::move(request)); // one message: no buffer to reuse
     int status = 0;
     auto reply = wait_reply("get_loss_and_error_signal", opts_.reply_timeout, status);
     if (!reply)

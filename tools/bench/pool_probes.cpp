@@ -74,18 +74,19 @@ segment_job make_job(const std::string& name, size_t frames, size_t dim, uint64_
   return {name, lp, matrix_slice::dense(frames, dim)};
 }
 
-sim::criterion load_criterion(const std::string& corpus) {
+sim::criterion load_criterion(const std::string& corpus, sim::criterion_kind kind) {
   auto segments = sim::corpus::from_file(corpus);
   if (!segments)
     throw_error("corpus", segments.error());
-  return sim::criterion{std::move(*segments), std::make_shared<sim::ctc_topology>(0)};
+  return sim::criterion{std::move(*segments), std::make_shared<sim::ctc_topology>(0), kind};
 }
 
-child_probe::child_probe(const std::string& corpus, const segment_job& job)
-    : job_(job), criterion_(load_criterion(corpus)),
+child_probe::child_probe(const std::string& corpus, const segment_job& job,
+                         sim::criterion_kind kind)
+    : job_(job), criterion_(load_criterion(corpus, kind)),
       error_signal_(job.log_posteriors.rows, job.log_posteriors.cols),
       request_(std::make_shared<protocol::byte_buffer>()),
-      service_(load_criterion(corpus), default_service_options()) {
+      service_(load_criterion(corpus, kind), default_service_options()) {
   const auto& lp = job.log_posteriors;
   protocol::byte_buffer framed;
   if (auto err = protocol::encode_loss_command(framed, {}, job.segment, lp.rows, lp.cols, lp.row(0),

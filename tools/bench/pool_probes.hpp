@@ -33,16 +33,19 @@ namespace sprintrt::bench {
 segment_job make_job(const std::string& name, size_t frames, size_t dim, uint64_t seed);
 
 /// The criterion sprint-sim runs for the bench's options (CTC, blank 0) over
-/// the corpus file `corpus`.
-sim::criterion load_criterion(const std::string& corpus);
+/// the corpus file `corpus`, computing `kind` (`zero`: --*.criterion=zero).
+sim::criterion load_criterion(const std::string& corpus,
+                              sim::criterion_kind kind = sim::criterion_kind::full_sum);
 
 /// What the child does for one request, run in this process (so that the
 /// bench can interleave it with the requests through the pipes).
 class child_probe {
 public:
   /// Prepares `job`'s request as the child receives it, a criterion, and a
-  /// service over `corpus`; runs both once (warm-up, message sizes).
-  child_probe(const std::string& corpus, const segment_job& job);
+  /// service over `corpus` computing `kind`; runs both once (warm-up,
+  /// message sizes).
+  child_probe(const std::string& corpus, const segment_job& job,
+              sim::criterion_kind kind = sim::criterion_kind::full_sum);
 
   /// Runs sim::criterion alone on the job; returns the loss.
   double compute();

@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sim/corpus.hpp"
+#include "sim/criterion.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "tools/bench/bench_support.hpp"
 #include "tools/bench/figure_runs.hpp"
@@ -168,7 +169,12 @@ std::vector<figure> large_figures(figure_context& cx) {
   if (!stats || stats->workers.empty())
     throw std::runtime_error("the pool reports no worker");
   const int child = stats->workers[0].pid;
-  std::vector<double> sprintrt, echo, parent_faults, child_faults;
+  // What the child does per request, in this process: unpickle the
+  // request, check the posteriors (criterion=zero still does), write zeros,
+  // encode the reply.
+  child_probe probe{corpus.path, make_job(large_prefix + "0", s.frames, s.dim, 5),
+                    sim::criterion_kind::zero};
+  std::vector<double> sprintrt, echo, child_work, parent_faults, child_faults;
   const auto per = static_cast<double>(s.batch);
   for (int r = 0; r < s.runs; ++r) {
     const uint64_t parent_before = minor_faults();
@@ -177,9 +183,12 @@ std::vector<figure> large_figures(figure_context& cx) {
     parent_faults.push_back(static_cast<double>(minor_faults() - parent_before) / per);
     child_faults.push_back(static_cast<double>(minor_faults(child) - child_before) / per);
     time_each(1, echo, run_echo);
+    time_each(1, child_work, [&] { probe.serve(); });
   }
   const spread ms = scaled(spread_of(sprintrt), 1e-3 / per);
   const spread echo_ms = scaled(spread_of(echo), 1e-3 / per);
+  const double child_ms = spread_of(child_work).median / 1e3;
+  const double without_child = ms.median - child_ms;
   const double bytes = static_cast<double>(request + reply);
   const double pages = std::ceil(static_cast<double>(request) / page_bytes) +
                        std::ceil(static_cast<double>(reply) / page_bytes);
@@ -200,7 +209,9 @@ std::vector<figure> large_figures(figure_context& cx) {
                        {"reply_bytes", reply},
                        {"mb_per_s", megabytes_per_second(bytes, ms.median * 1e3)},
                        {"echo_mb_per_s", megabytes_per_second(bytes, echo_ms.median * 1e3)},
-                       {"first_batch_ms", first_ms}};
+                       {"first_batch_ms", first_ms},
+                       {"child_work_ms", child_ms},
+                       {"fraction_of_limit_without_child_work", echo_ms.median / without_child}};
   transport.notes = {
       "pool_client::compute of a batch of " + std::to_string(s.batch) + " segments of " +
           format_fixed(static_cast<double>(request) / 1e6, 1) +
@@ -211,7 +222,12 @@ std::vector<figure> large_figures(figure_context& cx) {
           " MB/s against the echo's " +
           format_fixed(megabytes_per_second(bytes, echo_ms.median * 1e3), 0) +
           " MB/s (request + reply bytes); the first batch (fresh buffers, untimed above) took " +
-          format_fixed(first_ms, 1) + " ms."};
+          format_fixed(first_ms, 1) + " ms.",
+      "the child's own work per request, in this process (sim::sprint_service, "
+      "criterion=zero: unpickle, posterior checks, zeros, reply encode): " +
+          format_fixed(child_ms, 1) + " ms; without it the parent and the pipes take " +
+          format_fixed(without_child, 1) + " ms per segment, " +
+          format_fixed(echo_ms.median / without_child, 2) + " of the limit."};
   figures.push_back(std::move(transport));
 
   auto faults = [&](std::string id, std::string who, const std::vector<double>& samples) {

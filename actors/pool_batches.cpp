@@ -20,6 +20,7 @@
 #include <deque>
 #include <memory>
 
+#include <caf/atom.hpp>
 #include <caf/event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
@@ -236,16 +237,22 @@ void send_next(pool_pointer self, std::shared_ptr<Progress> progress, size_t w) 
     send_first(self, progress, w);
 }
 
-/// Starts a streamed request: registers it, splits its segments over the
+/// Registers a request with the pool (so that a stopping pool fails it) and
+/// makes its promise.
+template <class Progress>
+void begin_request(pool_pointer self, const std::shared_ptr<Progress>& progress) {
+  progress->promise = self->make_response_promise<typename Progress::result_type>();
+  progress->id =
+      self->state.track([progress](const caf::error& err) { progress->promise.deliver(err); });
+}
+
+/// Starts a registered request streaming: splits its segments over the
 /// workers by LPT on `weights`, assigns them to their workers and sends each
-/// worker its first segment.
+/// worker its first segments.
 template <class Progress>
 void start_streaming(pool_pointer self, std::shared_ptr<Progress> progress,
                      span<const int64_t> weights) {
   progress->pending = progress->tags.size();
-  progress->promise = self->make_response_promise<typename Progress::result_type>();
-  progress->id =
-      self->state.track([progress](const caf::error& err) { progress->promise.deliver(err); });
   auto lists = lpt_lists(self, weights);
   progress->lists.resize(lists.size());
   progress->outstanding.assign(lists.size(), 0);
@@ -267,20 +274,53 @@ tensor error_signal_output(batch& b) {
   return tensor::zeros(b.log_posteriors.shape());
 }
 
+using prepare_atom = caf::atom_constant<caf::atom("prepare")>;
+
+/// The pool's helper for the O(T x B x D) part of a batch: the NaN/+inf scan
+/// and the zeroed output (tens of milliseconds for a large batch), so that
+/// the pool serves other requests meanwhile, on the other scheduler thread.
+/// `(prepare, batch) -> batch`: the batch checked, `reuse_error_signal` its
+/// output.
+caf::behavior batch_preparer(caf::event_based_actor*, std::string) {
+  return {
+      [](prepare_atom, batch& b) -> caf::result<batch> {
+        if (auto err = check_batch(b))
+          return err;
+        b.reuse_error_signal = error_signal_output(b);
+        return std::move(b);
+      },
+  };
+}
+
 } // namespace
 
 caf::result<batch_result> compute_batch(pool_pointer self, batch& b) {
   auto& st = self->state;
-  if (auto err = check_batch(b))
-    return with_context(st.label, err);
+  if (!st.preparer)
+    st.preparer = self->spawn(batch_preparer, st.label);
   auto progress = std::make_shared<batch_progress>();
-  progress->result.loss.assign(b.tags.size(), 0.0f);
-  progress->result.error_signal = error_signal_output(b);
-  // The batch is this request's own copy: its parts move into the progress.
-  progress->log_posteriors = std::move(b.log_posteriors);
-  progress->tags = std::move(b.tags);
-  progress->lengths = std::move(b.seq_lengths);
-  start_streaming(self, progress, progress->lengths);
+  begin_request(self, progress);
+  // The batch is this request's own copy: it moves to the preparer and back.
+  self->request(st.preparer, caf::infinite, prepare_atom::value, std::move(b))
+      .then(
+          [self, progress](batch& ready) {
+            if (!self->state.tracked(progress->id))
+              return; // the pool stopped meanwhile and failed it
+            progress->result.loss.assign(ready.tags.size(), 0.0f);
+            progress->result.error_signal = std::move(ready.reuse_error_signal);
+            progress->log_posteriors = std::move(ready.log_posteriors);
+            progress->tags = std::move(ready.tags);
+            progress->lengths = std::move(ready.seq_lengths);
+            start_streaming(self, progress, progress->lengths);
+          },
+          [self, progress](caf::error& err) {
+            if (err == caf::sec::request_receiver_down)
+              self->state.preparer = caf::actor{}; // the next batch gets a new one
+            if (!self->state.tracked(progress->id))
+              return;
+            self->state.untrack(progress->id);
+            progress->promise.deliver(with_context(self->state.label, err));
+          });
   return progress->promise;
 }
 
@@ -293,6 +333,7 @@ caf::result<batch_automata> compute_automata(pool_pointer self, std::vector<std:
   progress->tags = std::move(tags);
   // Exports cost about the same per segment: LPT weighs each as one.
   std::vector<int64_t> unit(progress->tags.size(), 1);
+  begin_request(self, progress);
   start_streaming(self, progress, unit);
   return progress->promise;
 }

@@ -37,6 +37,8 @@ pool_state::~pool_state() {
   cancel_all(make_error(errc::cancelled, label + " terminated"));
   for (auto& slot : workers)
     caf::anon_send_exit(slot.handle, caf::exit_reason::user_shutdown);
+  if (preparer)
+    caf::anon_send_exit(preparer, caf::exit_reason::user_shutdown);
 }
 
 void start_worker(pool_pointer self, size_t index) {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include <caf/actor.hpp>
 #include <caf/error.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -60,6 +61,9 @@ struct pool_state {
   /// Single-segment requests waiting for a free worker, in arrival order.
   std::deque<segment_request> waiting;
   pool_stats stats;
+  /// Checks batches and makes their outputs off the pool actor (see
+  /// `compute_batch`); started with the first batch.
+  caf::actor preparer;
 
   /// Registers how to fail a request in progress if the pool stops (the
   /// workers' replies would not reach it then); returns the id to `untrack`
@@ -68,6 +72,10 @@ struct pool_state {
 
   /// Forgets a request registered with `track` (it completed).
   void untrack(uint64_t id);
+
+  /// Returns whether request `id` is still tracked (not completed or
+  /// cancelled).
+  bool tracked(uint64_t id) const { return in_progress_.count(id) > 0; }
 
   /// Fails every waiting and tracked request with `err`; forgets them.
   void cancel_all(const caf::error& err);

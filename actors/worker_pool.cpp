@@ -58,6 +58,8 @@ void stop_pool(pool_pointer self, const caf::error& reason) {
   st.cancel_all(make_error(errc::cancelled, st.label + " stopped"));
   for (auto& slot : st.workers)
     self->send_exit(slot.handle, reason);
+  if (st.preparer)
+    self->send_exit(st.preparer, reason);
   self->quit(reason);
 }
 

@@ -56,10 +56,13 @@ typename Inspector::result_type inspect(Inspector& f, batch_automata& x) {
 /// A pool of Sprint workers for one options value.
 ///
 /// - `(compute, batch) -> batch_result`: the batch is checked first (shapes,
-///   lengths, tags, NaN/+inf), then its segments go longest first to the
-///   least loaded worker; each worker serves its list in order, writing error
-///   signals straight into the result. If segments fail, the request fails
-///   after all segments are done, with an error listing each failed segment.
+///   lengths, tags, NaN/+inf; the scan and the zeroed output happen on a
+///   helper actor, so the pool serves other requests meanwhile), then its
+///   segments go longest first to the least loaded worker; each worker
+///   serves its list in order (holding two segments at a time), writing
+///   error signals straight into the result. If segments fail, the request
+///   fails after all segments are done, with an error listing each failed
+///   segment.
 /// - `(automata, tags) -> batch_automata`: exports each segment's FSA (spread
 ///   over the workers) and merges them.
 /// - `(compute, segment_job) -> loss`: one segment on a free worker (waits

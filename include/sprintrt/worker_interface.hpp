@@ -41,7 +41,12 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;
 ///   `cancelled`. An exit message (e.g. at system shutdown) stops the worker
 ///   the same way.
 ///
-/// Requests are served one at a time, in arrival order.
+/// Requests are served one at a time, in arrival order. A worker for a
+/// Sprint child writes the next request to the child before the current
+/// one is answered (at most two in the pipe), so that the child never waits
+/// for the parent between segments; a reply deadline counts from when the
+/// child begins the request, and a child that dies charges only the request
+/// it was serving.
 using sprint_worker_actor =
     caf::typed_actor<caf::replies_to<compute_atom, segment_job>::with<double>,
                      caf::replies_to<fsa_atom, std::string>::with<segment_fsa>,

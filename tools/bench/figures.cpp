@@ -47,8 +47,7 @@ std::string median_with_range(const std::optional<spread>& s) {
   return number(s->median) + " (" + number(s->min) + "-" + number(s->max) + ")";
 }
 
-std::string ratio_text(const figure& f) {
-  const double r = f.ratio();
+std::string ratio_text(const figure& f, double r) {
   if (!std::isfinite(r))
     return "-";
   if (!f.ratio_suffix.empty())
@@ -66,15 +65,16 @@ std::vector<std::string> cells(const figure& f) {
           f.unit,
           f.baseline_name,
           f.baseline ? number(f.baseline->median) : "-",
-          ratio_text(f),
+          ratio_text(f, f.ratio()),
+          number(f.ratio_of_minima()),
           f.goal.text.empty() ? "none" : f.goal.text,
           f.skipped.empty() ? f.status() : "skipped: " + f.skipped};
 }
 
 void print_table(const std::vector<figure>& figures) {
-  const std::vector<std::string> headers{"id",    "figure", "median",   "min",
-                                         "max",   "unit",   "baseline", "baseline median",
-                                         "ratio", "target", "status"};
+  const std::vector<std::string> headers{"id",    "figure",    "median",   "min",
+                                         "max",   "unit",      "baseline", "baseline median",
+                                         "ratio", "ratio_min", "target",   "status"};
   std::vector<std::vector<std::string>> rows;
   for (const auto& f : figures)
     rows.push_back(cells(f));
@@ -87,7 +87,7 @@ void print_table(const std::vector<figure>& figures) {
   auto line = [&](const std::vector<std::string>& row) {
     for (size_t c = 0; c < row.size(); ++c) {
       // Text columns left-aligned, numbers right-aligned.
-      const bool text = c == 0 || c == 1 || c == 5 || c == 6 || c >= 9;
+      const bool text = c == 0 || c == 1 || c == 5 || c == 6 || c >= 10;
       const std::string pad(widths[c] - row[c].size(), ' ');
       std::cout << (c > 0 ? "  " : "") << (text ? row[c] + pad : pad + row[c]);
     }
@@ -100,13 +100,14 @@ void print_table(const std::vector<figure>& figures) {
 
 void print_markdown(const std::vector<figure>& figures) {
   std::cout << "| id | figure | median (min-max) | unit | baseline: median (min-max) | ratio | "
-               "target | status |\n"
-            << "|---|---|---|---|---|---|---|---|\n";
+               "ratio of minima | target | status |\n"
+            << "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& f : figures)
     std::cout << "| " << f.id << " | " << f.title << " | " << median_with_range(f.value) << " | "
               << f.unit << " | " << f.baseline_name << ": " << median_with_range(f.baseline)
-              << " | " << ratio_text(f) << " | " << (f.goal.text.empty() ? "none" : f.goal.text)
-              << " | " << (f.skipped.empty() ? f.status() : "skipped: " + f.skipped) << " |\n";
+              << " | " << ratio_text(f, f.ratio()) << " | " << number(f.ratio_of_minima()) << " | "
+              << (f.goal.text.empty() ? "none" : f.goal.text) << " | "
+              << (f.skipped.empty() ? f.status() : "skipped: " + f.skipped) << " |\n";
 }
 
 } // namespace

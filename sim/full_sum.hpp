@@ -3,15 +3,21 @@
 /// @file
 /// Full-sum (Baum-Welch) training criterion of one segment: the loss
 /// -log sum over all paths of its FSA, and the error signal softmax - gamma with
-/// respect to the pre-softmax activations. The recursions are documented in
-/// full_sum.cpp.
+/// respect to the pre-softmax activations. Two implementations of the same
+/// recursions: a scaled linear-space pass (full_sum_scaled.hpp, fast) that
+/// certifies its own result, and the log-space reference
+/// (full_sum_log_space.hpp, exact over the whole double range) that runs
+/// whenever the certificate fails. The math is documented in
+/// full_sum_log_space.cpp and full_sum_scaled.cpp.
 
 #include <cstdint>
 #include <string_view>
-#include <vector>
 
 #include "sim/fsa.hpp"
+#include "sim/fsa_bands.hpp"
 #include "sim/fsa_csr.hpp"
+#include "sim/full_sum_log_space.hpp"
+#include "sim/full_sum_scaled.hpp"
 #include "sim/matrix_views.hpp"
 #include "sprintrt/error.hpp"
 
@@ -28,12 +34,42 @@ struct full_sum_result {
   bool skipped = false;
 };
 
+/// Which recursions a `full_sum_engine` may use.
+enum class full_sum_method : uint8_t {
+  /// The scaled linear-space pass, falling back to log space for the segments
+  /// whose result it cannot certify (the default).
+  automatic,
+  /// Always the log-space reference (for comparisons and benchmarks).
+  log_space,
+};
+
+/// Which recursions computed a segment.
+enum class full_sum_path : uint8_t {
+  /// Nothing computed yet, or the last call failed its input checks.
+  none,
+  /// The scaled linear-space pass, certified.
+  scaled,
+  /// The log-space pass (by method, or because the scaled one could not
+  /// certify its result, e.g. for extreme log-posteriors or skipped segments).
+  log_space,
+};
+
 /// Computes full-sum losses, error signals and occupancies. Holds the
 /// workspace (the FSA in CSR form, forward scores, per-frame buffers), so that
 /// a warmed-up engine computes segment after segment without allocating: keep
 /// one per worker thread. Not thread-safe.
 class full_sum_engine {
 public:
+  /// An engine using `method`.
+  explicit full_sum_engine(full_sum_method method = full_sum_method::automatic) noexcept
+      : method_(method) {}
+
+  /// Returns the method the engine was made with.
+  full_sum_method method() const noexcept { return method_; }
+
+  /// Returns which recursions computed the last segment.
+  full_sum_path last_path() const noexcept { return last_path_; }
+
   /// Computes the loss of `segment` (named in messages only) with FSA
   /// `automaton` over `log_posteriors` [T, D], and writes the error signal
   /// exp(log_posteriors) - gamma into `error_signal`, which must be [T, D] too.
@@ -52,43 +88,25 @@ public:
                                                     occupancy_ref occupancy);
 
 private:
-  // Checks the output's shape, runs forward, then backward with `write_row`
-  // taking each frame's gamma, or zeroes `output` for a skipped segment.
-  template <class Output, class WriteRow>
+  // Checks the inputs and the output's shape, runs the recursions handing
+  // `sink` each frame's gamma, or zeroes `output` for a skipped segment.
+  template <class Output>
   caf::expected<full_sum_result> run(std::string_view segment, const fsa& automaton,
                                      const log_posteriors_ref& log_posteriors, Output& output,
-                                     WriteRow&& write_row);
+                                     full_sum_row_sink& sink);
 
-  // Checks the input and fills alpha_; warns and flags segments without paths.
-  caf::expected<full_sum_result> forward(std::string_view segment, const fsa& automaton,
-                                         const log_posteriors_ref& log_posteriors);
-
-  // Runs the backward recursion from the last frame down, calling
-  // write_row(t, gamma_t) with D occupancies per frame.
-  template <class WriteRow>
-  void backward(const log_posteriors_ref& log_posteriors, double log_total, WriteRow&& write_row);
-
-  // One frame of either recursion (see full_sum.cpp).
-  void log_sum_step(const fsa_csr::grouping& edges, const double* source, const float* lp_row,
-                    double* target);
+  // Warns that `segment` is skipped, saying why.
+  void warn_skipped(std::string_view segment, Eigen::Index num_frames) const;
 
   // Whether any path of exactly `num_frames` edges exists, ignoring scores.
   bool has_path(Eigen::Index num_frames) const;
 
+  full_sum_method method_;
+  full_sum_path last_path_ = full_sum_path::none;
+  fsa_bands bands_;
   fsa_csr csr_;
-  /// Forward scores, (T + 1) x S row-major: alpha_[t * S + s] is the log-sum
-  /// over paths of t edges from the start state to s.
-  std::vector<double> alpha_;
-  /// Backward scores of two neighbouring frames.
-  std::vector<double> beta_current_;
-  std::vector<double> beta_next_;
-  /// Per edge: scores, then their exp relative to the state maximum, then
-  /// (backward) occupancies.
-  std::vector<double> edge_values_;
-  /// Per state: the maximum edge score of the last step.
-  std::vector<double> state_max_;
-  /// One frame of gamma, D values.
-  std::vector<double> gamma_row_;
+  scaled_full_sum scaled_;
+  log_space_full_sum log_space_;
 };
 
 } // namespace sprintrt::sim

@@ -2,7 +2,8 @@
 
 /// @file
 /// `sprintrt-bench sim`: the per-segment cost of the simulated Sprint's
-/// full-sum (loss plus error signal), next to a log_softmax+exp baseline.
+/// full-sum (loss plus error signal), the scaled pass next to the log-space
+/// reference, and both next to a log_softmax+exp baseline.
 
 #include <CLI/CLI.hpp>
 

@@ -70,7 +70,7 @@ void run_all(const all_options& o, const std::string& argv0) {
                    : ""),
       "machine at the start: " + load_before + "; at the end: " + machine_load() + "; took " +
           format_fixed(micros_since(start) / 1e6, 1) + " s."};
-  print_figures({o.json, o.markdown, o.quick}, figures, notes);
+  print_figures({o.json, o.markdown, o.quick, o.json_file}, figures, notes);
 }
 
 } // namespace
@@ -86,6 +86,8 @@ void add_all_bench(CLI::App& app, std::string argv0) {
   command->add_flag("--quick", options->quick, "few repeats, small counts (the smoke test)");
   command->add_flag("--json", options->json, "print one JSON document");
   command->add_flag("--markdown", options->markdown, "print the table as markdown rows");
+  command->add_option("--json-out", options->json_file,
+                      "also write the JSON document to this file");
   command->add_option("--only", options->only, "run only these groups")
       ->check(CLI::IsMember({"a", "b", "c", "d", "e", "f"}));
   command->add_option("--sprint-sim", options->sprint_sim,

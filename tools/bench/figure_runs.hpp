@@ -27,6 +27,8 @@ struct all_options {
   bool quick = false;
   bool json = false;
   bool markdown = false;
+  /// Also write the JSON document here.
+  std::string json_file;
   /// The figure groups to run (all if empty): a, b, c, d, e, f.
   std::vector<std::string> only;
   std::string sprint_sim;

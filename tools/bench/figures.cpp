@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <limits>
+#include <stdexcept>
 #include <utility>
 
 #include "tools/bench/bench_support.hpp"
@@ -180,16 +182,19 @@ nlohmann::json to_json(const figure& f) {
 
 void print_figures(const figure_output& out, const std::vector<figure>& figures,
                    const std::vector<std::string>& notes) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& f : figures)
+    list.push_back(to_json(f));
+  const nlohmann::json document{
+      {"bench", "all"}, {"quick", out.quick}, {"figures", list}, {"notes", notes}};
+  if (!out.json_file.empty()) {
+    std::ofstream file{out.json_file};
+    file << document.dump(2) << '\n';
+    if (!file)
+      throw std::runtime_error("cannot write " + out.json_file);
+  }
   if (out.json) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& f : figures)
-      list.push_back(to_json(f));
-    std::cout << nlohmann::json{{"bench", "all"},
-                                {"quick", out.quick},
-                                {"figures", list},
-                                {"notes", notes}}
-                     .dump(2)
-              << '\n';
+    std::cout << document.dump(2) << '\n';
     return;
   }
   if (out.markdown)

@@ -92,11 +92,14 @@ struct figure_output {
   bool json = false;
   bool markdown = false;
   bool quick = false;
+  /// Also write the JSON document to this file (if not empty).
+  std::string json_file;
 };
 
 /// Prints `figures` with `notes` (machine load, sizes): a table and the
 /// notes; with `json` one document {"bench": "all", "quick", "figures": [...],
-/// "notes": [...]}; with `markdown` the rows of BENCHMARKS.md's table.
+/// "notes": [...]}; with `markdown` the rows of BENCHMARKS.md's table. Throws
+/// `std::runtime_error` if `json_file` cannot be written.
 void print_figures(const figure_output& out, const std::vector<figure>& figures,
                    const std::vector<std::string>& notes);
 

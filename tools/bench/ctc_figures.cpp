@@ -142,7 +142,7 @@ std::vector<figure> ctc_figures(figure_context& cx) {
   const std::string title = "the CTC batch through 2 workers against PyTorch ctc_loss";
   const std::string baseline = "torch ctc_loss fwd+bwd, 2 threads";
   auto outcome =
-      run_script(cx.options.python, cx.options.scripts + "/torch_ctc.py",
+      run_script(cx.options.python, "python3-torch", cx.options.scripts + "/torch_ctc.py",
                  {"--frames", std::to_string(ctc_frames), "--batch", std::to_string(batch_size),
                   "--dim", std::to_string(ctc_dim), "--labels", std::to_string(ctc_labels),
                   "--threads", "2", "--repeat", std::to_string(runs)});

@@ -70,10 +70,10 @@ nlohmann::json json_of(const program_output& output, const std::string& what) {
   return document;
 }
 
-script_outcome run_script(const std::string& python, const std::string& script,
-                          const std::vector<std::string>& args) {
+script_outcome run_script(const std::string& python, const std::string& needs,
+                          const std::string& script, const std::vector<std::string>& args) {
   if (::access(python.c_str(), X_OK) != 0)
-    return {"no " + python, {}};
+    return {"no " + needs + " (no " + python + ")", {}};
   std::vector<std::string> argv{python, script};
   argv.insert(argv.end(), args.begin(), args.end());
   auto document = json_of(run_program(argv), script);

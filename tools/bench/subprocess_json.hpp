@@ -33,7 +33,7 @@ nlohmann::json json_of(const program_output& output, const std::string& what);
 
 /// A comparison script's JSON document, or why there is none.
 struct script_outcome {
-  /// Not empty if the script did not run ("no /usr/bin/python3") or said
+  /// Not empty if the script did not run (no Python) or said
   /// it could not (its {"skipped": reason}, e.g. "no python3-numpy").
   std::string skipped;
   /// Its document when it ran.
@@ -41,9 +41,11 @@ struct script_outcome {
 };
 
 /// Runs `python script args...`; skipped (not an error) when `python` is
-/// not an executable file or the script prints {"skipped": reason}. Throws
-/// `std::runtime_error` when the script fails otherwise.
-script_outcome run_script(const std::string& python, const std::string& script,
-                          const std::vector<std::string>& args);
+/// not an executable file ("no `needs` (no `python`)", `needs` being the
+/// package the script imports, e.g. "python3-numpy") or the script prints
+/// {"skipped": reason}. Throws `std::runtime_error` when the script fails
+/// otherwise.
+script_outcome run_script(const std::string& python, const std::string& needs,
+                          const std::string& script, const std::vector<std::string>& args);
 
 } // namespace sprintrt::bench

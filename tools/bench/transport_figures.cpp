@@ -173,7 +173,8 @@ figure returnn_parent(figure_context& cx, const std::string& corpus, const sprea
                                 "--"};
   for (auto& word : config_words(opts))
     args.push_back(std::move(word));
-  auto outcome = run_script(cx.options.python, cx.options.scripts + "/returnn_parent.py", args);
+  auto outcome = run_script(cx.options.python, "python3-numpy",
+                            cx.options.scripts + "/returnn_parent.py", args);
   if (!outcome.skipped.empty())
     return skipped_figure("c", title, "us/segment", baseline, goal, outcome.skipped);
   const auto& per_segment = outcome.result.at("per_segment_us");

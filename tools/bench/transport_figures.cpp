@@ -3,6 +3,7 @@
 // parent driving the same child.
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -74,31 +75,50 @@ worker_stats first_worker(const pool_client& client) {
   return stats->workers[0];
 }
 
-figure small_batch(figure_context& cx, const std::string& corpus) {
-  const auto counts = small_counts(cx.options.quick);
-  const size_t batches = counts.segments / counts.batch;
-  auto opts = sim_options(cx.sprint_sim, corpus, 1, {zero_criterion});
-  const pool_client client{cx.live.runtime(), opts};
-  const auto data = make_fixed_batch(small_frames, counts.batch, small_dim, 11);
-  const size_t request = request_bytes(small_prefix + "0", small_frames, small_dim);
-  const size_t reply = reply_bytes(small_frames, small_dim);
-  tensor reuse;
-  auto run_batch = [&] {
+// One sprint-sim child (criterion=zero) through a pool client and the fixed
+// batch that figures a and c send it.
+struct small_rig {
+  small_rig(figure_context& cx, const std::string& corpus)
+      : counts(small_counts(cx.options.quick)),
+        client(cx.live.runtime(), sim_options(cx.sprint_sim, corpus, 1, {zero_criterion})),
+        data(make_fixed_batch(small_frames, counts.batch, small_dim, 11)) {
+    // Warm-up: starts the child, sizes every buffer.
+    run_batch();
+    run_batch();
+  }
+
+  void run_batch() {
     batch b{data.log_posteriors, data.lengths, data.tags, std::move(reuse)};
     auto result = client.compute(std::move(b));
     if (!result)
       throw_error("batch", result.error());
     reuse = std::move(result->error_signal);
-  };
+  }
+
+  // One batch; returns its time per segment in microseconds.
+  double time_batch() {
+    const auto start = std::chrono::steady_clock::now();
+    run_batch();
+    return micros_since(start) / static_cast<double>(counts.batch);
+  }
+
+  batch_counts counts;
+  pool_client client;
+  fixed_batch data;
+  tensor reuse;
+};
+
+figure small_batch(figure_context& cx, const std::string& corpus, small_rig& rig) {
+  const auto counts = rig.counts;
+  const size_t batches = counts.segments / counts.batch;
+  const size_t request = request_bytes(small_prefix + "0", small_frames, small_dim);
+  const size_t reply = reply_bytes(small_frames, small_dim);
   auto run_echo = [&] {
     for (size_t i = 0; i < counts.batch; ++i)
       cx.sf_echo.round_trip(request - 4, reply - 4);
   };
-  // Warm-up: starts the child, sizes every buffer.
-  for (int i = 0; i < 2; ++i) {
-    run_batch();
-    run_echo();
-  }
+  run_echo();
+  run_echo();
   // What the child does per request, in this process: unpickle the
   // request, check the posteriors and write zeros, encode the reply.
   child_probe child{corpus, make_job(small_prefix + "0", small_frames, small_dim, 3),
@@ -107,17 +127,17 @@ figure small_batch(figure_context& cx, const std::string& corpus) {
     for (size_t i = 0; i < counts.batch; ++i)
       child.serve();
   };
-  const auto before = first_worker(client);
+  const auto before = first_worker(rig.client);
   std::vector<double> sprintrt, echo, child_work;
   const auto per_segment = static_cast<double>(counts.batch);
   for (size_t i = 0; i < batches; ++i) {
     // Alternating, so that the load of the moment hits both alike.
-    time_each(1, sprintrt, run_batch);
+    sprintrt.push_back(rig.time_batch());
     time_each(1, echo, run_echo);
     time_each(1, child_work, run_child);
   }
-  const auto after = first_worker(client);
-  for (auto* samples : {&sprintrt, &echo, &child_work})
+  const auto after = first_worker(rig.client);
+  for (auto* samples : {&echo, &child_work})
     for (auto& x : *samples)
       x /= per_segment;
   figure a;
@@ -152,12 +172,16 @@ figure small_batch(figure_context& cx, const std::string& corpus) {
   return a;
 }
 
-figure returnn_parent(figure_context& cx, const std::string& corpus, const spread& sprintrt) {
-  const auto counts = small_counts(cx.options.quick);
+figure returnn_parent(figure_context& cx, const std::string& corpus, small_rig& rig) {
+  const auto counts = rig.counts;
   const std::string title = "RETURNN's Python parent on the batches of a, per segment";
   const target goal{">=", 5, true, ">= 5x faster"};
   const std::string baseline = "RETURNN parent (Python, same child)";
-  auto opts = sim_options(cx.sprint_sim, corpus, 1, {zero_criterion});
+  // The segments in chunks, each first through sprintrt, then through the
+  // script (a fresh Python parent and child per chunk, its start untimed),
+  // so that the load of the moment hits both alike.
+  const size_t chunks = cx.options.quick ? 2 : 4;
+  const size_t chunk_batches = std::max<size_t>(1, counts.segments / counts.batch / chunks);
   std::vector<std::string> args{"--sprint-exec",
                                 cx.sprint_sim,
                                 "--frames",
@@ -167,31 +191,43 @@ figure returnn_parent(figure_context& cx, const std::string& corpus, const sprea
                                 "--batch",
                                 std::to_string(counts.batch),
                                 "--segments",
-                                std::to_string(counts.segments),
+                                std::to_string(chunk_batches * counts.batch),
                                 "--tag-prefix",
                                 small_prefix,
                                 "--"};
-  for (auto& word : config_words(opts))
+  for (auto& word : config_words(sim_options(cx.sprint_sim, corpus, 1, {zero_criterion})))
     args.push_back(std::move(word));
-  auto outcome = run_script(cx.options.python, "python3-numpy",
-                            cx.options.scripts + "/returnn_parent.py", args);
-  if (!outcome.skipped.empty())
-    return skipped_figure("c", title, "us/segment", baseline, goal, outcome.skipped);
-  const auto& per_segment = outcome.result.at("per_segment_us");
+  std::vector<double> sprintrt, python;
+  script_outcome outcome;
+  for (size_t k = 0; k < chunks; ++k) {
+    for (size_t i = 0; i < chunk_batches; ++i)
+      sprintrt.push_back(rig.time_batch());
+    outcome = run_script(cx.options.python, "python3-numpy",
+                         cx.options.scripts + "/returnn_parent.py", args);
+    if (!outcome.skipped.empty())
+      return skipped_figure("c", title, "us/segment", baseline, goal, outcome.skipped);
+    for (const auto& x : outcome.result.at("samples_us"))
+      python.push_back(x.get<double>());
+  }
   figure c;
   c.id = "c";
   c.title = title;
   c.unit = "us/segment";
-  c.value = sprintrt;
+  c.value = spread_of(sprintrt);
   c.baseline_name = baseline;
-  c.baseline = spread{per_segment.at("median").get<double>(), per_segment.at("min").get<double>(),
-                      per_segment.at("max").get<double>(), per_segment.at("runs").get<int>()};
+  c.baseline = spread_of(python);
   c.kind = ratio_kind::baseline_over_value;
   c.goal = goal;
-  c.details = outcome.result;
-  c.notes = {"value = a's sprintrt figure; baseline = scripts/bench/returnn_parent.py (RETURNN's "
+  c.details = {{"chunks", chunks},
+               {"segments", chunks * chunk_batches * counts.batch},
+               {"python", outcome.result.value("python", std::string{"?"})},
+               {"numpy", outcome.result.value("numpy", std::string{"?"})}};
+  c.notes = {"value = sprintrt as in a, baseline = scripts/bench/returnn_parent.py (RETURNN's "
              "SprintSubprocessInstance and get_batch_loss_and_error_signal, one instance) on the "
-             "same batches, child and argv; ratio = how many times faster sprintrt is (Python " +
+             "same batches, child and argv, in " +
+             std::to_string(chunks) + " chunks of " + std::to_string(chunk_batches) +
+             " batches alternating with sprintrt's; one sample per batch; ratio = how many times "
+             "faster sprintrt is (Python " +
              outcome.result.value("python", std::string{"?"}) + ", NumPy " +
              outcome.result.value("numpy", std::string{"?"}) + ")."};
   return c;
@@ -269,12 +305,11 @@ std::vector<figure> transport_figures(figure_context& cx, bool small_batch_figur
   auto corpus = write_corpus(corpus_entries(counts.batch));
   std::vector<figure> figures;
   if (small_batch_figure || with_returnn) {
-    auto a = small_batch(cx, corpus.path);
-    const spread sprintrt = *a.value;
+    small_rig rig{cx, corpus.path};
     if (small_batch_figure)
-      figures.push_back(std::move(a));
+      figures.push_back(small_batch(cx, corpus.path, rig));
     if (with_returnn)
-      figures.push_back(returnn_parent(cx, corpus.path, sprintrt));
+      figures.push_back(returnn_parent(cx, corpus.path, rig));
   }
   if (tiny_figure)
     figures.push_back(tiny(cx, corpus.path));

@@ -264,11 +264,20 @@ void start_streaming(pool_pointer self, std::shared_ptr<Progress> progress,
 }
 
 /// The error signal output: the caller's tensor if it fits and is not
-/// shared, else a new one; zeroed either way (padding must be zero).
+/// shared, else a new one of zeros. A reused one has only its padding (the
+/// rows past each segment's length) zeroed: every segment's reply
+/// overwrites all of its own rows, and a batch with a failed segment
+/// delivers no output at all.
 tensor error_signal_output(batch& b) {
   auto& reuse = b.reuse_error_signal;
   if (reuse.shape() == b.log_posteriors.shape() && reuse.unique()) {
-    std::fill(reuse.data(), reuse.data() + reuse.size(), 0.0f);
+    size_t frames = reuse.dim(0), batch_size = reuse.dim(1), dim = reuse.dim(2);
+    for (size_t t = 0; t < frames; ++t)
+      for (size_t i = 0; i < batch_size; ++i)
+        if (static_cast<int64_t>(t) >= b.seq_lengths[i]) {
+          float* row = reuse.data() + (t * batch_size + i) * dim;
+          std::fill(row, row + dim, 0.0f);
+        }
     return std::move(reuse);
   }
   return tensor::zeros(b.log_posteriors.shape());

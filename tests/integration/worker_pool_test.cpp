@@ -102,8 +102,11 @@ TEST_CASE("batch results equal the criterion per segment, for 1, 2 and 4 workers
       CHECK(w.requests_served > 0);
     // A second batch reuses the first result's error signal buffer when it
     // is handed over (moved: a buffer someone else still holds is not reused).
-    auto b2 = make_batch(segments, {40, 3, 3, 25, 3, 12, 3, 1}, 99);
+    // Whatever the buffer held is gone: the replies overwrite the segments'
+    // rows, the padding is zeroed (here other lengths, over NaN garbage).
+    auto b2 = make_batch(segments, {3, 40, 25, 3, 12, 3, 1, 2}, 99);
     const float* reused = r->error_signal.data();
+    std::fill(r->error_signal.data(), r->error_signal.data() + r->error_signal.size(), NAN);
     batch request = b2;
     request.reuse_error_signal = std::move(r->error_signal);
     auto r2 = client.compute(std::move(request));

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build
   libcaf-dev libboost-dev libeigen3-dev libspdlog-dev
   catch2 libcli11-dev nlohmann-json3-dev
+  libbenchmark-dev
 )
 
 missing=()

@@ -20,9 +20,15 @@
 /// or when the current job has run for a while (`long_job`) and so may keep
 /// its thread busy. Jobs from outside the scheduler (the io thread, blocking
 /// callers, timers) always wake a thread, as before. The cost: a job
-/// enqueued early in a short handler waits while the same actor goes on
-/// with a long one from its mailbox (at most that handler's time); every
-/// sprintrt actor keeps long work (O(T x D) and more) out of short handlers.
+/// enqueued early in a resume waits while the same actor goes on with more
+/// messages from its mailbox in that resume ("long" counts from the start of
+/// the resume, so the first send after 20 us wakes a thread); sprintrt's
+/// actors keep long work (O(T x B x D)) on actors of its own.
+///
+/// Only sends from scheduler threads may take the quiet path: CAF passes the
+/// sender's execution unit, so a send or promise delivery from a foreign
+/// thread through an actor pointer (rather than `anon_send`) would enqueue
+/// without a wake-up. sprintrt never does that.
 
 #include <chrono>
 #include <condition_variable>

@@ -70,6 +70,8 @@ using clock = std::chrono::steady_clock;
 struct pending_request : segment_request {
   /// How many children failed while serving it.
   size_t failures = 0;
+  /// Its number in the worker's arrival order (names it across moves).
+  uint64_t serial = 0;
   /// When the child began it: when it was written, or when the reply to the
   /// request before it arrived, whichever was later. Its reply deadline and
   /// the busy time count from here.
@@ -107,6 +109,13 @@ struct worker_state {
   std::optional<runtime::sprint_channel> channel;
   /// The how-many-th child this is.
   uint64_t generation = 0;
+  /// The serial the next request gets.
+  uint64_t next_serial = 0;
+  /// The request whose replyTimeout killed the current child, if one did.
+  /// Its reply may still arrive before the kill takes effect; then the
+  /// request written behind it is at the front when the child is down, and
+  /// must not be charged for a timeout that was not its own.
+  std::optional<uint64_t> timed_out;
   phase current = phase::down;
   std::deque<pending_request> queue;
   /// Requests written to the child, oldest (the one it serves) first; at
@@ -235,6 +244,7 @@ runtime::channel_events make_events(worker_pointer self, uint64_t generation) {
 void start_child(worker_pointer self) {
   auto& st = self->state;
   ++st.generation;
+  st.timed_out.reset();
   st.current = phase::starting;
   st.started_at = clock::now();
   st.channel =
@@ -262,7 +272,16 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
     return make_error(cause == errc::timeout ? errc::timeout : errc::child_failed,
                       request_context(st.label, req) + ": " + what);
   };
-  if (!st.in_flight.empty()) {
+  if (!st.in_flight.empty() && st.timed_out && *st.timed_out != st.in_flight.front().serial) {
+    // Killed for a request that was answered before the kill took effect:
+    // what is in flight now was not late; it goes back, unharmed.
+    spdlog::warn("{}: {}; resending {} request(s) written to it", st.label, what,
+                 st.in_flight.size());
+    while (!st.in_flight.empty()) {
+      st.queue.push_front(std::move(st.in_flight.back()));
+      st.in_flight.pop_back();
+    }
+  } else if (!st.in_flight.empty()) {
     // Only the request the child was serving is charged with its end; those
     // written behind it were never begun and go back, in order, unharmed.
     auto req = std::move(st.in_flight.front());
@@ -441,6 +460,7 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
         if (st.current == phase::stopping)
           return make_error(errc::cancelled, st.label + " is stopping");
         pending_request req;
+        req.serial = st.next_serial++;
         auto promise = self->make_response_promise<double>();
         req.what = loss_request{std::move(job), promise};
         st.queue.push_back(std::move(req));
@@ -454,6 +474,7 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
         if (st.current == phase::stopping)
           return make_error(errc::cancelled, st.label + " is stopping");
         pending_request req;
+        req.serial = st.next_serial++;
         auto promise = self->make_response_promise<segment_fsa>();
         req.what = fsa_request{std::move(segment), promise};
         st.queue.push_back(std::move(req));
@@ -536,6 +557,7 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
                                             std::to_string(st.opts.init_timeout.count()) +
                                             " ms (initTimeout)"));
         } else {
+          st.timed_out = st.in_flight.front().serial;
           st.channel->kill(make_error(
               errc::timeout, "no reply within " + std::to_string(st.opts.reply_timeout.count()) +
                                  " ms (replyTimeout)"));

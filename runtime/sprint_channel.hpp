@@ -66,7 +66,9 @@ struct channel_events {
 };
 
 /// A handle to the channel of one Sprint child. Every member function may be
-/// called from any thread: it posts its work to the io thread. Dropping the
+/// called from any thread: it posts its work to the io thread (`send` writes
+/// to an idle pipe itself, `recycle` only leaves the buffer for the io
+/// thread). Dropping the
 /// handle neither stops nor kills the child; `io_thread::stop` does, at the
 /// latest.
 class sprint_channel {

@@ -204,6 +204,8 @@ TEST_CASE("messages sent back to back, written at once or by the io thread, arri
     channel.stop(std::chrono::milliseconds{5000}, std::move(exit));
     REQUIRE(seen.wait_for([&] { return seen.down.has_value(); }));
     CHECK(seen.down->clean_exit());
+    // No buffer came back twice (the exit message's returns through `sent`).
+    CHECK(returned + seen.buffers_back == 2 + frames.size());
     io.stop();
   }
   CHECK(test::child_processes().empty());

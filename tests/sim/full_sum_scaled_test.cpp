@@ -174,7 +174,7 @@ TEST_CASE("long peaky segments, as a trained model gives them, stay on the scale
   }
 }
 
-TEST_CASE("-inf log-posteriors and infinite costs are exact zeros on the scaled pass") {
+TEST_CASE("log-posteriors of -inf and infinite costs are exact zeros on the scaled pass") {
   std::mt19937 rng{24};
   const auto automaton = unwrap(ctc_topology{0}.build("seg", std::vector<uint32_t>{1, 2, 1}));
   auto log_posteriors = test::random_log_posteriors(12, 4, rng);

@@ -38,10 +38,11 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 /// How many segments of a streamed request each worker holds at once: the
-/// one it serves and the next, so that it never waits for the pool between
-/// two segments (a Sprint worker writes the next one to its child ahead).
-/// Any more would only weaken the balance between workers.
-constexpr size_t segments_ahead = 2;
+/// one it serves and those it writes to its child ahead (`write_ahead` in
+/// sprint_worker.cpp), so that it never waits for the pool between two
+/// segments. The lists are assigned up front (LPT), so holding more does
+/// not change which worker computes what.
+constexpr size_t segments_ahead = 4;
 
 /// A segment of a streamed request, waiting in its worker's list or sent:
 /// counted in that worker's load until answered.

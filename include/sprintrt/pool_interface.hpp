@@ -59,7 +59,7 @@ typename Inspector::result_type inspect(Inspector& f, batch_automata& x) {
 ///   lengths, tags, NaN/+inf; the scan and the zeroed output happen on a
 ///   helper actor, so the pool serves other requests meanwhile), then its
 ///   segments go longest first to the least loaded worker; each worker
-///   serves its list in order (holding two segments at a time), writing
+///   serves its list in order (holding four segments at a time), writing
 ///   error signals straight into the result. If segments fail, the request
 ///   fails after all segments are done, with an error listing each failed
 ///   segment.

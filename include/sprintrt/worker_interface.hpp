@@ -43,7 +43,7 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;
 ///
 /// Requests are served one at a time, in arrival order. A worker for a
 /// Sprint child writes the next request to the child before the current
-/// one is answered (at most two in the pipe), so that the child never waits
+/// one is answered (at most four in the pipe), so that the child never waits
 /// for the parent between segments; a reply deadline counts from when the
 /// child begins the request, and a child that dies charges only the request
 /// it was serving.

@@ -261,6 +261,15 @@ void start_child(worker_pointer self) {
   arm_timer(self, *current_deadline(st));
 }
 
+/// Puts the requests still in flight back at the front of the queue, in
+/// their order, uncharged.
+void requeue_in_flight(worker_state& st) {
+  while (!st.in_flight.empty()) {
+    st.queue.push_front(std::move(st.in_flight.back()));
+    st.in_flight.pop_back();
+  }
+}
+
 /// Handles a child that is down while the worker still needs it: retries or
 /// fails what it was doing, and starts another child if there is work.
 void on_child_lost(worker_pointer self, const runtime::child_down& down) {
@@ -280,19 +289,13 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
     // what is in flight now was not late; it goes back, unharmed.
     spdlog::warn("{}: {}; resending {} request(s) written to it", st.label, what,
                  st.in_flight.size());
-    while (!st.in_flight.empty()) {
-      st.queue.push_front(std::move(st.in_flight.back()));
-      st.in_flight.pop_back();
-    }
+    requeue_in_flight(st);
   } else if (!st.in_flight.empty()) {
     // Only the request the child was serving is charged with its end; those
     // written behind it were never begun and go back, in order, unharmed.
     auto req = std::move(st.in_flight.front());
     st.in_flight.pop_front();
-    while (!st.in_flight.empty()) {
-      st.queue.push_front(std::move(st.in_flight.back()));
-      st.in_flight.pop_back();
-    }
+    requeue_in_flight(st);
     if (++req.failures > st.opts.max_retries || permanent(cause)) {
       fail_request(self, req, error_for(req));
     } else {

@@ -7,25 +7,48 @@
 #include <utility>
 
 #include <caf/actor_system.hpp>
+#include <caf/blocking_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "actors/caller_actors.hpp"
+#include "actors/caller_execution_unit.hpp"
 #include "sprintrt/error.hpp"
+#include "sprintrt/sprint_runtime.hpp"
 
 namespace sprintrt::detail {
 
-/// Sends `xs` to `receiver` and waits for the reply of type `T`. A scoped
-/// actor per call keeps concurrent callers apart (and none outlives its
-/// call, so none holds up the actor system's shutdown); `caf::infinite`
-/// because the actors enforce their own timeouts (a blocking actor's request
-/// timeout would leave stale timeout messages behind).
+/// Sends `xs` to `receiver` as `self` and waits for the reply of type `T`.
+/// `caf::infinite` because the actors enforce their own timeouts (a blocking
+/// actor's request timeout would leave stale timeout messages behind). Until
+/// the reply comes, the caller's thread runs the first handlers of its
+/// request itself (see `caller_execution_unit`).
+template <class T, class Handle, class... Ts>
+caf::expected<T> ask_as(caf::blocking_actor& self, const Handle& receiver, Ts&&... xs) {
+  caller_execution_unit caller{self.home_system()};
+  auto* own_context = self.context();
+  self.context(&caller);
+  auto pending = self.request(receiver, caf::infinite, std::forward<Ts>(xs)...);
+  caller.run_until([&] { return !self.mailbox().empty(); });
+  self.context(own_context);
+  caf::expected<T> result = make_error(errc::cancelled, "no reply");
+  std::move(pending).receive([&](T& reply) { result = std::move(reply); },
+                             [&](caf::error& err) { result = std::move(err); });
+  return result;
+}
+
+/// `ask_as` through the calling thread's actor of `rt` (see
+/// `caller_actors`): the facades' way.
+template <class T, class Handle, class... Ts>
+caf::expected<T> blocking_ask(sprint_runtime& rt, const Handle& receiver, Ts&&... xs) {
+  return ask_as<T>(rt.callers().of_this_thread(), receiver, std::forward<Ts>(xs)...);
+}
+
+/// `ask_as` through a scoped actor of its own, for callers without a
+/// runtime (tests); it is gone when the call returns.
 template <class T, class Handle, class... Ts>
 caf::expected<T> blocking_ask(caf::actor_system& system, const Handle& receiver, Ts&&... xs) {
   caf::scoped_actor self{system};
-  caf::expected<T> result = make_error(errc::cancelled, "no reply");
-  self->request(receiver, caf::infinite, std::forward<Ts>(xs)...)
-      .receive([&](T& reply) { result = std::move(reply); },
-               [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask_as<T>(*self, receiver, std::forward<Ts>(xs)...);
 }
 
 } // namespace sprintrt::detail

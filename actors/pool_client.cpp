@@ -12,22 +12,20 @@ pool_client::pool_client(sprint_runtime& rt, worker_pool_actor pool)
     : runtime_(&rt), pool_(std::move(pool)) {}
 
 caf::expected<batch_result> pool_client::compute(batch b) const {
-  return detail::blocking_ask<batch_result>(runtime_->system(), pool_, compute_atom::value,
-                                            std::move(b));
+  return detail::blocking_ask<batch_result>(*runtime_, pool_, compute_atom::value, std::move(b));
 }
 
 caf::expected<batch_automata> pool_client::automata(std::vector<std::string> tags) const {
-  return detail::blocking_ask<batch_automata>(runtime_->system(), pool_, automata_atom::value,
+  return detail::blocking_ask<batch_automata>(*runtime_, pool_, automata_atom::value,
                                               std::move(tags));
 }
 
 caf::expected<double> pool_client::compute_segment(segment_job job) const {
-  return detail::blocking_ask<double>(runtime_->system(), pool_, compute_atom::value,
-                                      std::move(job));
+  return detail::blocking_ask<double>(*runtime_, pool_, compute_atom::value, std::move(job));
 }
 
 caf::expected<pool_stats> pool_client::stats() const {
-  return detail::blocking_ask<pool_stats>(runtime_->system(), pool_, stats_atom::value);
+  return detail::blocking_ask<pool_stats>(*runtime_, pool_, stats_atom::value);
 }
 
 } // namespace sprintrt

@@ -5,6 +5,7 @@
 #include <caf/scheduler/coordinator.hpp>
 
 #include "actors/affine_sharing.hpp"
+#include "actors/caller_actors.hpp"
 #include "actors/child_process_source.hpp"
 #include "actors/pool_registry.hpp"
 #include "runtime/io_thread.hpp"
@@ -32,13 +33,14 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg,
 
 struct sprint_runtime::impl {
   explicit impl(const settings& config)
-      : system(configure(system_config, config)), registry(system, io) {}
+      : system(configure(system_config, config)), callers(system), registry(system, io) {}
 
   // Order matters: the io thread outlives the actor system (workers talk to
   // it until they are done), the registry refers to both.
   runtime::io_thread io;
   caf::actor_system_config system_config;
   caf::actor_system system;
+  detail::caller_actors callers;
   pool_registry registry;
   bool shut_down = false;
 };
@@ -67,11 +69,16 @@ worker_source sprint_runtime::child_process_source(const sprint_options& opts) {
   return sprintrt::child_process_source(impl_->io, opts);
 }
 
+detail::caller_actors& sprint_runtime::callers() noexcept {
+  return impl_->callers;
+}
+
 void sprint_runtime::shutdown() {
   if (impl_->shut_down)
     return;
   impl_->shut_down = true;
   impl_->registry.stop_all();
+  impl_->callers.clear();
   impl_->system.await_all_actors_done();
   impl_->io.stop(io_grace);
 }

@@ -15,6 +15,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/caller_execution_unit.hpp"
 #include "actors/segment_requests.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/pickle_reader.hpp"
@@ -220,6 +221,12 @@ void fail_request(worker_pointer self, pending_request& req, const caf::error& e
   req.fail(err);
 }
 
+/// Replies up to this size are handled on the io thread that read them (see
+/// `detail::send_and_run`): decoding one and copying its error signal takes
+/// microseconds. Larger ones go to a scheduler thread, so that the io thread
+/// keeps serving the other children's pipes meanwhile.
+constexpr size_t inline_reply_bytes = 64 * 1024;
+
 /// Channel events become messages to the worker; the worker may be gone by
 /// the time they are sent, so only a weak handle is kept.
 runtime::channel_events make_events(worker_pointer self, uint64_t generation) {
@@ -228,15 +235,26 @@ runtime::channel_events make_events(worker_pointer self, uint64_t generation) {
     if (auto strong = weak.lock())
       caf::anon_send(caf::actor_cast<caf::actor>(strong), std::forward<decltype(xs)>(xs)...);
   };
+  // A small reply, or a buffer coming back, is handled right here.
+  auto send_and_run = [weak](auto&&... xs) {
+    if (auto strong = weak.lock())
+      detail::send_and_run(strong, caf::make_message(std::forward<decltype(xs)>(xs)...));
+  };
   runtime::channel_events events;
   events.started = [send, generation](pid_t pid, const std::vector<std::string>&) {
     send(started_atom::value, generation, static_cast<int32_t>(pid));
   };
-  events.message = [send, generation](protocol::byte_buffer msg) {
-    send(received_atom::value, generation, std::make_shared<protocol::byte_buffer>(std::move(msg)));
+  events.message = [send, send_and_run, generation](protocol::byte_buffer msg) {
+    const bool small = msg.size() <= inline_reply_bytes;
+    auto shared = std::make_shared<protocol::byte_buffer>(std::move(msg));
+    if (small)
+      send_and_run(received_atom::value, generation, std::move(shared));
+    else
+      send(received_atom::value, generation, std::move(shared));
   };
-  events.sent = [send, generation](protocol::byte_buffer buf) {
-    send(sent_atom::value, generation, std::make_shared<protocol::byte_buffer>(std::move(buf)));
+  events.sent = [send_and_run, generation](protocol::byte_buffer buf) {
+    send_and_run(sent_atom::value, generation,
+                 std::make_shared<protocol::byte_buffer>(std::move(buf)));
   };
   events.down = [send, generation](runtime::child_down down) {
     send(down_atom::value, generation, std::move(down));

@@ -18,6 +18,10 @@
 
 namespace sprintrt {
 
+namespace detail {
+class caller_actors;
+} // namespace detail
+
 /// Owns everything sprintrt runs: create one per process (or per trainer),
 /// get pools from it, destroy it (or call `shutdown`) at the end. Every
 /// Sprint child is then stopped (`exit`, then killed after its exitGrace)
@@ -69,6 +73,10 @@ public:
   /// from the options, `numInstances` of them, on this runtime's io thread
   /// (so use it for pools of this runtime only, while it lives).
   worker_source child_process_source(const sprint_options& opts);
+
+  /// The blocking actors through which `pool_client` and `seqtrain_client`
+  /// ask, one per calling thread. Internal to sprintrt's facades.
+  detail::caller_actors& callers() noexcept;
 
   /// Stops every pool and worker, waits until all actors are done, then
   /// stops the io thread, which kills and reaps any child still running.

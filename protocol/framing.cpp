@@ -170,23 +170,46 @@ caf::error frame_decoder::commit_length_prefixed(size_t n) {
 
 caf::error frame_decoder::commit_raw(size_t n) {
   staging_.set_size(staging_.size() + n);
+  // Where the message being scanned begins in `staging_`. Each complete
+  // message costs one copy of at most its own size, and what is left is
+  // moved to the front once per commit: linear in the bytes received, however
+  // many messages one read brings (copying the rest after every message made
+  // a burst of tiny pickles quadratic, and each kept the whole receive
+  // buffer's capacity).
+  size_t start = 0;
   for (;;) {
-    auto end = scanner_.scan(staging_.bytes());
+    auto end = scanner_.scan(staging_.bytes().subspan(start));
     if (!end)
       return fail(std::move(end.error()));
     if (!*end)
-      return {};
-    // The receive buffer becomes the message; bytes after its STOP (the start
-    // of the next message) move to a fresh receive buffer.
-    auto rest = std::move(spare_);
-    rest.append(staging_.bytes().subspan(**end));
-    staging_.set_size(**end);
-    complete_.push_back(std::move(staging_));
-    staging_ = std::move(rest);
+      break;
+    const size_t stop = start + **end;
+    const size_t rest = staging_.size() - stop;
     scanner_.reset();
-    if (staging_.empty())
-      return {};
+    if (start == 0 && rest <= stop) {
+      // The message is most of the buffer (a large message received in
+      // place): the buffer becomes the message, and the rest, no larger,
+      // moves to a fresh receive buffer.
+      auto next = std::move(spare_);
+      next.append(staging_.bytes().subspan(stop));
+      staging_.set_size(stop);
+      complete_.push_back(std::move(staging_));
+      staging_ = std::move(next);
+      if (staging_.empty())
+        return {};
+      continue;
+    }
+    byte_buffer message{stop - start};
+    message.append(staging_.bytes().subspan(start, stop - start));
+    complete_.push_back(std::move(message));
+    start = stop;
   }
+  if (start > 0) {
+    const size_t left = staging_.size() - start;
+    std::memmove(staging_.data(), staging_.data() + start, left);
+    staging_.set_size(left);
+  }
+  return {};
 }
 
 } // namespace sprintrt::protocol

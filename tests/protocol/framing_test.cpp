@@ -192,6 +192,47 @@ TEST_CASE("raw framing enforces the maximum size while scanning") {
   CHECK(garbage.feed(bytes({0x80, 3, 0xff})) == errc::protocol_error);
 }
 
+TEST_CASE("a burst of tiny raw pickles in one read costs memory and time linear in its size") {
+  // PROTO 2, NONE, STOP: 4 bytes each, 5000 of them (20 KB) in one feed.
+  const size_t count = 5000;
+  std::vector<std::byte> burst;
+  for (size_t i = 0; i < count; ++i)
+    for (auto b : bytes({0x80, 2, 'N', '.'}))
+      burst.push_back(b);
+  frame_decoder decoder{framing::raw};
+  REQUIRE_FALSE(decoder.feed(sprintrt::byte_span{burst.data(), burst.size()}));
+  REQUIRE(decoder.pending() == count);
+  size_t held = 0;
+  size_t messages = 0;
+  while (auto message = decoder.next()) {
+    CHECK(message->size() == 4);
+    held += message->capacity();
+    ++messages;
+  }
+  CHECK(messages == count);
+  // Each message holds its own bytes, not the rest of the receive buffer
+  // (which made this 5000 x 20 KB).
+  CHECK(held <= 64 * count);
+  CHECK(decoder.partial_bytes() == 0);
+}
+
+TEST_CASE("raw framing keeps the start of the next message after a burst") {
+  // Two whole pickles and the first 2 bytes of a third, then the rest of it.
+  frame_decoder decoder{framing::raw};
+  REQUIRE_FALSE(decoder.feed(bytes({0x80, 2, 'N', '.', 0x80, 2, 'N', '.', 0x80, 2})));
+  CHECK(decoder.pending() == 2);
+  CHECK(decoder.partial_bytes() == 2);
+  REQUIRE_FALSE(decoder.feed(bytes({'N', '.'})));
+  CHECK(decoder.pending() == 3);
+  CHECK(decoder.partial_bytes() == 0);
+  decoder.next();
+  decoder.next();
+  auto third = decoder.next();
+  REQUIRE(third);
+  CHECK(std::vector<std::byte>(third->data(), third->data() + third->size()) ==
+        bytes({0x80, 2, 'N', '.'}));
+}
+
 TEST_CASE("framed encoding writes the little-endian length prefix") {
   byte_buffer out;
   out.append("x", 1);

@@ -123,6 +123,24 @@ private:
   /// the sharing real pickles do.
   size_t max_tree_size() const noexcept { return 2 * message_.size() + 64; }
 
+  /// The most bytes of strings and byte strings the values of a message may
+  /// hold: every one made from an opcode's argument costs its size (at most
+  /// the message in all), and so does every one a call makes (_codecs.encode
+  /// of a latin-1 string is no longer than the string's UTF-8 in the
+  /// message). Twice the message, plus room for tiny messages, keeps real
+  /// pickles far inside the bound and stops one that encodes the same
+  /// memoized string a thousand times (1 MB of pickle asking for 3 GB).
+  size_t max_materialized() const noexcept { return 2 * message_.size() + 4096; }
+
+  /// Counts `n` more bytes of strings or byte strings that a value holds.
+  caf::error materialize(size_t n) {
+    materialized_ += n;
+    if (materialized_ > max_materialized())
+      return fail("the values would hold more than " + std::to_string(max_materialized()) +
+                  " bytes of strings, twice the message (a string made into bytes too often)");
+    return {};
+  }
+
   /// Pushes a container after checking the limits.
   caf::error push_container(value x) {
     if (auto err = check_limits(x))
@@ -138,8 +156,10 @@ private:
 
   // -- argument decoding ------------------------------------------------------
 
-  caf::expected<std::string> utf8_argument() const {
+  caf::expected<std::string> utf8_argument() {
     auto text = as_text(instr_.arg);
+    if (auto err = materialize(text.size()))
+      return err;
     if (!is_valid_utf8(text))
       return fail("string is not valid UTF-8");
     return std::string{text};
@@ -306,6 +326,8 @@ private:
     case op::binbytes:
     case op::binbytes8:
     case op::bytearray8:
+      if (auto err = materialize(instr_.arg.size()))
+        return err;
       if (owner_)
         return push(value::bytes(bytes_ref::shared(instr_.arg, owner_)));
       return push(value::bytes(
@@ -401,6 +423,10 @@ private:
       auto result = call_global(fn.as_global(), args.as_items());
       if (!result)
         return located(result.error());
+      // Only _codecs.encode makes new bytes; arrays share their bytes.
+      if (fn.as_global() == callable::codecs_encode)
+        if (auto err = materialize(result->as_bytes().size()))
+          return err;
       return push(std::move(*result));
     }
     case op::build: {
@@ -457,6 +483,8 @@ private:
   std::vector<value> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint32_t, value> memo_;
+  /// Bytes of strings and byte strings made so far (see `materialize`).
+  size_t materialized_ = 0;
 };
 
 } // namespace

@@ -14,6 +14,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/message.hpp>
+#include <caf/scheduled_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "actors/blocking_ask.hpp"
@@ -142,6 +143,22 @@ void warm_up(sprint_runtime& rt, const caf::actor& whom) {
   REQUIRE(answered);
 }
 
+/// Waits (up to 10 s) until each of `actors` has finished its resume and
+/// waits for a message: the reply to a warm-up can arrive while the actor
+/// that sent it is still running, and a message then joins its mailbox
+/// without making it runnable.
+void wait_idle(std::initializer_list<caf::actor> actors) {
+  for (const auto& handle : actors) {
+    auto* actor =
+        dynamic_cast<caf::scheduled_actor*>(caf::actor_cast<caf::abstract_actor*>(handle));
+    REQUIRE(actor != nullptr);
+    auto give_up = clock_type::now() + std::chrono::seconds{10};
+    while (!actor->mailbox().blocked() && clock_type::now() < give_up)
+      std::this_thread::yield();
+    REQUIRE(actor->mailbox().blocked());
+  }
+}
+
 } // namespace
 
 TEST_CASE("a blocking ask runs the receiver and the actor it asks on the caller's thread") {
@@ -151,6 +168,7 @@ TEST_CASE("a blocking ask runs the receiver and the actor it asks on the caller'
   auto end = system.spawn(recorder, &second);
   auto front = system.spawn(relay, &first, end);
   warm_up(rt, front);
+  wait_idle({front, end});
   auto reply = detail::blocking_ask<int>(rt, front, 41);
   REQUIRE(reply);
   CHECK(*reply == 42);
@@ -211,6 +229,7 @@ TEST_CASE("once its run is over, the unit hands every job to the scheduler") {
   trace t;
   auto target = system.spawn(recorder, &t);
   warm_up(rt, target);
+  wait_idle({target});
   caf::scoped_actor self{system};
   detail::caller_execution_unit caller{system};
   // Sends `x` to `target` with `caller` as the sending context.
@@ -239,6 +258,7 @@ TEST_CASE("send_and_run handles a message on the sending thread, outside the sch
   trace handled;
   auto receiver = system.spawn(recorder, &handled);
   warm_up(rt, receiver);
+  wait_idle({receiver});
   std::thread::id sender;
   std::thread io_like{[&] {
     sender = std::this_thread::get_id();

@@ -206,10 +206,11 @@ void keep_buffer(worker_state& st, protocol::byte_buffer buf) {
 void start_child(worker_pointer self);
 void dispatch(worker_pointer self);
 
-/// Sends one framed message to the current child (a buffer written at once
-/// comes straight back for the next message).
-void send_to_child(worker_pointer self, protocol::byte_buffer message) {
-  if (auto back = self->state.channel->send(std::move(message)))
+/// Sends one framed message to the current child, whose reply may take at
+/// most `max_reply_size` bytes (a buffer written at once comes straight back
+/// for the next message).
+void send_to_child(worker_pointer self, protocol::byte_buffer message, size_t max_reply_size) {
+  if (auto back = self->state.channel->send(std::move(message), max_reply_size))
     keep_buffer(self->state, std::move(*back));
 }
 
@@ -275,7 +276,7 @@ void start_child(worker_pointer self) {
     st.channel->kill(err);
     return;
   }
-  send_to_child(self, std::move(init));
+  send_to_child(self, std::move(init), protocol::max_init_reply_size);
   arm_timer(self, *current_deadline(st));
 }
 
@@ -419,10 +420,13 @@ void dispatch(worker_pointer self) {
   st.queue.pop_front();
   auto message = take_buffer(st);
   caf::error err;
+  // An FSA's size is not known from its request: the configured maximum.
+  size_t max_reply_size = st.format.max_message_size;
   if (req.is_loss()) {
     const auto& in = std::get<loss_request>(req.what).job.log_posteriors;
     err = protocol::encode_loss_command(message, st.format, req.segment(), in.rows, in.cols,
                                         in.row(0), in.row_stride);
+    max_reply_size = protocol::max_loss_reply_size(in.rows, in.cols);
   } else {
     err = protocol::encode_fsa_command(message, st.format, req.segment());
   }
@@ -435,7 +439,7 @@ void dispatch(worker_pointer self) {
   req.sent_at = clock::now();
   st.in_flight.push_back(std::move(req));
   arm_timer(self, *current_deadline(st));
-  send_to_child(self, std::move(message));
+  send_to_child(self, std::move(message), max_reply_size);
   dispatch(self);
 }
 

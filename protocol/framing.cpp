@@ -114,6 +114,19 @@ void frame_decoder::recycle(byte_buffer&& buffer) {
   }
 }
 
+void frame_decoder::expect(size_t max_size) {
+  limits_.push_back(max_size);
+}
+
+size_t frame_decoder::current_limit() const noexcept {
+  return limits_.empty() ? max_size_ : std::min(max_size_, limits_.front());
+}
+
+void frame_decoder::limit_used() noexcept {
+  if (!limits_.empty())
+    limits_.pop_front();
+}
+
 caf::error frame_decoder::fail(caf::error err) {
   failed_ = err;
   return err;
@@ -121,6 +134,7 @@ caf::error frame_decoder::fail(caf::error err) {
 
 caf::error frame_decoder::commit_length_prefixed(size_t n) {
   auto finish_message = [this] {
+    limit_used();
     complete_.push_back(std::move(body_));
     body_ = byte_buffer{};
     body_size_.reset();
@@ -149,11 +163,14 @@ caf::error frame_decoder::commit_length_prefixed(size_t n) {
       if (size <= 0)
         return fail(make_error(errc::protocol_error,
                                "length prefix " + std::to_string(size) + " is not positive"));
-      if (static_cast<size_t>(size) > max_size_)
-        return fail(
-            make_error(errc::message_too_large, "length prefix announces " + std::to_string(size) +
-                                                    " bytes, more than the maximum message size " +
-                                                    std::to_string(max_size_)));
+      const size_t limit = current_limit();
+      if (static_cast<size_t>(size) > limit)
+        return fail(make_error(
+            errc::message_too_large,
+            "length prefix announces " + std::to_string(size) + " bytes, more than " +
+                (limit < max_size_
+                     ? "the " + std::to_string(limit) + " bytes a reply to its request can take"
+                     : "the maximum message size " + std::to_string(max_size_))));
       body_size_ = static_cast<size_t>(size);
       body_ = std::move(spare_);
       continue;
@@ -178,6 +195,7 @@ caf::error frame_decoder::commit_raw(size_t n) {
   // buffer's capacity).
   size_t start = 0;
   for (;;) {
+    scanner_.set_max_size(current_limit());
     auto end = scanner_.scan(staging_.bytes().subspan(start));
     if (!end)
       return fail(std::move(end.error()));
@@ -186,6 +204,7 @@ caf::error frame_decoder::commit_raw(size_t n) {
     const size_t stop = start + **end;
     const size_t rest = staging_.size() - stop;
     scanner_.reset();
+    limit_used();
     if (start == 0 && rest <= stop) {
       // The message is most of the buffer (a large message received in
       // place): the buffer becomes the message, and the rest, no larger,

@@ -63,6 +63,15 @@ public:
   /// A decoder for `f` accepting messages up to `max_message_size` bytes.
   explicit frame_decoder(framing f, size_t max_message_size = default_max_message_size);
 
+  /// Declares that one more message will come, of at most `max_size` bytes
+  /// (and at most the decoder's maximum): a reply to a request whose size
+  /// the request bounds. Limits apply in order, one per message, to the
+  /// messages not yet begun; messages beyond the declared ones get the
+  /// decoder's maximum. A length prefix (or raw pickle) beyond its limit
+  /// fails with `message_too_large` as soon as it is seen, before the body
+  /// arrives.
+  void expect(size_t max_size);
+
   /// Returns writable space for the next bytes from the stream: at least one
   /// byte, usually `hint` bytes or more, and exactly the rest of the current
   /// message body when a length prefix announced it (so large bodies are read
@@ -97,6 +106,12 @@ public:
   framing mode() const noexcept { return framing_; }
 
 private:
+  /// The size limit of the message being received or next to begin.
+  size_t current_limit() const noexcept;
+
+  /// A message is complete: its declared limit, if any, is used up.
+  void limit_used() noexcept;
+
   caf::error commit_length_prefixed(size_t n);
   caf::error commit_raw(size_t n);
   caf::error fail(caf::error err);
@@ -118,6 +133,8 @@ private:
   /// Whether the last prepare() pointed into `body_` rather than `staging_`.
   bool prepared_body_ = false;
   std::deque<byte_buffer> complete_;
+  /// The limits declared by `expect`, for the messages to come in order.
+  std::deque<size_t> limits_;
   /// A buffer handed back by `recycle` for the next body (moved out, it is
   /// empty again).
   byte_buffer spare_;

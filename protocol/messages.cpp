@@ -250,6 +250,14 @@ caf::error check_protocol_version(const init_reply& reply) {
                  ", expected " + std::to_string(protocol_version));
 }
 
+size_t max_loss_reply_size(size_t frames, size_t dim) noexcept {
+  constexpr size_t most = std::numeric_limits<size_t>::max();
+  // 8 bytes on the wire per float at most; saturate rather than wrap.
+  if (dim != 0 && frames > (most - reply_margin) / 8 / dim)
+    return most;
+  return 8 * frames * dim + reply_margin;
+}
+
 caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames, size_t dim) {
   auto items = ok_reply(message, loss_command_name, 2);
   if (!items)

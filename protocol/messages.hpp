@@ -129,6 +129,19 @@ struct fsa_reply {
   ndarray weights;
 };
 
+/// What every reply limit allows beyond its array data: the rest of the
+/// pickle, or an ("exception", message) reply carrying a long traceback.
+constexpr size_t reply_margin = size_t{1} << 20;
+
+/// The largest reply to `init` accepted: ("ok", name, version) is tiny.
+constexpr size_t max_init_reply_size = reply_margin;
+
+/// The largest reply to a loss command for `frames` x `dim` posteriors
+/// accepted: the float32 error signal twice over (a protocol-2 pickle
+/// writes bytes as latin-1 text, up to 2 bytes of UTF-8 each) plus
+/// `reply_margin`. A length prefix beyond it is a protocol error at once.
+size_t max_loss_reply_size(size_t frames, size_t dim) noexcept;
+
 /// Decodes the reply to `init`. An ("exception", msg) reply gives a
 /// `child_exception` error carrying msg; anything else malformed gives
 /// `invalid_message`. (The version is returned, not checked.)

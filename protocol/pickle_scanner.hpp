@@ -31,6 +31,9 @@ public:
   /// exceeding the maximum size (`message_too_large`).
   caf::expected<std::optional<size_t>> scan(byte_span data);
 
+  /// Sets the largest message size accepted from now on.
+  void set_max_size(size_t max_message_size) noexcept { max_size_ = max_message_size; }
+
   /// Forgets the current message, to scan the next one from its start.
   void reset() noexcept { position_ = 0; }
 

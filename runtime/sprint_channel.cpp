@@ -113,11 +113,15 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   int write_fd = -1;
   /// The channel finished: messages sent now are dropped.
   bool writes_closed = false;
-  /// Guards `recycled`.
-  std::mutex recycle_mutex;
+  /// Guards `recycled` and `reply_limits`.
+  std::mutex handoff_mutex;
   /// Buffers handed back by `recycle` (from any thread, without waking the
   /// io thread), taken by the decoder before it reads the next bytes.
   std::vector<protocol::byte_buffer> recycled;
+  /// The size limits of the replies to the messages `send` took since the
+  /// decoder last took them, in order (the decoder fails a reply announced
+  /// larger at once, instead of waiting for 2 GiB that never come).
+  std::vector<size_t> reply_limits;
   bool reading_messages = false;
   bool reading_output = false;
   /// `stop` was called: close the pipe to the child once `writes` is empty.
@@ -230,7 +234,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
           self->reading_messages = false;
           if (self->finished)
             return;
-          self->adopt_recycled();
+          self->adopt_handoffs();
           // Bytes read count even if the read was cancelled afterwards.
           bool intact = n == 0 || self->received(n);
           if (ec == asio::error::eof)
@@ -244,16 +248,22 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
         });
   }
 
-  /// Gives the decoder the buffers handed back since the last read, for the
-  /// messages that these bytes may begin.
-  void adopt_recycled() {
+  /// Gives the decoder the buffers handed back and the reply limits of the
+  /// messages sent since the last read, for the messages that these bytes
+  /// may begin. (A reply cannot arrive before its request was sent, and
+  /// `send` hands over the limit before it writes.)
+  void adopt_handoffs() {
     std::vector<protocol::byte_buffer> returned;
+    std::vector<size_t> limits;
     {
-      std::lock_guard<std::mutex> guard{recycle_mutex};
+      std::lock_guard<std::mutex> guard{handoff_mutex};
       returned.swap(recycled);
+      limits.swap(reply_limits);
     }
     for (auto& buffer : returned)
       decoder.recycle(std::move(buffer));
+    for (auto limit : limits)
+      decoder.expect(limit);
   }
 
   /// Commits `n` bytes received in place; false after a framing error.
@@ -381,6 +391,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     if (finished)
       return;
     // The child's last messages and output may still sit in the pipes.
+    adopt_handoffs();
     drain(from_child, [this](const char* bytes, size_t n) {
       return accepted(decoder.feed({reinterpret_cast<const std::byte*>(bytes), n}));
     });
@@ -442,8 +453,13 @@ size_t write_now(int fd, const protocol::byte_buffer& bytes) {
 
 } // namespace
 
-std::optional<protocol::byte_buffer> sprint_channel::send(protocol::byte_buffer message) const {
+std::optional<protocol::byte_buffer> sprint_channel::send(protocol::byte_buffer message,
+                                                          size_t max_reply_size) const {
   auto& p = *impl_;
+  {
+    std::lock_guard<std::mutex> guard{p.handoff_mutex};
+    p.reply_limits.push_back(max_reply_size);
+  }
   {
     std::lock_guard<std::mutex> guard{p.write_mutex};
     if (p.writes_closed)
@@ -467,7 +483,7 @@ std::optional<protocol::byte_buffer> sprint_channel::send(protocol::byte_buffer 
 }
 
 void sprint_channel::recycle(protocol::byte_buffer buffer) const {
-  std::lock_guard<std::mutex> guard{impl_->recycle_mutex};
+  std::lock_guard<std::mutex> guard{impl_->handoff_mutex};
   // The decoder keeps one spare; a second covers a message that arrives
   // before the io thread took the first.
   if (impl_->recycled.size() < 2)

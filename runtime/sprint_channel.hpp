@@ -78,13 +78,17 @@ public:
   static sprint_channel open(io_thread& io, sprint_options opts, std::string name,
                              channel_events events);
 
-  /// Writes `message` (framed) after the ones before it. When nothing is
+  /// Writes `message` (framed) after the ones before it; the child answers
+  /// it with one message of at most `max_reply_size` bytes, or breaks the
+  /// protocol (a larger length prefix fails the channel as soon as it is
+  /// read, like garbage). When nothing is
   /// queued before it and the pipe takes all of it at once, it is written
   /// right here, on the caller's thread (a non-blocking write, no hand-off
   /// to the io thread and no wake-up of it: half of the hand-offs of a small
   /// request), and the buffer comes straight back for reuse. Otherwise the
   /// io thread writes what is left and `events.sent` returns the buffer.
-  [[nodiscard]] std::optional<protocol::byte_buffer> send(protocol::byte_buffer message) const;
+  [[nodiscard]] std::optional<protocol::byte_buffer> send(protocol::byte_buffer message,
+                                                          size_t max_reply_size) const;
 
   /// Hands a buffer from `events.message` back for reuse by the next
   /// messages (kept for the io thread, which is not woken for it).

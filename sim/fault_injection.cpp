@@ -12,7 +12,7 @@ struct fault_name {
   const char* name;
 };
 
-constexpr std::array<fault_name, 7> fault_names{{
+constexpr std::array<fault_name, 8> fault_names{{
     {fault_kind::none, "none"},
     {fault_kind::crash, "crash"},
     {fault_kind::hang, "hang"},
@@ -20,6 +20,7 @@ constexpr std::array<fault_name, 7> fault_names{{
     {fault_kind::exit_at_start, "exit-at-start"},
     {fault_kind::no_init_reply, "no-init-reply"},
     {fault_kind::bad_version, "bad-version"},
+    {fault_kind::oversized_prefix, "oversized-prefix"},
 }};
 
 /// The body of the garbage reply. 0xff and 0xfe are no pickle opcodes, so
@@ -46,7 +47,8 @@ std::optional<fault_kind> parse_fault_kind(std::string_view name) noexcept {
 }
 
 bool counts_requests(fault_kind kind) noexcept {
-  return kind == fault_kind::crash || kind == fault_kind::hang || kind == fault_kind::garbage;
+  return kind == fault_kind::crash || kind == fault_kind::hang || kind == fault_kind::garbage ||
+         kind == fault_kind::oversized_prefix;
 }
 
 const char* to_string(fault_action action) noexcept {
@@ -59,6 +61,8 @@ const char* to_string(fault_action action) noexcept {
     return "hang";
   case fault_action::garbage:
     return "garbage";
+  case fault_action::oversized_prefix:
+    return "oversized-prefix";
   }
   return "?";
 }
@@ -82,6 +86,8 @@ fault_action fault_injector::on_request(const protocol::command& request) noexce
       return fault_action::crash;
     case fault_kind::hang:
       return fault_action::hang;
+    case fault_kind::oversized_prefix:
+      return fault_action::oversized_prefix;
     default:
       garbage_sent_ = true;
       return fault_action::garbage;
@@ -104,6 +110,20 @@ void append_garbage_reply(protocol::byte_buffer& out, protocol::framing framing)
   out.append(garbage_body.data(), garbage_body.size());
   // The body is far below any size limit: end_frame cannot fail here.
   (void)protocol::end_frame(out, framing, start);
+}
+
+void append_oversized_start(protocol::byte_buffer& out, protocol::framing framing) {
+  if (framing == protocol::framing::length_prefixed) {
+    const unsigned char prefix[4] = {0xff, 0xff, 0xff, 0x7f}; // 2^31 - 1
+    out.append(prefix, sizeof prefix);
+    // PROTO 2, MARK, then 10 bytes of a BINUNICODE that never ends.
+    const unsigned char start[12] = {0x80, 2, '(', 'X', 0xff, 0xff, 0xff, 0x7f, 'o', 'k', 'o', 'k'};
+    out.append(start, sizeof start);
+    return;
+  }
+  // PROTO 4, BINBYTES8 of 2^40 bytes, and 6 of them.
+  const unsigned char start[16] = {0x80, 4, 0x8e, 0, 0, 0, 0, 0, 1, 0, 0, 'o', 'k', 'o', 'k', 0};
+  out.append(start, sizeof start);
 }
 
 } // namespace sprintrt::sim

@@ -42,17 +42,23 @@ enum class fault_kind : uint8_t {
   no_init_reply,
   /// Answer `init` with protocol version 2 instead of 1, then keep serving.
   bad_version,
+  /// After answering `fault-after` loss/FSA requests, begin the reply to the
+  /// next one with a length prefix of 2 GiB - 1 (in raw framing: a pickle
+  /// announcing 2^40 bytes), write 16 bytes of it and stop there (sleep
+  /// until killed), as a child that runs out of memory mid-reply would.
+  oversized_prefix,
 };
 
 /// Returns the option spelling of `kind`: "none", "crash", "hang", "garbage",
-/// "exit-at-start", "no-init-reply", "bad-version".
+/// "exit-at-start", "no-init-reply", "bad-version", "oversized-prefix".
 const char* to_string(fault_kind kind) noexcept;
 
 /// Parses the option spelling of a fault kind (see `to_string`).
 std::optional<fault_kind> parse_fault_kind(std::string_view name) noexcept;
 
 /// Returns whether `kind` fires after a number of answered requests, i.e.
-/// whether `fault-after` applies to it (crash, hang, garbage).
+/// whether `fault-after` applies to it (crash, hang, garbage,
+/// oversized-prefix).
 bool counts_requests(fault_kind kind) noexcept;
 
 /// The fault-injection options of `sprint-sim`.
@@ -80,9 +86,12 @@ enum class fault_action : uint8_t {
   hang,
   /// Reply with `append_garbage_reply` instead of the real reply.
   garbage,
+  /// Write `append_oversized_start` instead of the real reply, then never
+  /// write again (sleep until killed).
+  oversized_prefix,
 };
 
-/// Returns "serve", "crash", "hang" or "garbage".
+/// Returns "serve", "crash", "hang", "garbage" or "oversized-prefix".
 const char* to_string(fault_action action) noexcept;
 
 /// Decides, request by request, when the configured faults fire. Counts the
@@ -126,5 +135,11 @@ std::optional<std::string_view> requested_segment(const protocol::command& reque
 /// `length_prefixed` framing) whose body is not a pickle: its first byte is
 /// no pickle opcode, so any unpickler fails on it at once.
 void append_garbage_reply(protocol::byte_buffer& out, protocol::framing framing);
+
+/// Appends the start of a reply that announces far more than any request
+/// allows: in `length_prefixed` framing the prefix 2^31 - 1 and 12 bytes of
+/// pickle, in `raw` framing PROTO 4 and a BINBYTES8 of 2^40 bytes; no more
+/// follows.
+void append_oversized_start(protocol::byte_buffer& out, protocol::framing framing);
 
 } // namespace sprintrt::sim

@@ -171,7 +171,8 @@ TEST_CASE("messages sent back to back, written at once or by the io thread, arri
     // on this thread, and its buffer comes straight back.
     protocol::byte_buffer init;
     REQUIRE_FALSE(protocol::encode_init_command(init, format));
-    size_t returned = channel.send(std::move(init)).has_value() ? 1 : 0;
+    size_t returned =
+        channel.send(std::move(init), protocol::max_init_reply_size).has_value() ? 1 : 0;
     CHECK(returned == 1);
     REQUIRE(seen.wait_for([&] { return seen.messages.size() == 1; }));
     // Small and large (5 MB, more than the pipe holds) requests, all sent
@@ -184,7 +185,10 @@ TEST_CASE("messages sent back to back, written at once or by the io thread, arri
       protocol::byte_buffer request;
       REQUIRE_FALSE(protocol::encode_loss_command(request, format, segments[i].name, frames[i], dim,
                                                   inputs[i].data(), dim));
-      returned += channel.send(std::move(request)).has_value() ? 1 : 0;
+      returned += channel.send(std::move(request), protocol::max_loss_reply_size(frames[i], dim))
+                          .has_value()
+                      ? 1
+                      : 0;
     }
     REQUIRE(seen.wait_for([&] { return seen.messages.size() == 1 + frames.size(); }));
     // Every buffer came back once: from `send`, or through `sent`.

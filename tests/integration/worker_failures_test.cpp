@@ -11,8 +11,10 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
+#include <optional>
 #include <thread>
 
+#include "protocol/messages.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/leak_check.hpp"
 #include "tests/support/process_checks.hpp"
@@ -29,11 +31,16 @@ namespace {
 
 constexpr size_t dim = 5;
 
+/// The worker's counters; a failed stats request fails the test (a default
+/// `worker_stats` would pass every "restarts == 0").
 worker_stats stats_of(caf::scoped_actor& self, const sprint_worker_actor& worker) {
-  worker_stats stats;
+  std::optional<worker_stats> stats;
+  caf::error failure;
   self->request(worker, caf::infinite, stats_atom::value)
-      .receive([&](worker_stats& s) { stats = s; }, [&](caf::error&) {});
-  return stats;
+      .receive([&](worker_stats& s) { stats = s; }, [&](caf::error& err) { failure = err; });
+  INFO(render(failure));
+  REQUIRE(stats);
+  return *stats;
 }
 
 /// What a failure test gets: the worker, a scoped actor to talk to it, the
@@ -188,6 +195,44 @@ TEST_CASE("garbage from a child is a protocol failure: restart and resend") {
     REQUIRE(r);
     CHECK(stats_of(env.self, env.worker).restarts == 1);
   });
+}
+
+TEST_CASE("a reply announced larger than its request allows is a protocol failure at once") {
+  // The first child begins its second reply with a 2 GiB length prefix and
+  // stops: the worker cannot wait for replyTimeout (an hour here), it must
+  // see that no reply to an 8 x 5 request is that large, kill, restart and
+  // resend; the resent request's result is exact.
+  with_worker(
+      {"fault=oversized-prefix", "fault-after=1"},
+      [](worker_env& env) {
+        REQUIRE(compute(env.self, env.worker, job_for(env.segments[0], 1)));
+        auto job = job_for(env.segments[1], 2);
+        auto r = compute(env.self, env.worker, job);
+        REQUIRE(r);
+        auto expected = test::reference_loss(env.corpus, env.segments[1].name,
+                                             *job.log_posteriors.storage, dim);
+        CHECK(*r == expected.loss);
+        CHECK(*job.error_signal.storage == expected.error_signal);
+        CHECK(stats_of(env.self, env.worker).restarts == 1);
+      },
+      [](sprint_options& opts) { opts.reply_timeout = std::chrono::hours{1}; });
+}
+
+TEST_CASE("an oversized reply fails the request with the sizes, once retries are used up") {
+  with_worker(
+      {"fault=oversized-prefix", "fault-after=0"},
+      [](worker_env& env) {
+        auto r = compute(env.self, env.worker, job_for(env.segments[0], 1));
+        REQUIRE_FALSE(r);
+        CHECK_THAT(render(r.error()),
+                   Catch::Contains("length prefix announces 2147483647 bytes, more than the " +
+                                   std::to_string(protocol::max_loss_reply_size(8, dim)) +
+                                   " bytes a reply to its request can take"));
+      },
+      [](sprint_options& opts) {
+        opts.reply_timeout = std::chrono::hours{1};
+        opts.max_retries = 1;
+      });
 }
 
 TEST_CASE("a segment that keeps killing its child fails alone, after maxRetries") {

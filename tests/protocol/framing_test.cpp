@@ -192,6 +192,40 @@ TEST_CASE("raw framing enforces the maximum size while scanning") {
   CHECK(garbage.feed(bytes({0x80, 3, 0xff})) == errc::protocol_error);
 }
 
+TEST_CASE("a declared reply limit fails a larger length prefix before its body arrives") {
+  frame_decoder decoder{framing::length_prefixed};
+  decoder.expect(8);
+  decoder.expect(4);
+  // The first reply may take 8 bytes: 8 arrive.
+  REQUIRE_FALSE(decoder.feed(bytes({8, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8})));
+  CHECK(decoder.pending() == 1);
+  // The second may take 4: a prefix of 5 is refused at once.
+  auto err = decoder.feed(bytes({5, 0, 0, 0}));
+  CHECK(err == errc::message_too_large);
+  CHECK(render(err).find("announces 5 bytes, more than the 4 bytes a reply to its request can "
+                         "take") != std::string::npos);
+  // A 2 GiB prefix without a declared limit still meets the maximum only.
+  frame_decoder unbounded{framing::length_prefixed, 100};
+  unbounded.expect(1000);
+  CHECK(render(unbounded.feed(bytes({101, 0, 0, 0}))).find("maximum message size 100") !=
+        std::string::npos);
+}
+
+TEST_CASE("declared limits apply to raw pickles too, one per message") {
+  frame_decoder decoder{framing::raw};
+  decoder.expect(4);
+  decoder.expect(4);
+  // Two 4-byte pickles pass, each within its limit.
+  REQUIRE_FALSE(decoder.feed(bytes({0x80, 2, 'N', '.', 0x80, 2, 'N', '.'})));
+  CHECK(decoder.pending() == 2);
+  // The third has no declared limit: the maximum applies.
+  REQUIRE_FALSE(decoder.feed(bytes({0x80, 2, 'N', 'N', '0', '.'})));
+  CHECK(decoder.pending() == 3);
+  frame_decoder strict{framing::raw};
+  strict.expect(4);
+  CHECK(strict.feed(bytes({0x80, 2, 'N', 'N', '0', '.'})) == errc::message_too_large);
+}
+
 TEST_CASE("a burst of tiny raw pickles in one read costs memory and time linear in its size") {
   // PROTO 2, NONE, STOP: 4 bytes each, 5000 of them (20 KB) in one feed.
   const size_t count = 5000;

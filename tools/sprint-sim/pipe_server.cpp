@@ -115,6 +115,16 @@ std::optional<sprint_sim_exit> pipe_server::answer(const protocol::value& messag
     spdlog::warn("fault injection: never answering request {} ({})", number,
                  sim::describe(*request));
     sleep_until_killed();
+  case sim::fault_action::oversized_prefix: {
+    spdlog::warn("fault injection: beginning the reply to request {} ({}) with a length no "
+                 "request allows, then stopping",
+                 number, sim::describe(*request));
+    protocol::byte_buffer start;
+    sim::append_oversized_start(start, service_.options().wire.framing);
+    if (auto err = write_all(c2p_fd_, start.bytes()))
+      spdlog::error("request {}: cannot write the reply's start: {}", number, render(err));
+    sleep_until_killed();
+  }
   case sim::fault_action::garbage:
     spdlog::warn("fault injection: answering request {} ({}) with garbage", number,
                  sim::describe(*request));

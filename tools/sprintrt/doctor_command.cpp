@@ -147,7 +147,8 @@ private:
     auto sent = clock::now();
     protocol::byte_buffer init;
     protocol::encode_init_command(init, format_);
-    (void)channel_->send(std::move(init)); // one message: no buffer to reuse
+    // One message: no buffer to reuse.
+    (void)channel_->send(std::move(init), protocol::max_init_reply_size);
     int status = 0;
     auto reply = wait_reply("init", opts_.init_timeout, status);
     if (!reply)
@@ -175,7 +176,7 @@ private:
                                                  cli_.dim, lp.data(), cli_.dim))
       return diagnose("segment", render(err));
     auto sent = clock::now();
-    (void)channel_->send(std::move(request)); // one message: no buffer to reuse
+    (void)channel_->send(std::move(request), protocol::max_loss_reply_size(cli_.frames, cli_.dim));
     int status = 0;
     auto reply = wait_reply("get_loss_and_error_signal", opts_.reply_timeout, status);
     if (!reply)

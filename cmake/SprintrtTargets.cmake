@@ -16,6 +16,10 @@ function(sprintrt_configure_target target)
                                              -fno-sanitize-recover=all)
     target_link_options(${target} PUBLIC -fsanitize=${SPRINTRT_SANITIZE})
   endif()
+  if(SPRINTRT_FUZZ)
+    # Coverage feedback for libFuzzer in every library the fuzzers link.
+    target_compile_options(${target} PUBLIC -fsanitize=fuzzer-no-link)
+  endif()
   target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
 endfunction()
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages sprintrt builds with. Idempotent: when every
-# package is present it prints nothing and does not touch apt.
+# Installs the Debian 12 packages sprintrt builds with, and any packages named
+# as arguments (scripts/fuzz.sh adds clang). Idempotent: when every package is
+# present it prints nothing and does not touch apt.
 set -euo pipefail
 
 packages=(
@@ -8,6 +9,7 @@ packages=(
   libcaf-dev libboost-dev libeigen3-dev libspdlog-dev
   catch2 libcli11-dev nlohmann-json3-dev
   libbenchmark-dev
+  "$@"
 )
 
 missing=()

@@ -369,35 +369,76 @@ void on_init_reply(worker_pointer self, const protocol::value& msg) {
   dispatch(self);
 }
 
-/// Handles the reply to the request in flight.
-void on_request_reply(worker_pointer self, const protocol::value& msg) {
-  auto& st = self->state;
+/// Whether a reply that decoded as a pickle but not as the answer to its
+/// request means the child is broken (wrong shape, types or arity: kill,
+/// restart, resend, like garbage) rather than that it failed this segment
+/// (an ("exception", message) reply).
+bool broken_reply(const caf::error& err) {
+  return err != errc::child_exception;
+}
+
+/// Kills the child because its reply `bytes` to the front request is no
+/// valid answer (`err`); the front request stays in flight, so the child's
+/// death charges it and it is resent, up to maxRetries.
+void kill_for_invalid_reply(worker_pointer self, const caf::error& err, byte_span bytes) {
+  // The charged request's name is put in front of this when it fails.
+  self->state.channel->kill(
+      make_error(errc::child_failed, "the child's reply is not a valid answer: " + render(err) +
+                                         "; the reply began with " + protocol::excerpt(bytes)));
+}
+
+/// Takes the request the child answered out of `in_flight`, counting its
+/// time; the next one written begins now.
+pending_request take_answered(worker_state& st) {
   auto req = std::move(st.in_flight.front());
   st.in_flight.pop_front();
   auto now = clock::now();
   st.stats.busy_ns +=
       std::chrono::duration_cast<std::chrono::nanoseconds>(now - req.sent_at).count();
-  // The child begins the next request written to it now.
   if (!st.in_flight.empty())
     st.in_flight.front().sent_at = std::max(st.in_flight.front().sent_at, now);
-  auto context = request_context(st.label, req);
-  if (req.is_loss()) {
-    auto& loss_req = std::get<loss_request>(req.what);
-    auto loss = store_loss_reply(msg, loss_req.job);
-    if (!loss) {
-      fail_request(self, req, with_context(context, loss.error()));
-    } else {
-      ++st.stats.requests_served;
-      loss_req.promise.deliver(*loss);
+  return req;
+}
+
+/// Ends the answered request with `result`: delivered through the promise
+/// `promise_of(request)` returns, or failed with the child's exception.
+template <class T, class PromiseOf>
+void answer(worker_pointer self, caf::expected<T>& result, PromiseOf promise_of) {
+  auto& st = self->state;
+  auto req = take_answered(st);
+  if (!result) {
+    fail_request(self, req, with_context(request_context(st.label, req), result.error()));
+    return;
+  }
+  ++st.stats.requests_served;
+  promise_of(req).deliver(std::move(*result));
+}
+
+/// Handles the reply to the request in flight; `bytes` is the reply as it
+/// arrived (quoted when it is no valid answer). The reply is checked while
+/// the request is still in flight, so that a broken one charges it through
+/// the child's death.
+void on_request_reply(worker_pointer self, const protocol::value& msg, byte_span bytes) {
+  auto& st = self->state;
+  auto& front = st.in_flight.front();
+  if (front.is_loss()) {
+    auto loss = store_loss_reply(msg, std::get<loss_request>(front.what).job);
+    if (!loss && broken_reply(loss.error())) {
+      kill_for_invalid_reply(self, loss.error(), bytes);
+      return;
     }
+    answer(
+        self, loss,
+        [](pending_request & req) -> auto& { return std::get<loss_request>(req.what).promise; });
   } else {
     auto fsa = fsa_from_reply(msg);
-    if (!fsa) {
-      fail_request(self, req, with_context(context, fsa.error()));
-    } else {
-      ++st.stats.requests_served;
-      std::get<fsa_request>(req.what).promise.deliver(std::move(*fsa));
+    if (!fsa && broken_reply(fsa.error())) {
+      kill_for_invalid_reply(self, fsa.error(), bytes);
+      return;
     }
+    answer(
+        self, fsa,
+        [](pending_request & req) -> auto& { return std::get<fsa_request>(req.what).promise; });
   }
   dispatch(self);
 }
@@ -532,13 +573,13 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
           auto msg = protocol::read_pickle(std::shared_ptr<const protocol::byte_buffer>{buffer});
           if (!msg) {
             if (st.current != phase::stopping)
-              st.channel->kill(
-                  make_error(errc::child_failed,
-                             "the child sent a malformed message: " + render(msg.error())));
+              st.channel->kill(make_error(
+                  errc::child_failed, "the child sent a malformed message: " + render(msg.error()) +
+                                          "; it began with " + protocol::excerpt(buffer->bytes())));
           } else if (st.current == phase::starting) {
             on_init_reply(self, *msg);
           } else if (st.current == phase::ready && !st.in_flight.empty()) {
-            on_request_reply(self, *msg);
+            on_request_reply(self, *msg, buffer->bytes());
           } else if (st.current != phase::stopping) {
             st.channel->kill(
                 make_error(errc::child_failed,

@@ -147,6 +147,14 @@ void append_repr(std::string& out, const value& x, size_t max_length) {
 
 } // namespace
 
+std::string excerpt(byte_span bytes, size_t max_bytes) {
+  std::string out = "b";
+  append_quoted(out, {reinterpret_cast<const char*>(bytes.data()), bytes.size()}, max_bytes);
+  if (bytes.size() > max_bytes)
+    out += " (" + std::to_string(bytes.size()) + " bytes)";
+  return out;
+}
+
 std::string repr(const value& x, size_t max_length) {
   std::string out;
   append_repr(out, x, max_length);

@@ -15,4 +15,9 @@ namespace sprintrt::protocol {
 /// for error messages: `('ok', 12.375, ndarray(float32, [3, 4]))`.
 std::string repr(const value& x, size_t max_length = 200);
 
+/// Renders the first `max_bytes` of `bytes` as a Python bytes literal, with
+/// every byte outside printable ASCII escaped (`b'\x80\x02ok'...`), for
+/// error messages that quote what a peer sent.
+std::string excerpt(byte_span bytes, size_t max_bytes = 48);
+
 } // namespace sprintrt::protocol

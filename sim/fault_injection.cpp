@@ -12,7 +12,7 @@ struct fault_name {
   const char* name;
 };
 
-constexpr std::array<fault_name, 8> fault_names{{
+constexpr std::array<fault_name, 9> fault_names{{
     {fault_kind::none, "none"},
     {fault_kind::crash, "crash"},
     {fault_kind::hang, "hang"},
@@ -21,6 +21,7 @@ constexpr std::array<fault_name, 8> fault_names{{
     {fault_kind::no_init_reply, "no-init-reply"},
     {fault_kind::bad_version, "bad-version"},
     {fault_kind::oversized_prefix, "oversized-prefix"},
+    {fault_kind::wrong_shape, "wrong-shape"},
 }};
 
 /// The body of the garbage reply. 0xff and 0xfe are no pickle opcodes, so
@@ -48,7 +49,7 @@ std::optional<fault_kind> parse_fault_kind(std::string_view name) noexcept {
 
 bool counts_requests(fault_kind kind) noexcept {
   return kind == fault_kind::crash || kind == fault_kind::hang || kind == fault_kind::garbage ||
-         kind == fault_kind::oversized_prefix;
+         kind == fault_kind::oversized_prefix || kind == fault_kind::wrong_shape;
 }
 
 const char* to_string(fault_action action) noexcept {
@@ -63,6 +64,8 @@ const char* to_string(fault_action action) noexcept {
     return "garbage";
   case fault_action::oversized_prefix:
     return "oversized-prefix";
+  case fault_action::wrong_shape:
+    return "wrong-shape";
   }
   return "?";
 }
@@ -88,6 +91,12 @@ fault_action fault_injector::on_request(const protocol::command& request) noexce
       return fault_action::hang;
     case fault_kind::oversized_prefix:
       return fault_action::oversized_prefix;
+    case fault_kind::wrong_shape:
+      // Fires on the next loss request: an FSA request in between is served.
+      if (!std::holds_alternative<protocol::loss_command>(request))
+        return fault_action::serve;
+      garbage_sent_ = true;
+      return fault_action::wrong_shape;
     default:
       garbage_sent_ = true;
       return fault_action::garbage;

@@ -47,10 +47,16 @@ enum class fault_kind : uint8_t {
   /// announcing 2^40 bytes), write 16 bytes of it and stop there (sleep
   /// until killed), as a child that runs out of memory mid-reply would.
   oversized_prefix,
+  /// After answering `fault-after` loss/FSA requests, answer the next loss
+  /// request with a well-formed reply whose error signal has one frame more
+  /// than the request's posteriors, then keep serving (FSA requests are
+  /// served normally).
+  wrong_shape,
 };
 
 /// Returns the option spelling of `kind`: "none", "crash", "hang", "garbage",
-/// "exit-at-start", "no-init-reply", "bad-version", "oversized-prefix".
+/// "exit-at-start", "no-init-reply", "bad-version", "oversized-prefix",
+/// "wrong-shape".
 const char* to_string(fault_kind kind) noexcept;
 
 /// Parses the option spelling of a fault kind (see `to_string`).
@@ -58,7 +64,7 @@ std::optional<fault_kind> parse_fault_kind(std::string_view name) noexcept;
 
 /// Returns whether `kind` fires after a number of answered requests, i.e.
 /// whether `fault-after` applies to it (crash, hang, garbage,
-/// oversized-prefix).
+/// oversized-prefix, wrong-shape).
 bool counts_requests(fault_kind kind) noexcept;
 
 /// The fault-injection options of `sprint-sim`.
@@ -89,9 +95,12 @@ enum class fault_action : uint8_t {
   /// Write `append_oversized_start` instead of the real reply, then never
   /// write again (sleep until killed).
   oversized_prefix,
+  /// Answer a loss request with an error signal one frame too long.
+  wrong_shape,
 };
 
-/// Returns "serve", "crash", "hang", "garbage" or "oversized-prefix".
+/// Returns "serve", "crash", "hang", "garbage", "oversized-prefix" or
+/// "wrong-shape".
 const char* to_string(fault_action action) noexcept;
 
 /// Decides, request by request, when the configured faults fire. Counts the
@@ -124,6 +133,7 @@ public:
 private:
   fault_options options_;
   size_t served_ = 0;
+  /// Whether the one-off reply fault (garbage, wrong-shape) has fired.
   bool garbage_sent_ = false;
 };
 

@@ -40,10 +40,10 @@
 /// - `name`: the child name in the `init` reply [sprint-sim].
 /// - `log-level`: trace, debug, info, warn, error, critical, off [warn].
 /// - `fault` (the process only, like the three below): none, crash, hang,
-///   garbage, exit-at-start, no-init-reply, bad-version, oversized-prefix
-///   [none] (see `fault_injection.hpp`).
-/// - `fault-after`: loss/FSA requests answered before crash, hang, garbage
-///   or oversized-prefix fire [0].
+///   garbage, exit-at-start, no-init-reply, bad-version, oversized-prefix,
+///   wrong-shape [none] (see `fault_injection.hpp`).
+/// - `fault-after`: loss/FSA requests answered before crash, hang, garbage,
+///   oversized-prefix or wrong-shape fire [0].
 /// - `crash-segment`: crash whenever this segment is requested.
 /// - `delay-ms`: wait before each loss/FSA reply [0].
 ///

@@ -235,6 +235,37 @@ TEST_CASE("an oversized reply fails the request with the sizes, once retries are
       });
 }
 
+TEST_CASE("a well-formed reply of the wrong shape is a protocol failure: restart and resend") {
+  // The first child answers its second loss request with a 9 x 5 error
+  // signal for 8 x 5 posteriors: never a silent wrong result.
+  with_worker({"fault=wrong-shape", "fault-after=1"}, [](worker_env& env) {
+    REQUIRE(compute(env.self, env.worker, job_for(env.segments[0], 1)));
+    auto job = job_for(env.segments[1], 2);
+    auto r = compute(env.self, env.worker, job);
+    REQUIRE(r);
+    auto expected =
+        test::reference_loss(env.corpus, env.segments[1].name, *job.log_posteriors.storage, dim);
+    CHECK(*r == expected.loss);
+    CHECK(*job.error_signal.storage == expected.error_signal);
+    CHECK(stats_of(env.self, env.worker).restarts == 1);
+  });
+}
+
+TEST_CASE("a reply of the wrong shape names the request and quotes what arrived") {
+  with_worker(
+      {"fault=wrong-shape", "fault-after=0"},
+      [](worker_env& env) {
+        auto r = compute(env.self, env.worker, job_for(env.segments[0], 1));
+        REQUIRE_FALSE(r);
+        CHECK_THAT(render(r.error()),
+                   Catch::Contains("worker 7: get_loss_and_error_signal of segment "
+                                   "'corpus/rec/seg-0': the child's reply is not a valid answer") &&
+                       Catch::Contains("[9, 5]") &&
+                       Catch::Contains("the reply began with b'\\x80"));
+      },
+      [](sprint_options& opts) { opts.max_retries = 1; });
+}
+
 TEST_CASE("a segment that keeps killing its child fails alone, after maxRetries") {
   with_worker({"crash-segment=corpus/rec/seg-2"}, [](worker_env& env) {
     auto bad = compute(env.self, env.worker, job_for(env.segments[2], 1));

@@ -338,7 +338,7 @@ TEST_CASE("bad option values name the argument and what was expected") {
       {"--*.name=\xff", "expected a non-empty UTF-8 name"},
       {"--*.log-level=loud", "expected trace, debug, info, warn, error, critical or off"},
       {"--*.fault=explode", "expected none, crash, hang, garbage, exit-at-start, no-init-reply, "
-                            "bad-version or oversized-prefix"},
+                            "bad-version, oversized-prefix or wrong-shape"},
       {"--*.fault-after=-1", "expected a number of requests"},
       {"--*.crash-segment=", "expected a segment name"},
       {"--*.delay-ms=3600001", "expected milliseconds from 0 to 3600000"},
@@ -352,10 +352,14 @@ TEST_CASE("bad option values name the argument and what was expected") {
 
 TEST_CASE("fault-after applies to the counting faults only") {
   CHECK(parse_error(minimal({"--*.fault-after=2"})) ==
-        "--*.fault-after applies to fault=crash, hang, garbage or oversized-prefix only, not to "
+        "--*.fault-after applies to fault=crash, hang, garbage, oversized-prefix or wrong-shape "
+        "only, "
+        "not to "
         "fault=none");
   CHECK(parse_error(minimal({"--*.fault=exit-at-start", "--*.fault-after=2"})) ==
-        "--*.fault-after applies to fault=crash, hang, garbage or oversized-prefix only, not to "
+        "--*.fault-after applies to fault=crash, hang, garbage, oversized-prefix or wrong-shape "
+        "only, "
+        "not to "
         "fault=exit-at-start");
   CHECK(
       unwrap(parse_sprint_sim_config(minimal({"--*.fault=oversized-prefix", "--*.fault-after=2"})))

@@ -4,9 +4,12 @@
 #include <memory>
 #include <thread>
 #include <utility>
+#include <variant>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
+#include "protocol/messages.hpp"
 #include "protocol/pickle_reader.hpp"
 #include "tools/sprint-sim/pipe_io.hpp"
 
@@ -124,6 +127,19 @@ std::optional<sprint_sim_exit> pipe_server::answer(const protocol::value& messag
     if (auto err = write_all(c2p_fd_, start.bytes()))
       spdlog::error("request {}: cannot write the reply's start: {}", number, render(err));
     sleep_until_killed();
+  }
+  case sim::fault_action::wrong_shape: {
+    // `on_request` fires this on loss requests only.
+    const auto& loss = std::get<protocol::loss_command>(*request);
+    const size_t frames = loss.frames + 1;
+    const size_t dim = loss.log_posteriors.shape[1];
+    spdlog::warn("fault injection: answering request {} ({}) with a {} x {} error signal", number,
+                 sim::describe(*request), frames, dim);
+    std::vector<float> zeros(frames * dim, 0.0f);
+    if (auto err = protocol::encode_loss_reply(reply_, service_.options().wire, 0.0, frames, dim,
+                                               zeros.data()))
+      service_.reply_error(err, reply_);
+    break;
   }
   case sim::fault_action::garbage:
     spdlog::warn("fault injection: answering request {} ({}) with garbage", number,

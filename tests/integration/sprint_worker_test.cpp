@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include <cmath>
 #include <thread>
 
@@ -172,12 +174,13 @@ TEST_CASE("an exception reply fails that request only; the child keeps serving")
     auto good =
         compute(self, worker, make_job(segments[0].name, random_log_posteriors(6, dim, 2), dim));
     REQUIRE(good);
-    worker_stats stats;
+    std::optional<worker_stats> stats;
     self->request(worker, caf::infinite, stats_atom::value)
-        .receive([&](worker_stats& s) { stats = s; }, [&](caf::error&) {});
-    CHECK(stats.restarts == 0);
-    CHECK(stats.requests_failed == 2);
-    CHECK(stats.requests_served == 1);
+        .receive([&](worker_stats& s) { stats = s; }, [&](caf::error& err) { FAIL(render(err)); });
+    REQUIRE(stats);
+    CHECK(stats->restarts == 0);
+    CHECK(stats->requests_failed == 2);
+    CHECK(stats->requests_served == 1);
   }
   check_nothing_left(fds);
 }

@@ -76,6 +76,20 @@ segment_job job_for(const test::test_segment& seg, uint64_t seed) {
   return make_job(seg.name, random_log_posteriors(8, dim, seed), dim);
 }
 
+/// Computes segment `i` (posteriors from `seed`) and checks that its loss
+/// and error signal are exactly what the in-process criterion gives: a
+/// resent request must not come back changed.
+void compute_exact(worker_env& env, size_t i, uint64_t seed) {
+  auto job = job_for(env.segments[i], seed);
+  auto r = compute(env.self, env.worker, job);
+  INFO(env.segments[i].name);
+  REQUIRE(r);
+  auto expected =
+      test::reference_loss(env.corpus, env.segments[i].name, *job.log_posteriors.storage, dim);
+  CHECK(*r == expected.loss);
+  CHECK(*job.error_signal.storage == expected.error_signal);
+}
+
 } // namespace
 
 TEST_CASE("a missing executable fails requests at once, naming the path") {
@@ -140,15 +154,8 @@ TEST_CASE("a child speaking another protocol version is refused without retries"
 TEST_CASE("a crashing child is restarted and the request resent") {
   // Every child crashes on its third request: 6 requests need 2 restarts.
   with_worker({"fault=crash", "fault-after=2"}, [](worker_env& env) {
-    for (size_t i = 0; i < env.segments.size(); ++i) {
-      auto job = job_for(env.segments[i], i);
-      auto r = compute(env.self, env.worker, job);
-      INFO(env.segments[i].name);
-      REQUIRE(r);
-      auto expected =
-          test::reference_loss(env.corpus, env.segments[i].name, *job.log_posteriors.storage, dim);
-      CHECK(*r == expected.loss);
-    }
+    for (size_t i = 0; i < env.segments.size(); ++i)
+      compute_exact(env, i, i);
     auto stats = stats_of(env.self, env.worker);
     CHECK(stats.restarts == 2);
     CHECK(stats.requests_served == 6);
@@ -161,9 +168,8 @@ TEST_CASE("a hanging child is killed after replyTimeout and the request resent")
   with_worker(
       {"fault=hang", "fault-after=1"},
       [](worker_env& env) {
-        REQUIRE(compute(env.self, env.worker, job_for(env.segments[0], 1)));
-        auto r = compute(env.self, env.worker, job_for(env.segments[1], 2));
-        REQUIRE(r);
+        compute_exact(env, 0, 1);
+        compute_exact(env, 1, 2);
         CHECK(stats_of(env.self, env.worker).restarts == 1);
       },
       [](sprint_options& opts) { opts.reply_timeout = 500ms; });
@@ -190,9 +196,8 @@ TEST_CASE("a hanging child fails the request once retries are used up") {
 
 TEST_CASE("garbage from a child is a protocol failure: restart and resend") {
   with_worker({"fault=garbage", "fault-after=1"}, [](worker_env& env) {
-    REQUIRE(compute(env.self, env.worker, job_for(env.segments[0], 1)));
-    auto r = compute(env.self, env.worker, job_for(env.segments[1], 2));
-    REQUIRE(r);
+    compute_exact(env, 0, 1);
+    compute_exact(env, 1, 2);
     CHECK(stats_of(env.self, env.worker).restarts == 1);
   });
 }
@@ -205,14 +210,8 @@ TEST_CASE("a reply announced larger than its request allows is a protocol failur
   with_worker(
       {"fault=oversized-prefix", "fault-after=1"},
       [](worker_env& env) {
-        REQUIRE(compute(env.self, env.worker, job_for(env.segments[0], 1)));
-        auto job = job_for(env.segments[1], 2);
-        auto r = compute(env.self, env.worker, job);
-        REQUIRE(r);
-        auto expected = test::reference_loss(env.corpus, env.segments[1].name,
-                                             *job.log_posteriors.storage, dim);
-        CHECK(*r == expected.loss);
-        CHECK(*job.error_signal.storage == expected.error_signal);
+        compute_exact(env, 0, 1);
+        compute_exact(env, 1, 2);
         CHECK(stats_of(env.self, env.worker).restarts == 1);
       },
       [](sprint_options& opts) { opts.reply_timeout = std::chrono::hours{1}; });
@@ -239,14 +238,8 @@ TEST_CASE("a well-formed reply of the wrong shape is a protocol failure: restart
   // The first child answers its second loss request with a 9 x 5 error
   // signal for 8 x 5 posteriors: never a silent wrong result.
   with_worker({"fault=wrong-shape", "fault-after=1"}, [](worker_env& env) {
-    REQUIRE(compute(env.self, env.worker, job_for(env.segments[0], 1)));
-    auto job = job_for(env.segments[1], 2);
-    auto r = compute(env.self, env.worker, job);
-    REQUIRE(r);
-    auto expected =
-        test::reference_loss(env.corpus, env.segments[1].name, *job.log_posteriors.storage, dim);
-    CHECK(*r == expected.loss);
-    CHECK(*job.error_signal.storage == expected.error_signal);
+    compute_exact(env, 0, 1);
+    compute_exact(env, 1, 2);
     CHECK(stats_of(env.self, env.worker).restarts == 1);
   });
 }
@@ -276,7 +269,7 @@ TEST_CASE("a segment that keeps killing its child fails alone, after maxRetries"
     // The original child and two restarts (maxRetries 2) all died on it.
     CHECK(stats_of(env.self, env.worker).restarts == 2);
     // Other segments still work, on a fresh child.
-    REQUIRE(compute(env.self, env.worker, job_for(env.segments[3], 2)));
+    compute_exact(env, 3, 2);
   });
 }
 

@@ -1,21 +1,28 @@
 #pragma once
 
 /// @file
-/// Reaping sprintrt's own child processes, and only those.
+/// Reaping sprintrt's own child processes, and only those, without touching
+/// any process-wide state.
 ///
-/// A SIGCHLD handler (an Asio signal_set, so it runs on the io thread, not in
-/// signal context) checks each watched pid with `waitpid(pid, WNOHANG)`.
-/// It never calls `waitpid(-1)`: that would steal the exit status of children
-/// that other code in the process (the trainer, Boost.Process) started.
-/// SIGCHLDs coalesce, so every watched pid is checked on every signal.
+/// Each watched child gets a pidfd (`pidfd_open`, Linux 5.3+), which becomes
+/// readable when the child exits; the io thread waits for it like for any
+/// pipe and then reaps exactly that pid with `waitpid(pid, WNOHANG)`. No
+/// SIGCHLD handler is installed, so a trainer's own handler keeps working
+/// and is the same after sprintrt stops, and `waitpid(-1)` is never called
+/// (it would steal the exit status of children that other code in the
+/// process started). Where `pidfd_open` is not available, the watched pids
+/// are polled every 10 ms instead. Kills go through the pidfd too
+/// (`pidfd_send_signal`), so a pid reused after a reap can never be hit.
 
 #include <sys/types.h>
 
 #include <functional>
 #include <map>
+#include <memory>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 namespace sprintrt::runtime {
 
@@ -27,7 +34,7 @@ constexpr int reaped_elsewhere = -1;
 /// functions run on the io thread.
 class child_reaper {
 public:
-  /// Starts listening for SIGCHLD on `io`.
+  /// A reaper whose waits run on `io`.
   explicit child_reaper(boost::asio::io_context& io);
 
   /// Calls `on_exit(wait_status)` once `pid` has exited and was reaped
@@ -36,22 +43,38 @@ public:
   void watch(pid_t pid, std::function<void(int)> on_exit);
 
   /// Sends SIGKILL to `pid` if it is watched (and not yet reaped). The reap
-  /// itself follows through the SIGCHLD handler.
+  /// itself follows when its pidfd becomes readable.
   void kill(pid_t pid);
 
   /// Returns the number of children not yet reaped.
   size_t watched() const noexcept { return watched_.size(); }
 
   /// Kills every watched child, waits for each (blocking, but SIGKILL makes
-  /// it immediate) and calls its callback; stops listening. For shutdown.
+  /// it immediate) and calls its callback. For shutdown.
   void kill_all();
 
 private:
-  void arm();
-  void poll();
+  /// One watched child: its pidfd (none where pidfd_open is missing) and
+  /// what to call when it is reaped.
+  struct child {
+    std::unique_ptr<boost::asio::posix::stream_descriptor> pidfd;
+    std::function<void(int)> on_exit;
+  };
 
-  boost::asio::signal_set signals_;
-  std::map<pid_t, std::function<void(int)>> watched_;
+  /// Waits for `pid`'s pidfd to become readable, then tries to reap it.
+  void wait_for(pid_t pid);
+
+  /// Reaps `pid` if it has exited and calls its callback; returns whether
+  /// it did.
+  bool try_reap(pid_t pid);
+
+  /// Polls the children without a pidfd every 10 ms while there are any.
+  void poll_later();
+
+  boost::asio::io_context& io_;
+  boost::asio::steady_timer poll_timer_;
+  bool polling_ = false;
+  std::map<pid_t, child> watched_;
 };
 
 } // namespace sprintrt::runtime

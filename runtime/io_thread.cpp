@@ -12,6 +12,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "runtime/child_reaper.hpp"
+#include "runtime/pipe_write.hpp"
 
 namespace sprintrt::runtime {
 
@@ -45,8 +46,11 @@ struct io_thread::impl {
 };
 
 io_thread::io_thread() : impl_(std::make_unique<impl>()) {
-  ::signal(SIGPIPE, SIG_IGN);
   impl_->thread = std::thread{[this] {
+    // The children's pipes are written here: a closed one must give EPIPE,
+    // not kill the process (and the process's own SIGPIPE handling is left
+    // alone; see pipe_write.hpp).
+    block_sigpipe_in_this_thread();
     impl_->io.run();
     impl_->ran_out.set_value();
   }};

@@ -24,6 +24,7 @@
 #include "runtime/child_spawn.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/output_tail.hpp"
+#include "runtime/pipe_write.hpp"
 #include "runtime/wire_format.hpp"
 
 extern char** environ;
@@ -441,9 +442,7 @@ namespace {
 size_t write_now(int fd, const protocol::byte_buffer& bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
+    ssize_t n = write_without_sigpipe(fd, bytes.data() + done, bytes.size() - done);
     if (n <= 0)
       break;
     done += static_cast<size_t>(n);

@@ -120,6 +120,13 @@ struct worker_state {
   /// request written behind it is at the front when the child is down, and
   /// must not be charged for a timeout that was not its own.
   std::optional<uint64_t> timed_out;
+  /// The current child is being killed: nothing more is written to it (its
+  /// down report resends what waits).
+  bool dying = false;
+  /// The current child broke the protocol: what it still sends is ignored.
+  /// (With requests written ahead, the replies behind a broken one would
+  /// otherwise be taken as answers to the request the broken one was for.)
+  bool broken = false;
   phase current = phase::down;
   std::deque<pending_request> queue;
   /// Requests written to the child, oldest (the one it serves) first; at
@@ -222,6 +229,20 @@ void fail_request(worker_pointer self, pending_request& req, const caf::error& e
   req.fail(err);
 }
 
+/// Kills the current child for `cause`; nothing more is written to it.
+void kill_child(worker_pointer self, caf::error cause) {
+  self->state.dying = true;
+  self->state.channel->kill(std::move(cause));
+}
+
+/// Kills the current child because it broke the protocol (`cause`): what it
+/// still sends is ignored too, and its down report charges the request it
+/// was serving and resends the ones written behind it.
+void condemn_child(worker_pointer self, caf::error cause) {
+  self->state.broken = true;
+  kill_child(self, std::move(cause));
+}
+
 /// Replies up to this size are handled on the io thread that read them (see
 /// `detail::send_and_run`): decoding one and copying its error signal takes
 /// microseconds. Larger ones go to a scheduler thread, so that the io thread
@@ -267,13 +288,15 @@ void start_child(worker_pointer self) {
   auto& st = self->state;
   ++st.generation;
   st.timed_out.reset();
+  st.dying = false;
+  st.broken = false;
   st.current = phase::starting;
   st.started_at = clock::now();
   st.channel =
       runtime::sprint_channel::open(*st.io, st.opts, st.label, make_events(self, st.generation));
   auto init = take_buffer(st);
   if (auto err = protocol::encode_init_command(init, st.format)) {
-    st.channel->kill(err);
+    condemn_child(self, err);
     return;
   }
   send_to_child(self, std::move(init), protocol::max_init_reply_size);
@@ -354,11 +377,12 @@ void on_init_reply(worker_pointer self, const protocol::value& msg) {
   auto& st = self->state;
   auto reply = protocol::decode_init_reply(msg);
   if (!reply) {
-    st.channel->kill(make_error(errc::child_failed, "bad reply to init: " + render(reply.error())));
+    condemn_child(self,
+                  make_error(errc::child_failed, "bad reply to init: " + render(reply.error())));
     return;
   }
   if (auto err = protocol::check_protocol_version(*reply)) {
-    st.channel->kill(err);
+    condemn_child(self, err);
     return;
   }
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - st.started_at);
@@ -382,9 +406,9 @@ bool broken_reply(const caf::error& err) {
 /// death charges it and it is resent, up to maxRetries.
 void kill_for_invalid_reply(worker_pointer self, const caf::error& err, byte_span bytes) {
   // The charged request's name is put in front of this when it fails.
-  self->state.channel->kill(
-      make_error(errc::child_failed, "the child's reply is not a valid answer: " + render(err) +
-                                         "; the reply began with " + protocol::excerpt(bytes)));
+  condemn_child(self, make_error(errc::child_failed,
+                                 "the child's reply is not a valid answer: " + render(err) +
+                                     "; the reply began with " + protocol::excerpt(bytes)));
 }
 
 /// Takes the request the child answered out of `in_flight`, counting its
@@ -455,7 +479,7 @@ void dispatch(worker_pointer self) {
       start_child(self);
     return;
   }
-  if (st.current != phase::ready || st.in_flight.size() >= write_ahead)
+  if (st.current != phase::ready || st.dying || st.in_flight.size() >= write_ahead)
     return;
   auto req = std::move(st.queue.front());
   st.queue.pop_front();
@@ -571,19 +595,22 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
         {
           // Decode in place: arrays point into the buffer, shared, not copied.
           auto msg = protocol::read_pickle(std::shared_ptr<const protocol::byte_buffer>{buffer});
-          if (!msg) {
+          if (st.broken) {
+            // Condemned: nothing it sends counts any more.
+          } else if (!msg) {
             if (st.current != phase::stopping)
-              st.channel->kill(make_error(
-                  errc::child_failed, "the child sent a malformed message: " + render(msg.error()) +
-                                          "; it began with " + protocol::excerpt(buffer->bytes())));
+              condemn_child(
+                  self, make_error(errc::child_failed,
+                                   "the child sent a malformed message: " + render(msg.error()) +
+                                       "; it began with " + protocol::excerpt(buffer->bytes())));
           } else if (st.current == phase::starting) {
             on_init_reply(self, *msg);
           } else if (st.current == phase::ready && !st.in_flight.empty()) {
             on_request_reply(self, *msg, buffer->bytes());
           } else if (st.current != phase::stopping) {
-            st.channel->kill(
-                make_error(errc::child_failed,
-                           "the child sent a message nobody asked for: " + protocol::repr(*msg)));
+            condemn_child(
+                self, make_error(errc::child_failed, "the child sent a message nobody asked for: " +
+                                                         protocol::repr(*msg)));
           }
         }
         // Nothing refers to the buffer any more: the channel may reuse it.
@@ -621,15 +648,17 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
         if (now < *deadline) {
           arm_timer(self, *deadline);
         } else if (st.current == phase::starting) {
-          st.channel->kill(
-              make_error(errc::timeout, "no reply to init within " +
-                                            std::to_string(st.opts.init_timeout.count()) +
-                                            " ms (initTimeout)"));
+          kill_child(self,
+                     make_error(errc::timeout, "no reply to init within " +
+                                                   std::to_string(st.opts.init_timeout.count()) +
+                                                   " ms (initTimeout)"));
         } else {
+          // A late reply still counts (it answers the request it is for).
           st.timed_out = st.in_flight.front().serial;
-          st.channel->kill(make_error(
-              errc::timeout, "no reply within " + std::to_string(st.opts.reply_timeout.count()) +
-                                 " ms (replyTimeout)"));
+          kill_child(self,
+                     make_error(errc::timeout, "no reply within " +
+                                                   std::to_string(st.opts.reply_timeout.count()) +
+                                                   " ms (replyTimeout)"));
         }
       },
       [self](restart_atom, uint64_t generation) {

@@ -1,6 +1,7 @@
 #include "sim/fault_injection.hpp"
 
 #include <array>
+#include <iterator>
 #include <variant>
 
 namespace sprintrt::sim {
@@ -12,7 +13,7 @@ struct fault_name {
   const char* name;
 };
 
-constexpr std::array<fault_name, 9> fault_names{{
+constexpr std::array<fault_name, 10> fault_names{{
     {fault_kind::none, "none"},
     {fault_kind::crash, "crash"},
     {fault_kind::hang, "hang"},
@@ -22,6 +23,7 @@ constexpr std::array<fault_name, 9> fault_names{{
     {fault_kind::bad_version, "bad-version"},
     {fault_kind::oversized_prefix, "oversized-prefix"},
     {fault_kind::wrong_shape, "wrong-shape"},
+    {fault_kind::random, "random"},
 }};
 
 /// The body of the garbage reply. 0xff and 0xfe are no pickle opcodes, so
@@ -66,6 +68,8 @@ const char* to_string(fault_action action) noexcept {
     return "oversized-prefix";
   case fault_action::wrong_shape:
     return "wrong-shape";
+  case fault_action::slow:
+    return "slow";
   }
   return "?";
 }
@@ -83,6 +87,10 @@ fault_action fault_injector::on_request(const protocol::command& request) noexce
     return fault_action::serve;
   if (options_.crash_segment && *segment == *options_.crash_segment)
     return fault_action::crash;
+  if (options_.kind == fault_kind::random) {
+    ++served_;
+    return draw(std::holds_alternative<protocol::loss_command>(request));
+  }
   if (counts_requests(options_.kind) && served_ == options_.after && !garbage_sent_) {
     switch (options_.kind) {
     case fault_kind::crash:
@@ -104,6 +112,23 @@ fault_action fault_injector::on_request(const protocol::command& request) noexce
   }
   ++served_;
   return fault_action::serve;
+}
+
+fault_action fault_injector::draw(bool loss_request) noexcept {
+  if (std::uniform_real_distribution<double>{0.0, 1.0}(rng_) >= options_.rate)
+    return fault_action::serve;
+  static constexpr fault_action faults[] = {fault_action::slow,
+                                            fault_action::crash,
+                                            fault_action::hang,
+                                            fault_action::garbage,
+                                            fault_action::oversized_prefix,
+                                            fault_action::wrong_shape};
+  // wrong-shape answers loss requests only.
+  const size_t choices = loss_request ? std::size(faults) : std::size(faults) - 1;
+  auto action = faults[std::uniform_int_distribution<size_t>{0, choices - 1}(rng_)];
+  if (action == fault_action::slow)
+    slow_delay_ = std::chrono::milliseconds{std::uniform_int_distribution<int>{1, 50}(rng_)};
+  return action;
 }
 
 std::optional<std::string_view> requested_segment(const protocol::command& request) noexcept {

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -52,11 +53,16 @@ enum class fault_kind : uint8_t {
   /// than the request's posteriors, then keep serving (FSA requests are
   /// served normally).
   wrong_shape,
+  /// Each loss/FSA request, with probability `fault-rate`, meets one of
+  /// crash, hang, garbage, oversized-prefix, wrong-shape (loss requests
+  /// only) or a slow reply (1-50 ms), drawn from `fault-seed`; for soak
+  /// tests.
+  random,
 };
 
 /// Returns the option spelling of `kind`: "none", "crash", "hang", "garbage",
 /// "exit-at-start", "no-init-reply", "bad-version", "oversized-prefix",
-/// "wrong-shape".
+/// "wrong-shape", "random".
 const char* to_string(fault_kind kind) noexcept;
 
 /// Parses the option spelling of a fault kind (see `to_string`).
@@ -80,6 +86,12 @@ struct fault_options {
   /// `--*.delay-ms=N`: how long to wait before each reply to a loss/FSA
   /// request.
   std::chrono::milliseconds delay{0};
+  /// `--*.fault-rate=P`: for `random`, the probability of a fault per
+  /// loss/FSA request.
+  double rate = 0.02;
+  /// `--*.fault-seed=N`: for `random`, the seed of the draws (sprint-sim
+  /// mixes in its pid, so that a restarted child draws anew).
+  uint64_t seed = 1;
 };
 
 /// What to do with a request that was just read.
@@ -97,10 +109,12 @@ enum class fault_action : uint8_t {
   oversized_prefix,
   /// Answer a loss request with an error signal one frame too long.
   wrong_shape,
+  /// Answer normally after `slow_delay()`.
+  slow,
 };
 
-/// Returns "serve", "crash", "hang", "garbage", "oversized-prefix" or
-/// "wrong-shape".
+/// Returns "serve", "crash", "hang", "garbage", "oversized-prefix",
+/// "wrong-shape" or "slow".
 const char* to_string(fault_action action) noexcept;
 
 /// Decides, request by request, when the configured faults fire. Counts the
@@ -109,7 +123,8 @@ const char* to_string(fault_action action) noexcept;
 class fault_injector {
 public:
   /// An injector for `options`.
-  explicit fault_injector(fault_options options) : options_(std::move(options)) {}
+  explicit fault_injector(fault_options options)
+      : options_(std::move(options)), rng_(options_.seed) {}
 
   /// Returns whether the process must exit before reading anything.
   bool exits_at_start() const noexcept { return options_.kind == fault_kind::exit_at_start; }
@@ -127,11 +142,19 @@ public:
   /// Returns the delay before each reply to a loss/FSA request.
   std::chrono::milliseconds reply_delay() const noexcept { return options_.delay; }
 
+  /// Returns the extra delay of the last `slow` action.
+  std::chrono::milliseconds slow_delay() const noexcept { return slow_delay_; }
+
   /// Returns the number of loss/FSA requests served so far.
   size_t served() const noexcept { return served_; }
 
 private:
+  /// The draw of `random` for a loss (or FSA) request.
+  fault_action draw(bool loss_request) noexcept;
+
   fault_options options_;
+  std::mt19937_64 rng_;
+  std::chrono::milliseconds slow_delay_{0};
   size_t served_ = 0;
   /// Whether the one-off reply fault (garbage, wrong-shape) has fired.
   bool garbage_sent_ = false;

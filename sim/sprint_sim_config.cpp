@@ -115,6 +115,14 @@ std::optional<std::chrono::milliseconds> parse_delay(std::string_view text) {
   return std::chrono::milliseconds{*x};
 }
 
+std::optional<double> parse_probability(std::string_view text) {
+  double x = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+  if (ec != std::errc{} || end != text.data() + text.size() || !(x >= 0.0 && x <= 1.0))
+    return std::nullopt;
+  return x;
+}
+
 /// One `--KEY=VALUE` argument.
 struct argument {
   /// The argument as given, for messages.
@@ -174,11 +182,13 @@ constexpr std::array<std::string_view, 3> ignored_text_parameters{{
 }};
 
 /// The fault injection parameters of the `sprint-sim` process.
-constexpr std::array<std::string_view, 4> fault_parameters{{
+constexpr std::array<std::string_view, 6> fault_parameters{{
     "fault",
     "fault-after",
     "crash-segment",
     "delay-ms",
+    "fault-rate",
+    "fault-seed",
 }};
 
 bool is_fault_parameter(std::string_view name) {
@@ -332,7 +342,7 @@ private:
     if (arg.name == "fault")
       return assign(arg, faults.kind, parse_fault_kind,
                     "expected none, crash, hang, garbage, exit-at-start, no-init-reply, "
-                    "bad-version, oversized-prefix or wrong-shape");
+                    "bad-version, oversized-prefix, wrong-shape or random");
     if (arg.name == "fault-after") {
       fault_after_given_ = true;
       return assign(arg, faults.after, parse_number<size_t>, "expected a number of requests");
@@ -341,6 +351,10 @@ private:
       return assign(arg, faults.crash_segment, non_empty, "expected a segment name");
     if (arg.name == "delay-ms")
       return assign(arg, faults.delay, parse_delay, "expected milliseconds from 0 to 3600000");
+    if (arg.name == "fault-rate")
+      return assign(arg, faults.rate, parse_probability, "expected a probability from 0 to 1");
+    if (arg.name == "fault-seed")
+      return assign(arg, faults.seed, parse_number<uint64_t>, "expected a seed (0 to 2^64-1)");
     return std::nullopt;
   }
 

@@ -41,7 +41,9 @@
 /// - `log-level`: trace, debug, info, warn, error, critical, off [warn].
 /// - `fault` (the process only, like the three below): none, crash, hang,
 ///   garbage, exit-at-start, no-init-reply, bad-version, oversized-prefix,
-///   wrong-shape [none] (see `fault_injection.hpp`).
+///   wrong-shape, random [none] (see `fault_injection.hpp`).
+/// - `fault-rate`, `fault-seed`: for fault=random, the probability of a
+///   fault per loss/FSA request [0.02] and the seed of the draws [1].
 /// - `fault-after`: loss/FSA requests answered before crash, hang, garbage,
 ///   oversized-prefix or wrong-shape fire [0].
 /// - `crash-segment`: crash whenever this segment is requested.

@@ -259,6 +259,42 @@ TEST_CASE("a reply of the wrong shape names the request and quotes what arrived"
       [](sprint_options& opts) { opts.max_retries = 1; });
 }
 
+TEST_CASE("replies written behind a broken one are never taken as answers") {
+  // Four requests at once: the child answers the first, breaks the second
+  // (wrong shape) and still answers the two written behind it before the
+  // kill lands. Those answers belong to the third and fourth requests, not
+  // to the second: all four results must be exact.
+  for (const char* fault : {"fault=wrong-shape", "fault=garbage"}) {
+    INFO(fault);
+    with_worker({fault, "fault-after=1"}, [](worker_env& env) {
+      std::vector<segment_job> jobs;
+      std::vector<caf::expected<double>> results(4, 0.0);
+      for (size_t i = 0; i < 4; ++i)
+        jobs.push_back(job_for(env.segments[i], 10 + i));
+      std::vector<decltype(env.self->request(env.worker, caf::infinite, compute_atom::value,
+                                             jobs[0]))>
+          replies;
+      for (size_t i = 0; i < 4; ++i)
+        replies.push_back(
+            env.self->request(env.worker, caf::infinite, compute_atom::value, jobs[i]));
+      for (size_t i = 0; i < 4; ++i)
+        replies[i].receive([&](double loss) { results[i] = loss; },
+                           [&](caf::error& err) { results[i] = std::move(err); });
+      for (size_t i = 0; i < 4; ++i) {
+        INFO("request " << i);
+        REQUIRE(results[i]);
+        auto expected = test::reference_loss(env.corpus, env.segments[i].name,
+                                             *jobs[i].log_posteriors.storage, dim);
+        CHECK(*results[i] == expected.loss);
+        CHECK(*jobs[i].error_signal.storage == expected.error_signal);
+      }
+      // Every child breaks its second request: the first breaks request 1,
+      // its successor request 2, the next request 3; the fourth child ends it.
+      CHECK(stats_of(env.self, env.worker).restarts == 3);
+    });
+  }
+}
+
 TEST_CASE("a segment that keeps killing its child fails alone, after maxRetries") {
   with_worker({"crash-segment=corpus/rec/seg-2"}, [](worker_env& env) {
     auto bad = compute(env.self, env.worker, job_for(env.segments[2], 1));

@@ -1,5 +1,7 @@
 #include "sim/fault_injection.hpp"
 
+#include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -136,4 +138,53 @@ TEST_CASE("the garbage reply is framed but is not a pickle") {
   CHECK(raw.size() + 4 == out.size());
   protocol::frame_decoder raw_decoder{protocol::framing::raw};
   CHECK(raw_decoder.feed(raw.bytes()) == errc::protocol_error);
+}
+
+TEST_CASE("the newer fault kinds have option spellings and count requests") {
+  for (auto kind : {fault_kind::oversized_prefix, fault_kind::wrong_shape, fault_kind::random}) {
+    INFO(to_string(kind));
+    CHECK(parse_fault_kind(to_string(kind)) == kind);
+  }
+  CHECK(counts_requests(fault_kind::oversized_prefix));
+  CHECK(counts_requests(fault_kind::wrong_shape));
+  CHECK_FALSE(counts_requests(fault_kind::random)); // no fault-after: a rate
+}
+
+TEST_CASE("wrong-shape fires on the next loss request, serving FSA requests before it") {
+  fault_options options;
+  options.kind = fault_kind::wrong_shape;
+  options.after = 1;
+  CHECK(actions(options, {loss("a"), fsa("b"), loss("c"), loss("d")}) ==
+        std::vector<fault_action>{serve, serve, fault_action::wrong_shape, serve});
+}
+
+TEST_CASE("random faults come at their rate, of every kind, from their seed") {
+  fault_options options;
+  options.kind = fault_kind::random;
+  options.rate = 0.25;
+  options.seed = 7;
+  std::vector<protocol::command> requests;
+  for (int i = 0; i < 8000; ++i)
+    requests.push_back(i % 4 == 3 ? fsa("f") : loss("l"));
+  auto drawn = actions(options, requests);
+  std::map<fault_action, size_t> counts;
+  for (size_t i = 0; i < drawn.size(); ++i) {
+    ++counts[drawn[i]];
+    if (i % 4 == 3)
+      CHECK(drawn[i] != fault_action::wrong_shape); // FSA requests: never
+  }
+  // 2000 faults expected; 5 sigma is about 190.
+  const size_t faults = drawn.size() - counts[serve];
+  CHECK(faults > 1800);
+  CHECK(faults < 2200);
+  for (auto kind :
+       {fault_action::slow, fault_action::crash, fault_action::hang, fault_action::garbage,
+        fault_action::oversized_prefix, fault_action::wrong_shape})
+    CHECK(counts[kind] > 100);
+  // The same seed draws the same faults; init and exit are never faulted.
+  CHECK(actions(options, requests) == drawn);
+  CHECK(actions(options, {init, exit_request}) == std::vector<fault_action>{serve, serve});
+  options.rate = 0;
+  auto none = actions(options, requests);
+  CHECK(std::count(none.begin(), none.end(), serve) == static_cast<ptrdiff_t>(none.size()));
 }

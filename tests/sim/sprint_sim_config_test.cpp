@@ -338,8 +338,11 @@ TEST_CASE("bad option values name the argument and what was expected") {
       {"--*.name=\xff", "expected a non-empty UTF-8 name"},
       {"--*.log-level=loud", "expected trace, debug, info, warn, error, critical or off"},
       {"--*.fault=explode", "expected none, crash, hang, garbage, exit-at-start, no-init-reply, "
-                            "bad-version, oversized-prefix or wrong-shape"},
+                            "bad-version, oversized-prefix, wrong-shape or random"},
       {"--*.fault-after=-1", "expected a number of requests"},
+      {"--*.fault-rate=1.5", "expected a probability from 0 to 1"},
+      {"--*.fault-rate=often", "expected a probability from 0 to 1"},
+      {"--*.fault-seed=-3", "expected a seed (0 to 2^64-1)"},
       {"--*.crash-segment=", "expected a segment name"},
       {"--*.delay-ms=3600001", "expected milliseconds from 0 to 3600000"},
       {"--*.delay-ms=fast", "expected milliseconds from 0 to 3600000"},

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include <spdlog/sinks/stdout_sinks.h>
+#include <unistd.h>
+
 #include <spdlog/spdlog.h>
 
 #include "sim/corpus.hpp"
@@ -52,7 +54,10 @@ int fail(const std::string& what, const caf::error& err) {
 }
 
 int run(const sim::sprint_sim_config& config) {
-  sim::fault_injector faults{config.faults};
+  auto fault_options = config.faults;
+  // A restarted child draws its random faults anew.
+  fault_options.seed ^= static_cast<uint64_t>(::getpid()) * 0x9e3779b97f4a7c15ull;
+  sim::fault_injector faults{fault_options};
   if (faults.exits_at_start()) {
     spdlog::warn("fault injection: exiting with status {} at start",
                  status(sprint_sim_exit::exit_at_start));

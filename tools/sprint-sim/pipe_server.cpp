@@ -141,6 +141,11 @@ std::optional<sprint_sim_exit> pipe_server::answer(const protocol::value& messag
       service_.reply_error(err, reply_);
     break;
   }
+  case sim::fault_action::slow:
+    std::this_thread::sleep_for(faults_.slow_delay());
+    if (service_.handle(*request, reply_) == sim::service_action::exit)
+      return sprint_sim_exit::ok; // `exit` is never slowed: not reached
+    break;
   case sim::fault_action::garbage:
     spdlog::warn("fault injection: answering request {} ({}) with garbage", number,
                  sim::describe(*request));

@@ -65,6 +65,22 @@ void operator delete(void* p, size_t) noexcept {
 void operator delete[](void* p, size_t) noexcept {
   std::free(p);
 }
+// The nothrow forms too, so that every pair allocates and frees alike (the
+// sanitizers check that they match).
+void* operator new(size_t n, const std::nothrow_t&) noexcept {
+  if (counting)
+    allocated += n;
+  return std::malloc(n == 0 ? 1 : n);
+}
+void* operator new[](size_t n, const std::nothrow_t& tag) noexcept {
+  return operator new(n, tag);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
 
 namespace {
 

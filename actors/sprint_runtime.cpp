@@ -3,6 +3,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scheduler/coordinator.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/affine_sharing.hpp"
 #include "actors/caller_actors.hpp"
@@ -58,10 +59,18 @@ caf::actor_system& sprint_runtime::system() noexcept {
 }
 
 worker_pool_actor sprint_runtime::pool(const sprint_options& opts) {
+  if (impl_->shut_down) {
+    spdlog::error("a pool was requested after the runtime was shut down: none is made");
+    return {};
+  }
   return impl_->registry.pool(opts);
 }
 
 worker_pool_actor sprint_runtime::pool(worker_source source, std::string name) {
+  if (impl_->shut_down) {
+    spdlog::error("a pool was requested after the runtime was shut down: none is made");
+    return {};
+  }
   return impl_->registry.own_pool(std::move(source), std::move(name));
 }
 

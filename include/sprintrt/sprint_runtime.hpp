@@ -60,13 +60,15 @@ public:
   caf::actor_system& system() noexcept;
 
   /// Returns the pool for `opts`: the same pool for equal options (like
-  /// RETURNN's `SprintInstancePool.get_global_instance`). Thread-safe.
+  /// RETURNN's `SprintInstancePool.get_global_instance`). Thread-safe. After
+  /// `shutdown`, an invalid handle (no actor is made that nobody would
+  /// stop); `pool_client` calls through it fail with `cancelled`.
   worker_pool_actor pool(const sprint_options& opts);
 
   /// Returns a new pool of its own (not shared through the registry) whose
   /// workers come from `source`, e.g. `sim_worker_source(opts)`; `name`
   /// labels it in logs ("pool 3" when empty). It stops at `shutdown`.
-  /// Thread-safe.
+  /// Thread-safe. After `shutdown`, an invalid handle, as above.
   worker_pool_actor pool(worker_source source, std::string name = {});
 
   /// Returns the default source for `opts`: Sprint child processes started

@@ -296,6 +296,40 @@ TEST_CASE("shutting down the runtime with a batch in flight fails it and ends ev
   check_nothing_left(fds);
 }
 
+TEST_CASE("a pool asked for after shutdown is an error, and none is made") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 1, dim);
+    auto opts = sim_options(test::corpus_path(dir));
+    sprint_runtime rt;
+    rt.shutdown();
+    CHECK_FALSE(rt.pool(opts));
+    pool_client late{rt, opts};
+    auto lp = test::random_log_posteriors(4, dim, 1);
+    auto r = late.compute_segment(test::make_job(segments[0].name, lp, dim));
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == errc::cancelled);
+    CHECK_THAT(render(r.error()), Catch::Contains("made after the runtime was shut down"));
+    CHECK_FALSE(late.stats());
+  }
+  check_nothing_left(fds);
+}
+
+TEST_CASE("numInstances 0 through the C++ API is an error naming the pool") {
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 1, dim);
+  auto opts = sim_options(test::corpus_path(dir));
+  opts.num_instances = 0;
+  sprint_runtime rt;
+  pool_client client{rt, opts};
+  auto lp = test::random_log_posteriors(4, dim, 1);
+  auto r = client.compute_segment(test::make_job(segments[0].name, lp, dim));
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == errc::invalid_options);
+  CHECK_THAT(render(r.error()), Catch::Contains("cannot make workers (capacity 0"));
+}
+
 TEST_CASE("the runtime schedules actors from a shared queue unless told otherwise") {
   sprint_runtime shared;
   using affine = caf::scheduler::coordinator<detail::affine_sharing>;

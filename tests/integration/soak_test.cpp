@@ -135,7 +135,12 @@ TEST_CASE("a soak of 3000 segments through children faulting at random loses and
   }
   INFO("RSS after warm-up " << rss_after_warm_up << " kB, at most " << rss_peak_later
                             << " kB later");
+#ifndef __SANITIZE_ADDRESS__
   CHECK(rss_peak_later - rss_after_warm_up < 16 * 1024);
+#else
+  // AddressSanitizer keeps freed memory in quarantine (up to 256 MB), so RSS
+  // grows by design there; its leak checker covers this build instead.
+#endif
   // The runtime's own (epoll, its wake-up and timer descriptors) and 3
   // pipes and a pidfd per live child, after every round: a descriptor
   // leaked per restart (about 40 of them) would show.

@@ -12,8 +12,10 @@
 
 namespace sprintrt::detail {
 
-caller_execution_unit::caller_execution_unit(caf::actor_system& system)
-    : caf::execution_unit(&system), owner_(std::this_thread::get_id()) {}
+caller_execution_unit::caller_execution_unit(caf::actor_system& system, size_t max_resumes,
+                                             size_t max_throughput)
+    : caf::execution_unit(&system), owner_(std::this_thread::get_id()), max_resumes_(max_resumes),
+      max_throughput_(max_throughput) {}
 
 caller_execution_unit::~caller_execution_unit() {
   accepting_ = false;
@@ -23,10 +25,14 @@ caller_execution_unit::~caller_execution_unit() {
 
 void caller_execution_unit::exec_later(caf::resumable* job) {
   // A send through the pointer of an actor that last ran here, from another
-  // thread, must not land in a queue nobody drains.
+  // thread, must not land in a queue nobody drains, nor touch this unit's
+  // state: checked first.
+  if (std::this_thread::get_id() != owner_ || !accepting_) {
+    hand_over(job);
+    return;
+  }
   const bool long_job = running_job_ && clock::now() - resumed_at_ > affine_sharing::long_job;
-  if (!accepting_ || std::this_thread::get_id() != owner_ ||
-      affine_sharing::wakes_a_thread(long_job, !queue_.empty())) {
+  if (affine_sharing::wakes_a_thread(long_job, !queue_.empty())) {
     hand_over(job);
     return;
   }
@@ -35,13 +41,13 @@ void caller_execution_unit::exec_later(caf::resumable* job) {
 
 void caller_execution_unit::run_until(const std::function<bool()>& stop) {
   size_t runs = 0;
-  while (!queue_.empty() && runs < max_resumes && !stop()) {
+  while (!queue_.empty() && runs < max_resumes_ && !stop()) {
     auto* job = queue_.front();
     queue_.pop_front();
     ++runs;
     running_job_ = true;
     resumed_at_ = clock::now();
-    const auto result = job->resume(this, max_throughput);
+    const auto result = job->resume(this, max_throughput_);
     running_job_ = false;
     switch (result) {
     case caf::resumable::resume_later:
@@ -73,7 +79,7 @@ void caller_execution_unit::hand_over(caf::resumable* job) {
 }
 
 void send_and_run(const caf::strong_actor_ptr& receiver, caf::message content) {
-  caller_execution_unit here{*receiver->home_system};
+  caller_execution_unit here{*receiver->home_system, 2, 1};
   receiver->enqueue(nullptr, caf::make_message_id(), std::move(content), &here);
   here.run_until([] { return false; });
 }

@@ -52,14 +52,17 @@ namespace sprintrt::detail {
 /// while; see the file comment. Not copyable; lives on the caller's stack.
 class caller_execution_unit final : public caf::execution_unit {
 public:
-  /// Jobs the caller runs at most per call before handing the rest over.
-  static constexpr size_t max_resumes = 16;
+  /// Jobs a blocking caller runs at most per call before handing the rest
+  /// over.
+  static constexpr size_t caller_resumes = 16;
 
-  /// Messages one job may take per resume on the caller's thread.
-  static constexpr size_t max_throughput = 16;
+  /// Messages one job may take per resume on a blocking caller's thread.
+  static constexpr size_t caller_throughput = 16;
 
-  /// A unit of `system` owned by the calling thread.
-  explicit caller_execution_unit(caf::actor_system& system);
+  /// A unit of `system` owned by the calling thread, which runs at most
+  /// `max_resumes` jobs of at most `max_throughput` messages each.
+  explicit caller_execution_unit(caf::actor_system& system, size_t max_resumes = caller_resumes,
+                                 size_t max_throughput = caller_throughput);
 
   caller_execution_unit(const caller_execution_unit&) = delete;
   caller_execution_unit& operator=(const caller_execution_unit&) = delete;
@@ -86,6 +89,8 @@ private:
   void hand_over(caf::resumable* job);
 
   std::thread::id owner_;
+  size_t max_resumes_;
+  size_t max_throughput_;
   std::deque<caf::resumable*> queue_;
   bool accepting_ = true;
   bool running_job_ = false;
@@ -94,8 +99,10 @@ private:
 };
 
 /// Sends `content` to `receiver` (anonymously) from a thread outside the
-/// scheduler, and runs the handlers it sets off on this thread (see the file
-/// comment). Only for messages whose handlers take microseconds.
+/// scheduler, and runs on this thread the receiver and at most one actor it
+/// wakes, one message each (the worker and the pool: see the file comment).
+/// Anything further, such as a batch's preparer that a pool message wakes,
+/// goes to the scheduler, so that the io thread is never held up for long.
 void send_and_run(const caf::strong_actor_ptr& receiver, caf::message content);
 
 } // namespace sprintrt::detail

@@ -15,6 +15,8 @@ namespace sprintrt {
 worker_pool_actor pool_registry::pool(const sprint_options& opts) {
   auto key = to_json_string(opts);
   std::lock_guard<std::mutex> guard{mutex_};
+  if (stopped_)
+    return {};
   auto i = pools_.find(key);
   if (i != pools_.end())
     return i->second;
@@ -26,6 +28,8 @@ worker_pool_actor pool_registry::pool(const sprint_options& opts) {
 
 worker_pool_actor pool_registry::own_pool(worker_source source, std::string name) {
   std::lock_guard<std::mutex> guard{mutex_};
+  if (stopped_)
+    return {};
   if (name.empty())
     name = "pool " + std::to_string(created_);
   ++created_;
@@ -44,6 +48,7 @@ worker_pool_actor pool_registry::own_pool(worker_source source, std::string name
 
 void pool_registry::stop_all() {
   std::lock_guard<std::mutex> guard{mutex_};
+  stopped_ = true;
   for (auto& [key, pool] : pools_)
     caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
   pools_.clear();

@@ -39,7 +39,8 @@ public:
   /// handle (CAF ends an actor nobody can reach), or until `stop_all`.
   worker_pool_actor own_pool(worker_source source, std::string name);
 
-  /// Stops every pool (and so every worker and child); forgets them.
+  /// Stops every pool (and so every worker and child); forgets them. From
+  /// then on `pool` and `own_pool` return invalid handles.
   void stop_all();
 
 private:
@@ -53,6 +54,8 @@ private:
   std::vector<caf::actor_addr> own_pools_;
   /// Pools made so far, for their default names.
   size_t created_ = 0;
+  /// `stop_all` ran: no pool is made any more (under `mutex_`).
+  bool stopped_ = false;
 };
 
 } // namespace sprintrt

@@ -58,20 +58,24 @@ caf::actor_system& sprint_runtime::system() noexcept {
   return impl_->system;
 }
 
-worker_pool_actor sprint_runtime::pool(const sprint_options& opts) {
-  if (impl_->shut_down) {
+namespace {
+
+/// `pool` checked: none after shutdown (the registry decides, under its
+/// lock, so that a pool cannot slip in between `stop_all` and the wait).
+worker_pool_actor made_unless_shut_down(worker_pool_actor pool) {
+  if (!pool)
     spdlog::error("a pool was requested after the runtime was shut down: none is made");
-    return {};
-  }
-  return impl_->registry.pool(opts);
+  return pool;
+}
+
+} // namespace
+
+worker_pool_actor sprint_runtime::pool(const sprint_options& opts) {
+  return made_unless_shut_down(impl_->registry.pool(opts));
 }
 
 worker_pool_actor sprint_runtime::pool(worker_source source, std::string name) {
-  if (impl_->shut_down) {
-    spdlog::error("a pool was requested after the runtime was shut down: none is made");
-    return {};
-  }
-  return impl_->registry.own_pool(std::move(source), std::move(name));
+  return made_unless_shut_down(impl_->registry.own_pool(std::move(source), std::move(name)));
 }
 
 worker_source sprint_runtime::child_process_source(const sprint_options& opts) {

@@ -375,6 +375,10 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
 /// Handles the reply to `init`.
 void on_init_reply(worker_pointer self, const protocol::value& msg) {
   auto& st = self->state;
+  // Killed for its initTimeout: a late answer does not make it ready (its
+  // down report counts a start failure).
+  if (st.dying)
+    return;
   auto reply = protocol::decode_init_reply(msg);
   if (!reply) {
     condemn_child(self,

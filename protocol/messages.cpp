@@ -266,10 +266,12 @@ caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames,
   auto loss = as_number(xs[1]);
   if (!loss)
     return invalid("reply to get_loss_and_error_signal: loss must be a number, got " + repr(xs[1]));
-  // +inf marks a skipped segment; NaN and -inf are no loss at all.
+  // +inf marks a skipped segment; NaN and -inf are no loss at all: the
+  // child's computation failed for this segment, as if it had raised.
   if (std::isnan(*loss) || *loss == -std::numeric_limits<double>::infinity())
-    return invalid(std::string{"reply to get_loss_and_error_signal: loss is "} +
-                   (std::isnan(*loss) ? "NaN" : "-inf"));
+    return make_error(errc::child_exception,
+                      std::string{"reply to get_loss_and_error_signal: loss is "} +
+                          (std::isnan(*loss) ? "NaN" : "-inf"));
   if (auto err = check_array(xs[2], "reply to get_loss_and_error_signal: error signal",
                              dtype::float32, {frames, dim}))
     return err;

@@ -151,7 +151,10 @@ caf::expected<init_reply> decode_init_reply(const value& message);
 /// error naming both versions otherwise.
 caf::error check_protocol_version(const init_reply& reply);
 
-/// Decodes the reply to a loss command for `frames` x `dim` posteriors.
+/// Decodes the reply to a loss command for `frames` x `dim` posteriors. A
+/// NaN or -inf loss is a `child_exception` (the segment's computation
+/// failed; the child is fine), a wrong shape, type or arity
+/// `invalid_message` (the child is broken).
 caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames, size_t dim);
 
 /// Decodes the reply to an FSA export; checks that every edge's states are

@@ -39,12 +39,20 @@ void child_reaper::watch(pid_t pid, std::function<void(int)> on_exit) {
   child entry;
   entry.on_exit = std::move(on_exit);
   int fd = open_pidfd(pid);
-  if (fd >= 0)
-    entry.pidfd = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
-  else
+  if (fd >= 0) {
+    try {
+      entry.pidfd = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+    } catch (const std::exception& e) {
+      ::close(fd);
+      spdlog::debug("cannot wait for the pidfd of {} ({}): polling for its exit instead", pid,
+                    e.what());
+    }
+  } else {
     spdlog::debug("pidfd_open({}) failed ({}): polling for its exit instead", pid,
                   std::strerror(errno));
+  }
   const bool has_pidfd = entry.pidfd != nullptr;
+  entry.polled = !has_pidfd;
   watched_.emplace(pid, std::move(entry));
   if (try_reap(pid))
     return;
@@ -60,8 +68,12 @@ void child_reaper::wait_for(pid_t pid) {
                         [this, pid](const boost::system::error_code& ec) {
                           if (ec)
                             return; // cancelled: reaped or shutting down
-                          if (watched_.count(pid) > 0 && !try_reap(pid))
-                            wait_for(pid); // readable before the exit was final
+                          // Readable but not reapable (a traced child, say):
+                          // the pidfd will not signal again, so poll.
+                          if (watched_.count(pid) > 0 && !try_reap(pid)) {
+                            watched_.at(pid).polled = true;
+                            poll_later();
+                          }
                         });
 }
 
@@ -90,12 +102,12 @@ void child_reaper::poll_later() {
     polling_ = false;
     if (ec)
       return;
-    std::vector<pid_t> unwatched;
+    std::vector<pid_t> polled;
     for (const auto& [pid, entry] : watched_)
-      if (!entry.pidfd)
-        unwatched.push_back(pid);
+      if (entry.polled)
+        polled.push_back(pid);
     bool left = false;
-    for (auto pid : unwatched)
+    for (auto pid : polled)
       left = !try_reap(pid) || left;
     if (left)
       poll_later();

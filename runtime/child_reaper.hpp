@@ -59,6 +59,10 @@ private:
   struct child {
     std::unique_ptr<boost::asio::posix::stream_descriptor> pidfd;
     std::function<void(int)> on_exit;
+    /// Checked by the poll timer: it has no pidfd, or its pidfd became
+    /// readable before `waitpid` could reap it (a traced child), and the
+    /// edge-triggered wait would not fire again.
+    bool polled = false;
   };
 
   /// Waits for `pid`'s pidfd to become readable, then tries to reap it.
@@ -68,7 +72,7 @@ private:
   /// it did.
   bool try_reap(pid_t pid);
 
-  /// Polls the children without a pidfd every 10 ms while there are any.
+  /// Polls the `polled` children every 10 ms while there are any.
   void poll_later();
 
   boost::asio::io_context& io_;

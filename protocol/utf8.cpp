@@ -61,4 +61,35 @@ std::optional<std::vector<std::byte>> utf8_to_latin1(std::string_view text) {
   return result;
 }
 
+std::string escape_for_log(std::string_view bytes) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size());
+  for (size_t i = 0; i < bytes.size();) {
+    const size_t start = i;
+    const int32_t cp = next_code_point(bytes, i);
+    if (cp == '\\') {
+      out += "\\\\";
+      continue;
+    }
+    // C0 and C1 controls (ESC, CSI, ...) and DEL, but tab and newline.
+    const bool control = cp < 0x20 || (cp >= 0x7f && cp < 0xa0);
+    if (cp >= 0 && (!control || cp == '\t' || cp == '\n')) {
+      out.append(bytes.substr(start, i - start));
+      continue;
+    }
+    // A control character's bytes, or one byte of a malformed sequence (the
+    // next one starts after it).
+    if (cp < 0)
+      i = start + 1;
+    for (size_t k = start; k < i; ++k) {
+      const auto b = static_cast<uint8_t>(bytes[k]);
+      out += "\\x";
+      out += hex[b >> 4];
+      out += hex[b & 0xf];
+    }
+  }
+  return out;
+}
+
 } // namespace sprintrt::protocol

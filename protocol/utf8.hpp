@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -20,5 +21,13 @@ bool is_valid_utf8(std::string_view text) noexcept;
 /// Decodes UTF-8 `text` and encodes it as latin-1, one byte per code point.
 /// Returns nothing if `text` is not valid UTF-8 or has a code point above 0xFF.
 std::optional<std::vector<std::byte>> utf8_to_latin1(std::string_view text);
+
+/// Returns `bytes` as text that is safe to log or put in an error message:
+/// well-formed UTF-8 and tabs and newlines stay as they are; every other
+/// control character (C0, DEL, C1 such as CSI) and every byte that is not
+/// part of well-formed UTF-8 becomes `\xNN` (a backslash becomes `\\`),
+/// so that a child's output cannot move the cursor, clear the screen or
+/// forge a log line.
+std::string escape_for_log(std::string_view bytes);
 
 } // namespace sprintrt::protocol

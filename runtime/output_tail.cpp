@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "protocol/utf8.hpp"
+
 namespace sprintrt::runtime {
 
 void output_tail::append(std::string_view bytes) {
@@ -11,7 +13,7 @@ void output_tail::append(std::string_view bytes) {
     kept_.erase(0, kept_.size() - capacity);
   for (char c : bytes) {
     if (c == '\n' || line_.size() >= max_line) {
-      spdlog::debug("[{}] {}", name_, line_);
+      spdlog::debug("[{}] {}", name_, protocol::escape_for_log(line_));
       line_.clear();
       if (c == '\n')
         continue;
@@ -22,7 +24,7 @@ void output_tail::append(std::string_view bytes) {
 
 void output_tail::flush() {
   if (!line_.empty())
-    spdlog::debug("[{}] {}", name_, line_);
+    spdlog::debug("[{}] {}", name_, protocol::escape_for_log(line_));
   line_.clear();
 }
 
@@ -44,7 +46,7 @@ std::string last_lines(std::string_view all, size_t max_lines) {
       break;
     }
   }
-  return std::string{all.substr(begin, end - begin)};
+  return protocol::escape_for_log(all.substr(begin, end - begin));
 }
 
 } // namespace sprintrt::runtime

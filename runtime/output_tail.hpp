@@ -3,7 +3,8 @@
 /// @file
 /// What a Sprint child printed: forwarded line by line to the log, and the
 /// last 64 KiB kept for error messages ("child exited with status 1; its
-/// output ended with: ...").
+/// output ended with: ..."). Both are escaped: a child's output is bytes,
+/// and a terminal escape in it must not reach the trainer's terminal.
 
 #include <cstddef>
 #include <string>
@@ -40,7 +41,8 @@ private:
 };
 
 /// Returns the last `max_lines` lines of `text` (without trailing newlines),
-/// for error messages where 64 KiB of output would drown the point.
+/// for error messages where 64 KiB of output would drown the point; escaped
+/// (`protocol::escape_for_log`), as are the lines `output_tail` logs.
 std::string last_lines(std::string_view text, size_t max_lines);
 
 } // namespace sprintrt::runtime

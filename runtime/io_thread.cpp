@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
 
 #include "runtime/child_reaper.hpp"
 #include "runtime/pipe_write.hpp"
@@ -51,7 +52,22 @@ io_thread::io_thread() : impl_(std::make_unique<impl>()) {
     // not kill the process (and the process's own SIGPIPE handling is left
     // alone; see pipe_write.hpp).
     block_sigpipe_in_this_thread();
-    impl_->io.run();
+    // A handler that throws (std::bad_alloc, a bug) must neither end the
+    // process through std::terminate nor stop the io thread: it is logged
+    // and the loop goes on with the next handler (Asio allows `run` to be
+    // called again). A channel's own handlers turn what they throw into a
+    // failure of that channel (see sprint_channel.cpp); this is the net
+    // below them.
+    for (;;) {
+      try {
+        impl_->io.run();
+        break;
+      } catch (const std::exception& e) {
+        spdlog::error("io thread: a handler threw ({}); going on", e.what());
+      } catch (...) {
+        spdlog::error("io thread: a handler threw a non-standard exception; going on");
+      }
+    }
     impl_->ran_out.set_value();
   }};
 }

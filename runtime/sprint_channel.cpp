@@ -235,16 +235,23 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
           self->reading_messages = false;
           if (self->finished)
             return;
-          self->adopt_handoffs();
-          // Bytes read count even if the read was cancelled afterwards.
-          bool intact = n == 0 || self->received(n);
-          if (ec == asio::error::eof)
-            self->on_end_of_messages();
-          else if (ec && ec != asio::error::operation_aborted)
-            self->fail(
-                make_error(errc::child_failed, "reading from the child failed: " + ec.message()));
-          else if (intact && !ec)
-            self->read_messages();
+          try {
+            self->adopt_handoffs();
+            // Bytes read count even if the read was cancelled afterwards.
+            bool intact = n == 0 || self->received(n);
+            if (ec == asio::error::eof)
+              self->on_end_of_messages();
+            else if (ec && ec != asio::error::operation_aborted)
+              self->fail(
+                  make_error(errc::child_failed, "reading from the child failed: " + ec.message()));
+            else if (intact && !ec)
+              self->read_messages();
+          } catch (const std::exception& e) {
+            // Out of memory, or a bug: this child's stream can no longer be
+            // trusted; its requests are charged through its down report.
+            self->fail(make_error(
+                errc::io_error, std::string{"handling the child's messages failed: "} + e.what()));
+          }
           self->finish_if_done();
         });
   }

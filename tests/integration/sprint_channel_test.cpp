@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -14,8 +16,10 @@
 #include "protocol/messages.hpp"
 #include "protocol/pickle_reader.hpp"
 #include "runtime/io_thread.hpp"
+#include "runtime/output_tail.hpp"
 #include "runtime/wire_format.hpp"
 #include "tests/integration/integration_support.hpp"
+#include "tests/support/leak_check.hpp"
 #include "tests/support/process_checks.hpp"
 
 using namespace sprintrt;
@@ -56,6 +60,23 @@ sprint_options burst_options(size_t bytes) {
   return opts;
 }
 
+/// Runs the burst child for `opts` on a channel of its own until it is
+/// down, hands what the channel reported to `check`, then checks that
+/// nothing was left behind.
+template <class Check>
+void with_burst_child(const sprint_options& opts, Check check) {
+  test::fd_snapshot fds;
+  {
+    runtime::io_thread io;
+    collector seen;
+    auto channel = runtime::sprint_channel::open(io, opts, "burst", seen.events());
+    REQUIRE(seen.wait_down());
+    check(seen);
+    io.stop();
+  }
+  test::check_nothing_left(fds);
+}
+
 } // namespace
 
 TEST_CASE("a message written right before the child exits is delivered") {
@@ -91,6 +112,41 @@ TEST_CASE("a channel opened after the io thread stopped is down at once") {
   CHECK(seen.down->cause == errc::cancelled);
   CHECK(seen.down->pid == -1);
   CHECK(seen.message_sizes.empty());
+}
+
+TEST_CASE("a burst of 80000 raw pickles in one write arrives whole, message by message") {
+  auto opts = burst_options(0);
+  opts.framing = pipe_framing::raw;
+  opts.sprint_config.push_back({{word_piece::literal, "--*.raw-burst=80000"}});
+  with_burst_child(opts, [](collector& seen) {
+    CHECK(seen.down->clean_exit());
+    CHECK(seen.message_sizes.size() == 80000);
+    CHECK(std::all_of(seen.message_sizes.begin(), seen.message_sizes.end(),
+                      [](size_t n) { return n == 4; }));
+  });
+}
+
+TEST_CASE("a stdout flood is kept to its last 64 KiB and the message still arrives") {
+  auto opts = burst_options(100);
+  opts.sprint_config.push_back({{word_piece::literal, "--*.stdout-flood=20000000"}});
+  with_burst_child(opts, [](collector& seen) {
+    CHECK(seen.down->clean_exit());
+    REQUIRE(seen.message_sizes.size() == 1);
+    CHECK(seen.down->output.size() == runtime::output_tail::capacity);
+    CHECK(seen.down->output.find_first_not_of('o') == std::string::npos);
+  });
+}
+
+TEST_CASE("a child that closes only its reply pipe is killed and reported") {
+  auto opts = burst_options(100);
+  opts.exit_grace = std::chrono::milliseconds{200};
+  opts.sprint_config.push_back({{word_piece::literal, "--*.close-reply-pipe=1"}});
+  with_burst_child(opts, [](collector& seen) {
+    REQUIRE(seen.down->cause);
+    CHECK_THAT(render(seen.down->cause), Catch::Contains("the child closed its pipe"));
+    CHECK(seen.down->exit_code() == -9);
+    CHECK(seen.message_sizes.empty());
+  });
 }
 
 TEST_CASE("messages completed before a framing error are still delivered") {

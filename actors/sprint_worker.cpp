@@ -428,11 +428,18 @@ pending_request take_answered(worker_state& st) {
   return req;
 }
 
-/// Ends the answered request with `result`: delivered through the promise
-/// `promise_of(request)` returns, or failed with the child's exception.
+/// Ends the request the child answered with `result`: delivered through the
+/// promise `promise_of(request)` returns, or failed with the child's
+/// exception. A reply that is no valid answer (`broken_reply`; `bytes` is
+/// the reply as it arrived) instead condemns the child while the request is
+/// still in flight, so that the child's death charges it.
 template <class T, class PromiseOf>
-void answer(worker_pointer self, caf::expected<T>& result, PromiseOf promise_of) {
+void answer(worker_pointer self, caf::expected<T> result, byte_span bytes, PromiseOf promise_of) {
   auto& st = self->state;
+  if (!result && broken_reply(result.error())) {
+    kill_for_invalid_reply(self, result.error(), bytes);
+    return;
+  }
   auto req = take_answered(st);
   if (!result) {
     fail_request(self, req, with_context(request_context(st.label, req), result.error()));
@@ -443,32 +450,18 @@ void answer(worker_pointer self, caf::expected<T>& result, PromiseOf promise_of)
 }
 
 /// Handles the reply to the request in flight; `bytes` is the reply as it
-/// arrived (quoted when it is no valid answer). The reply is checked while
-/// the request is still in flight, so that a broken one charges it through
-/// the child's death.
+/// arrived.
 void on_request_reply(worker_pointer self, const protocol::value& msg, byte_span bytes) {
-  auto& st = self->state;
-  auto& front = st.in_flight.front();
-  if (front.is_loss()) {
-    auto loss = store_loss_reply(msg, std::get<loss_request>(front.what).job);
-    if (!loss && broken_reply(loss.error())) {
-      kill_for_invalid_reply(self, loss.error(), bytes);
-      return;
-    }
+  auto& front = self->state.in_flight.front();
+  if (front.is_loss())
     answer(
-        self, loss,
+        self, store_loss_reply(msg, std::get<loss_request>(front.what).job), bytes,
         [](pending_request & req) -> auto& { return std::get<loss_request>(req.what).promise; });
-  } else {
-    auto fsa = fsa_from_reply(msg);
-    if (!fsa && broken_reply(fsa.error())) {
-      kill_for_invalid_reply(self, fsa.error(), bytes);
-      return;
-    }
+  else
     answer(
-        self, fsa,
+        self, fsa_from_reply(msg), bytes,
         [](pending_request & req) -> auto& { return std::get<fsa_request>(req.what).promise; });
-  }
-  dispatch(self);
+  dispatch(self); // nothing is written to a condemned child
 }
 
 /// Writes queued requests to the child while fewer than `write_ahead` are

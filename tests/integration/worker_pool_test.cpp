@@ -296,6 +296,16 @@ TEST_CASE("shutting down the runtime with a batch in flight fails it and ends ev
   check_nothing_left(fds);
 }
 
+namespace {
+
+/// Computes one small segment of `segment` through `client`.
+caf::expected<double> compute_one(const pool_client& client, const test::test_segment& segment) {
+  auto lp = test::random_log_posteriors(4, dim, 1);
+  return client.compute_segment(test::make_job(segment.name, lp, dim));
+}
+
+} // namespace
+
 TEST_CASE("a pool asked for after shutdown is an error, and none is made") {
   test::fd_snapshot fds;
   {
@@ -306,8 +316,7 @@ TEST_CASE("a pool asked for after shutdown is an error, and none is made") {
     rt.shutdown();
     CHECK_FALSE(rt.pool(opts));
     pool_client late{rt, opts};
-    auto lp = test::random_log_posteriors(4, dim, 1);
-    auto r = late.compute_segment(test::make_job(segments[0].name, lp, dim));
+    auto r = compute_one(late, segments[0]);
     REQUIRE_FALSE(r);
     CHECK(r.error() == errc::cancelled);
     CHECK_THAT(render(r.error()), Catch::Contains("made after the runtime was shut down"));
@@ -323,8 +332,7 @@ TEST_CASE("numInstances 0 through the C++ API is an error naming the pool") {
   opts.num_instances = 0;
   sprint_runtime rt;
   pool_client client{rt, opts};
-  auto lp = test::random_log_posteriors(4, dim, 1);
-  auto r = client.compute_segment(test::make_job(segments[0].name, lp, dim));
+  auto r = compute_one(client, segments[0]);
   REQUIRE_FALSE(r);
   CHECK(r.error() == errc::invalid_options);
   CHECK_THAT(render(r.error()), Catch::Contains("cannot make workers (capacity 0"));

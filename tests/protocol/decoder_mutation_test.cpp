@@ -24,6 +24,7 @@
 using namespace sprintrt;
 using namespace sprintrt::protocol;
 using test::bytes;
+using test::encode_bomb;
 using test::golden_vectors;
 
 // -- counting allocations -----------------------------------------------------
@@ -136,26 +137,6 @@ size_t allowed(size_t input_size) {
 void append_le32(bytes_t& out, uint32_t x) {
   for (int i = 0; i < 4; ++i)
     out.push_back(static_cast<std::byte>((x >> (8 * i)) & 0xff));
-}
-
-/// _codecs.encode of a `text_size` string, called `calls` times through the
-/// memo (the 1 MB pickle that asked for 3 GB, scaled down).
-bytes_t encode_bomb(size_t text_size, int calls) {
-  bytes_t msg = bytes({0x80, 2});
-  for (auto b : bytes("c_codecs\nencode\n"))
-    msg.push_back(b);
-  for (auto b : bytes({'q', 0, '0', 'X'}))
-    msg.push_back(b);
-  append_le32(msg, static_cast<uint32_t>(text_size));
-  msg.insert(msg.end(), text_size, std::byte{0x7e});
-  for (auto b : bytes({0x8c, 6, 'l', 'a', 't', 'i', 'n', '1', 0x86, 'q', 1, '0', '('}))
-    msg.push_back(b);
-  for (int i = 0; i < calls; ++i)
-    for (auto b : bytes({'h', 0, 'h', 1, 'R'}))
-      msg.push_back(b);
-  msg.push_back(std::byte{'t'});
-  msg.push_back(std::byte{'.'});
-  return msg;
 }
 
 /// t0 = a memoized string; t(i+1) = (t(i), t(i)) through the memo, `levels`

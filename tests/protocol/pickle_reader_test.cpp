@@ -13,6 +13,7 @@ using sprintrt::render;
 using sprintrt::test::bytes;
 using sprintrt::test::bytes_of;
 using sprintrt::test::concat;
+using sprintrt::test::encode_bomb;
 using kind = value::kind;
 
 namespace {
@@ -340,34 +341,6 @@ TEST_CASE("sharing cannot make a short pickle denote an exponentially large valu
   REQUIRE(x);
   CHECK(x->tree_size() == 3);
 }
-
-namespace {
-
-/// PROTO 2; _codecs.encode memoized as 0 and (text, 'latin1') as 1 (and
-/// popped); MARK;
-/// then `calls` times BINGET 0, BINGET 1, REDUCE; TUPLE; STOP: a message of
-/// about `text_size` bytes whose values hold `calls` x `text_size` bytes.
-std::vector<std::byte> encode_bomb(size_t text_size, int calls) {
-  std::vector<std::byte> msg = bytes({0x80, 2});
-  for (auto b : bytes("c_codecs\nencode\n"))
-    msg.push_back(b);
-  for (auto b : bytes({'q', 0, '0'})) // BINPUT 0, POP
-    msg.push_back(b);
-  msg.push_back(std::byte{'X'}); // BINUNICODE, 4-byte length
-  for (int i = 0; i < 4; ++i)
-    msg.push_back(static_cast<std::byte>((text_size >> (8 * i)) & 0xff));
-  msg.insert(msg.end(), text_size, std::byte{'a'});
-  for (auto b : bytes({0x8c, 6, 'l', 'a', 't', 'i', 'n', '1', 0x86, 'q', 1, '0', '('}))
-    msg.push_back(b);
-  for (int i = 0; i < calls; ++i)
-    for (auto b : bytes({'h', 0, 'h', 1, 'R'}))
-      msg.push_back(b);
-  msg.push_back(std::byte{'t'});
-  msg.push_back(std::byte{'.'});
-  return msg;
-}
-
-} // namespace
 
 TEST_CASE("strings made into bytes again and again cannot outgrow the message") {
   // 64 KiB of text encoded 40 times would hold 2.5 MB from a 64 KiB message

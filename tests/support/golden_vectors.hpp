@@ -52,6 +52,13 @@ std::vector<std::byte> bytes(std::initializer_list<int> xs);
 /// Makes bytes from text (one byte per char).
 std::vector<std::byte> bytes(std::string_view text);
 
+/// A protocol-2 pickle that encodes one memoized `text_size`-byte string
+/// with `_codecs.encode(text, 'latin1')` `calls` times through the memo and
+/// returns the results as a tuple: about `text_size` bytes of message whose
+/// values hold `calls` x `text_size` bytes (the 1 MB pickle that asked for
+/// 3 GB, scaled).
+std::vector<std::byte> encode_bomb(size_t text_size, int calls);
+
 /// Concatenates byte vectors.
 std::vector<std::byte> concat(std::initializer_list<std::vector<std::byte>> parts);
 

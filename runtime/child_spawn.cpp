@@ -126,7 +126,8 @@ caf::expected<spawned_child> spawn_sprint_child(const sprint_options& opts,
   posix_spawn_file_actions_adddup2(&setup.actions, c2p->write.get(), child_c2p_fd);
   posix_spawn_file_actions_adddup2(&setup.actions, p2c->read.get(), child_p2c_fd);
   posix_spawn_file_actions_addclosefrom_np(&setup.actions, first_free_fd);
-  // The parent ignores SIGPIPE; a child must start with every signal at its
+  // The io thread that spawns blocks SIGPIPE, and the trainer may have set
+  // dispositions of its own; a child must start with every signal at its
   // default and none blocked, as if started from a shell.
   sigset_t all;
   sigset_t none;

@@ -1,7 +1,5 @@
 #include "runtime/io_thread.hpp"
 
-#include <signal.h>
-
 #include <atomic>
 #include <future>
 #include <thread>

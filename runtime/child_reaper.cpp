@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -26,14 +27,32 @@ int open_pidfd(pid_t pid) {
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
 }
 
-/// SIGKILL through `pidfd`.
-void kill_through(int pidfd) {
-  ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+/// Sends `signal` through `pidfd`.
+void signal_through(int pidfd, int signal) {
+  ::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0);
+}
+
+/// Reaps `pid` whenever it exits, on a detached thread: for a child that
+/// could not be reaped at shutdown (stuck in the kernel), so that it does
+/// not stay a zombie once it is freed.
+void reap_in_background(pid_t pid) {
+  try {
+    std::thread{[pid] {
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }}.detach();
+  } catch (const std::exception& e) {
+    spdlog::error("cannot start a thread to reap pid {} later ({}): it stays a zombie "
+                  "once it exits",
+                  pid, e.what());
+  }
 }
 
 } // namespace
 
-child_reaper::child_reaper(asio::io_context& io) : io_(io), poll_timer_(io) {}
+child_reaper::child_reaper(asio::io_context& io)
+    : io_(io), poll_timer_(io), kill_signal_(SIGKILL) {}
 
 void child_reaper::watch(pid_t pid, std::function<void(int)> on_exit) {
   child entry;
@@ -119,32 +138,57 @@ void child_reaper::kill(pid_t pid) {
   if (i == watched_.end())
     return;
   if (i->second.pidfd)
-    kill_through(i->second.pidfd->native_handle());
+    signal_through(i->second.pidfd->native_handle(), kill_signal_);
   else
-    ::kill(pid, SIGKILL);
+    ::kill(pid, kill_signal_);
 }
 
 void child_reaper::kill_all() {
   poll_timer_.cancel();
   auto children = std::move(watched_);
   watched_.clear();
+  // Kill all first, then wait for all: one deadline, however many are stuck.
+  std::map<pid_t, child> running;
   for (auto& [pid, entry] : children) {
     int status = 0;
     pid_t rc = ::waitpid(pid, &status, WNOHANG);
-    if (rc < 0)
-      status = reaped_elsewhere;
-    if (rc == 0) {
-      // Still running (only then: after ECHILD the pid may belong to
-      // someone else by now).
-      if (entry.pidfd)
-        kill_through(entry.pidfd->native_handle());
-      else
-        ::kill(pid, SIGKILL);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
+    if (rc != 0) {
+      // Exited (or reaped elsewhere: after ECHILD the pid may belong to
+      // someone else by now, so it is not signalled).
+      entry.pidfd.reset();
+      entry.on_exit(rc < 0 ? reaped_elsewhere : status);
+      continue;
     }
+    if (entry.pidfd)
+      signal_through(entry.pidfd->native_handle(), kill_signal_);
+    else
+      ::kill(pid, kill_signal_);
+    running.emplace(pid, std::move(entry));
+  }
+  auto deadline = std::chrono::steady_clock::now() + kill_wait;
+  while (!running.empty()) {
+    for (auto i = running.begin(); i != running.end();) {
+      int status = 0;
+      pid_t rc = ::waitpid(i->first, &status, WNOHANG);
+      if (rc == 0) {
+        ++i;
+        continue;
+      }
+      i->second.pidfd.reset();
+      i->second.on_exit(rc < 0 ? reaped_elsewhere : status);
+      i = running.erase(i);
+    }
+    if (running.empty() || std::chrono::steady_clock::now() >= deadline)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  }
+  for (auto& [pid, entry] : running) {
+    spdlog::error("child {} did not exit within {} ms of SIGKILL (stuck in the kernel?): "
+                  "giving up on it; it is reaped in the background when it exits",
+                  pid, kill_wait.count());
+    reap_in_background(pid);
     entry.pidfd.reset();
-    entry.on_exit(status);
+    entry.on_exit(not_reaped);
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -29,6 +30,17 @@ namespace sprintrt::runtime {
 /// The status reported for a child that someone else reaped (its real
 /// status is lost): not a valid wait status.
 constexpr int reaped_elsewhere = -1;
+
+/// The status reported for a child that was given up on: it did not exit
+/// within `kill_wait` of SIGKILL. Not a valid wait status.
+constexpr int not_reaped = -2;
+
+/// How long a killed child may take to exit before it is given up on.
+/// SIGKILL ends a process at once unless it sleeps uninterruptibly in the
+/// kernel (a hung NFS or FUSE mount, a stuck driver) or is still unmapping
+/// tens of GB; such a child must not hold its requests, or a `stop`, for
+/// longer than this. It is still reaped if it ever exits.
+constexpr std::chrono::milliseconds kill_wait{1000};
 
 /// Watches child processes and reaps them when they exit. All member
 /// functions run on the io thread.
@@ -49,9 +61,16 @@ public:
   /// Returns the number of children not yet reaped.
   size_t watched() const noexcept { return watched_.size(); }
 
-  /// Kills every watched child, waits for each (blocking, but SIGKILL makes
-  /// it immediate) and calls its callback. For shutdown.
+  /// Kills every watched child, waits for them (blocking) up to `kill_wait`
+  /// in all and calls each one's callback. For shutdown: a child still there
+  /// after that (see `kill_wait`) is reported as `not_reaped` and left to a
+  /// detached thread that reaps it whenever it exits, so it never stays a
+  /// zombie.
   void kill_all();
+
+  /// For tests only: kills send `signal` instead of SIGKILL. 0 sends none,
+  /// which makes every child behave like one stuck in the kernel.
+  void set_kill_signal_for_tests(int signal) noexcept { kill_signal_ = signal; }
 
 private:
   /// One watched child: its pidfd (none where pidfd_open is missing) and
@@ -78,6 +97,7 @@ private:
   boost::asio::io_context& io_;
   boost::asio::steady_timer poll_timer_;
   bool polling_ = false;
+  int kill_signal_;
   std::map<pid_t, child> watched_;
 };
 

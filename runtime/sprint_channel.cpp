@@ -37,13 +37,14 @@ using descriptor = asio::posix::stream_descriptor;
 // -- child_down -------------------------------------------------------------------
 
 bool child_down::clean_exit() const noexcept {
-  return pid >= 0 && wait_status != reaped_elsewhere && WIFEXITED(wait_status) &&
-         WEXITSTATUS(wait_status) == 0;
+  return pid >= 0 && wait_status >= 0 && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
 }
 
 int child_down::exit_code() const noexcept {
   if (pid < 0 || wait_status == reaped_elsewhere)
     return 0;
+  if (wait_status == not_reaped)
+    return -SIGKILL;
   if (WIFEXITED(wait_status))
     return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status))
@@ -56,6 +57,9 @@ std::string child_down::describe() const {
     return "was never started";
   if (wait_status == reaped_elsewhere)
     return "was reaped by someone else (its status is unknown)";
+  if (wait_status == not_reaped)
+    return "did not exit within " + std::to_string(kill_wait.count()) +
+           " ms of SIGKILL (stuck in the kernel?) and was given up on";
   if (WIFEXITED(wait_status))
     return "exited with status " + std::to_string(WEXITSTATUS(wait_status));
   if (WIFSIGNALED(wait_status))
@@ -127,8 +131,11 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   bool reading_output = false;
   /// `stop` was called: close the pipe to the child once `writes` is empty.
   bool stopping = false;
-  /// The wait status once the child was reaped.
+  /// The wait status once the child was reaped (`not_reaped` once it was
+  /// given up on).
   std::optional<int> reaped;
+  /// SIGKILL was sent (the give-up timer runs).
+  bool killed = false;
   /// The down report was made; nothing else happens.
   bool finished = false;
   caf::error cause;
@@ -331,8 +338,34 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
       return;
     if (!cause)
       cause = std::move(err);
-    if (pid >= 0 && !reaped)
-      io.reaper().kill(pid);
+    kill_now();
+  }
+
+  /// Sends SIGKILL, and gives up on the child if it has not exited
+  /// `kill_wait` later: the down report then follows without it, so that no
+  /// request waits for a child stuck in the kernel (it is still reaped
+  /// whenever it exits; see `on_reaped`).
+  void kill_now() {
+    if (finished || reaped || pid < 0)
+      return;
+    io.reaper().kill(pid);
+    if (killed || !timer)
+      return;
+    killed = true;
+    timer->expires_after(kill_wait);
+    timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec && !self->finished && !self->reaped)
+        self->give_up();
+    });
+  }
+
+  void give_up() {
+    spdlog::error("[{}] pid {} did not exit within {} ms of SIGKILL (stuck in the kernel?): "
+                  "giving up on it; it is reaped when it exits",
+                  name, pid, kill_wait.count());
+    if (!cause)
+      cause = make_error(errc::child_failed, "the child could not be killed");
+    on_reaped(not_reaped);
   }
 
   void kill_after(std::chrono::milliseconds delay) {
@@ -340,8 +373,8 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
       return;
     timer->expires_after(delay);
     timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec && !self->finished && !self->reaped && self->pid >= 0)
-        self->io.reaper().kill(self->pid);
+      if (!ec)
+        self->kill_now();
     });
   }
 
@@ -361,6 +394,11 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   /// The child was reaped: stop reading, then finish once pending reads
   /// have handed over what they already got.
   void on_reaped(int wait_status) {
+    if (reaped) {
+      // Given up on after SIGKILL (see `kill_now`), and now exited at last.
+      spdlog::info("[{}] pid {}, given up on, has exited and was reaped", name, pid);
+      return;
+    }
     reaped = wait_status;
     if (timer)
       timer->cancel();

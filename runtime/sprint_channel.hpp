@@ -9,7 +9,9 @@
 /// the io thread (the worker actor turns them into messages to itself). Its
 /// life ends in exactly one `down` report, after the child was reaped and
 /// every descriptor closed: whether the child exited by itself, was stopped
-/// with `exit`, or was killed after a failure.
+/// with `exit`, or was killed after a failure. A child that has not exited
+/// `kill_wait` after SIGKILL is given up on instead of reaped (its report
+/// says `not_reaped`); the reaper still reaps it whenever it exits.
 
 #include <sys/types.h>
 
@@ -95,7 +97,8 @@ public:
   void recycle(protocol::byte_buffer buffer) const;
 
   /// Kills the child now (SIGKILL); `cause` becomes the down report's cause
-  /// unless a failure came first.
+  /// unless a failure came first. The report follows the child's exit, or
+  /// `kill_wait` at the latest.
   void kill(caf::error cause) const;
 
   /// Stops the child gracefully: writes `exit_message` after any queued

@@ -2,17 +2,24 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <future>
 #include <random>
 #include <stdexcept>
+#include <thread>
 
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
+#include <boost/asio/post.hpp>
+
 #include "actors/sprint_worker.hpp"
+#include "runtime/child_reaper.hpp"
 #include "sim/corpus.hpp"
 #include "sim/criterion.hpp"
 #include "sim/ctc_topology.hpp"
+#include "tests/support/process_checks.hpp"
 
 namespace sprintrt::test {
 
@@ -163,6 +170,29 @@ segment_job make_job(const std::string& segment, const std::vector<float>& log_p
   job.log_posteriors = {std::make_shared<std::vector<float>>(log_posteriors), 0, frames, dim, dim};
   job.error_signal = matrix_slice::dense(frames, dim);
   return job;
+}
+
+void set_kill_signal(runtime::io_thread& io, int signal) {
+  std::promise<void> taken;
+  boost::asio::post(io.context(), [&io, &taken, signal] {
+    io.reaper().set_kill_signal_for_tests(signal);
+    taken.set_value();
+  });
+  taken.get_future().wait();
+}
+
+bool wait_until_reaped(pid_t pid, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    auto children = child_processes();
+    bool present = std::any_of(children.begin(), children.end(),
+                               [pid](const child_info& c) { return c.pid == pid; });
+    if (!present)
+      return true;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
 }
 
 } // namespace sprintrt::test

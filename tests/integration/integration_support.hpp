@@ -6,6 +6,9 @@
 /// in-process reference computation, and an actor system with an io thread
 /// that shuts down cleanly.
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -91,6 +94,15 @@ private:
   std::vector<sprint_worker_actor> workers_;
   bool shut_down_ = false;
 };
+
+/// Makes the kills of `io`'s reaper send `signal` from now on (0: none, so
+/// that children behave like ones stuck in the kernel), waiting until the
+/// io thread has taken it.
+void set_kill_signal(runtime::io_thread& io, int signal);
+
+/// Waits up to `limit` until `pid` is no child of this process any more
+/// (exited and reaped); returns whether it is gone.
+bool wait_until_reaped(pid_t pid, std::chrono::milliseconds limit);
 
 /// Computes `job` on `worker`, blocking.
 caf::expected<double> compute(caf::scoped_actor& self, const sprint_worker_actor& worker,

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+
 #include <algorithm>
 
 #include <condition_variable>
@@ -15,6 +17,7 @@
 
 #include "protocol/messages.hpp"
 #include "protocol/pickle_reader.hpp"
+#include "runtime/child_reaper.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/output_tail.hpp"
 #include "runtime/wire_format.hpp"
@@ -32,9 +35,15 @@ struct collector {
   std::condition_variable changed;
   std::vector<size_t> message_sizes;
   std::optional<runtime::child_down> down;
+  pid_t pid = -1;
 
   runtime::channel_events events() {
     runtime::channel_events e;
+    e.started = [this](pid_t child, const std::vector<std::string>&) {
+      std::lock_guard<std::mutex> guard{mutex};
+      pid = child;
+      changed.notify_all();
+    };
     e.message = [this](protocol::byte_buffer msg) {
       std::lock_guard<std::mutex> guard{mutex};
       message_sizes.push_back(msg.size());
@@ -47,6 +56,11 @@ struct collector {
     return e;
   }
 
+  bool wait_started() {
+    std::unique_lock<std::mutex> guard{mutex};
+    return changed.wait_for(guard, std::chrono::seconds{10}, [this] { return pid >= 0; });
+  }
+
   bool wait_down() {
     std::unique_lock<std::mutex> guard{mutex};
     return changed.wait_for(guard, std::chrono::seconds{10}, [this] { return down.has_value(); });
@@ -57,6 +71,15 @@ sprint_options burst_options(size_t bytes) {
   sprint_options opts;
   opts.sprint_exec_path = SPRINTRT_BURST_CHILD_PATH;
   opts.sprint_config = {{{word_piece::literal, "--*.burst-bytes=" + std::to_string(bytes)}}};
+  return opts;
+}
+
+/// A burst child that closes its reply pipe and then waits to be killed,
+/// `exit_grace` after the channel saw the pipe close.
+sprint_options closing_reply_pipe(std::chrono::milliseconds exit_grace) {
+  auto opts = burst_options(100);
+  opts.exit_grace = exit_grace;
+  opts.sprint_config.push_back({{word_piece::literal, "--*.close-reply-pipe=1"}});
   return opts;
 }
 
@@ -138,15 +161,76 @@ TEST_CASE("a stdout flood is kept to its last 64 KiB and the message still arriv
 }
 
 TEST_CASE("a child that closes only its reply pipe is killed and reported") {
-  auto opts = burst_options(100);
-  opts.exit_grace = std::chrono::milliseconds{200};
-  opts.sprint_config.push_back({{word_piece::literal, "--*.close-reply-pipe=1"}});
-  with_burst_child(opts, [](collector& seen) {
+  with_burst_child(closing_reply_pipe(std::chrono::milliseconds{200}), [](collector& seen) {
     REQUIRE(seen.down->cause);
     CHECK_THAT(render(seen.down->cause), Catch::Contains("the child closed its pipe"));
     CHECK(seen.down->exit_code() == -9);
     CHECK(seen.message_sizes.empty());
   });
+}
+
+// Kill signal 0 makes the children of these tests survive their SIGKILL,
+// like a child in uninterruptible sleep (a hung NFS mount), which no signal
+// can end until the kernel lets it go.
+
+TEST_CASE("a killed child that does not exit is given up on, then reaped when it exits") {
+  using namespace std::chrono;
+  auto opts = closing_reply_pipe(milliseconds{100});
+  test::fd_snapshot fds;
+  {
+    runtime::io_thread io;
+    test::set_kill_signal(io, 0);
+    collector seen;
+    auto began = steady_clock::now();
+    auto channel = runtime::sprint_channel::open(io, opts, "stuck", seen.events());
+    REQUIRE(seen.wait_down());
+    auto took = steady_clock::now() - began;
+    // Killed exit_grace after the pipe closed, given up on kill_wait later.
+    CHECK(took >= runtime::kill_wait + opts.exit_grace);
+    CHECK(took < runtime::kill_wait + opts.exit_grace + seconds{3});
+    CHECK(seen.down->wait_status == runtime::not_reaped);
+    CHECK(seen.down->exit_code() == -9);
+    CHECK_THAT(seen.down->describe(), Catch::Contains("did not exit within 1000 ms of SIGKILL"));
+    REQUIRE(seen.down->cause);
+    CHECK_THAT(render(seen.down->cause), Catch::Contains("the child closed its pipe"));
+    // Still running, and still watched: once it exits, it is reaped.
+    const pid_t pid = seen.down->pid;
+    REQUIRE(pid > 0);
+    CHECK(::kill(pid, 0) == 0);
+    ::kill(pid, SIGKILL);
+    CHECK(test::wait_until_reaped(pid, seconds{5}));
+    io.stop();
+  }
+  test::check_nothing_left(fds);
+}
+
+TEST_CASE("stopping the io thread takes no longer than its grace and kill_wait for a stuck child") {
+  using namespace std::chrono;
+  // The channel itself would wait a minute before it kills: the stop must not.
+  auto opts = closing_reply_pipe(seconds{60});
+  test::fd_snapshot fds;
+  pid_t pid = -1;
+  {
+    runtime::io_thread io;
+    test::set_kill_signal(io, 0);
+    collector seen;
+    auto channel = runtime::sprint_channel::open(io, opts, "stuck", seen.events());
+    REQUIRE(seen.wait_started());
+    pid = seen.pid;
+    auto began = steady_clock::now();
+    io.stop(milliseconds{200});
+    auto took = steady_clock::now() - began;
+    CHECK(took >= milliseconds{200} + runtime::kill_wait);
+    CHECK(took < milliseconds{200} + runtime::kill_wait + seconds{2});
+    REQUIRE(seen.wait_down());
+    CHECK(seen.down->wait_status == runtime::not_reaped);
+  }
+  // Left to a thread that reaps it once it exits.
+  REQUIRE(pid > 0);
+  CHECK(::kill(pid, 0) == 0);
+  ::kill(pid, SIGKILL);
+  CHECK(test::wait_until_reaped(pid, std::chrono::seconds{5}));
+  test::check_nothing_left(fds);
 }
 
 TEST_CASE("messages completed before a framing error are still delivered") {

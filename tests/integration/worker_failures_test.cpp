@@ -11,10 +11,13 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
+#include <signal.h>
+
 #include <optional>
 #include <thread>
 
 #include "protocol/messages.hpp"
+#include "runtime/child_reaper.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/leak_check.hpp"
 #include "tests/support/process_checks.hpp"
@@ -173,6 +176,38 @@ TEST_CASE("a hanging child is killed after replyTimeout and the request resent")
         CHECK(stats_of(env.self, env.worker).restarts == 1);
       },
       [](sprint_options& opts) { opts.reply_timeout = 500ms; });
+}
+
+TEST_CASE("a reply timeout resends the request even if the killed child never exits") {
+  // Kill signal 0: the hung child survives its SIGKILL, like one stuck in
+  // the kernel. The worker gives up on it kill_wait later and goes on.
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 2, dim);
+    auto opts = sim_options(test::corpus_path(dir), {"fault=hang", "fault-after=1"});
+    opts.reply_timeout = 300ms;
+    test::test_runtime rt;
+    test::set_kill_signal(rt.io(), 0);
+    caf::scoped_actor self{rt.system()};
+    worker_env env{self, rt.spawn_worker(opts, "worker 7"), segments, test::corpus_path(dir)};
+    compute_exact(env, 0, 1);
+    auto stuck_pid = stats_of(self, env.worker).pid;
+    auto began = std::chrono::steady_clock::now();
+    compute_exact(env, 1, 2);
+    auto took = std::chrono::steady_clock::now() - began;
+    CHECK(took >= opts.reply_timeout + runtime::kill_wait);
+    auto stats = stats_of(self, env.worker);
+    CHECK(stats.restarts == 1);
+    CHECK(stats.requests_served == 2);
+    CHECK(stats.pid != stuck_pid);
+    // The first child still runs, and is reaped once it exits.
+    CHECK(::kill(stuck_pid, 0) == 0);
+    ::kill(stuck_pid, SIGKILL);
+    CHECK(test::wait_until_reaped(stuck_pid, 5s));
+    test::set_kill_signal(rt.io(), SIGKILL);
+  }
+  check_nothing_left(fds);
 }
 
 TEST_CASE("a hanging child fails the request once retries are used up") {

@@ -32,7 +32,9 @@ void send_single(pool_pointer self, size_t index, Request req, size_t resends) {
   // given the same request again.
   auto sent = std::make_shared<sent_single<Request>>(
       sent_single<Request>{std::move(req), std::move(held), resends});
-  sent->id = st.track([sent](const caf::error& err) { sent->req.fail(err); });
+  // Cancelled when the pool stops: the worker may still be writing into the
+  // caller's output, so its gate closes before the caller is answered.
+  sent->id = st.track([sent](const caf::error& err) { sent->req.cancel(err); });
   kind::ask(self, used, sent->req)
       .then(
           [self, sent](typename kind::reply_type& reply) {

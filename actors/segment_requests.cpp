@@ -30,6 +30,10 @@ void segment_request::fail(const caf::error& err) {
   std::visit([&err](auto& req) { req.fail(err); }, what);
 }
 
+void segment_request::cancel(const caf::error& err) {
+  std::visit([&err](auto& req) { req.cancel(err); }, what);
+}
+
 caf::error check_job(const segment_job& job) {
   const auto& in = job.log_posteriors;
   const auto& out = job.error_signal;
@@ -52,7 +56,13 @@ caf::expected<double> store_loss_reply(const protocol::value& reply, const segme
   if (!decoded)
     return decoded.error();
   const auto& out = job.error_signal;
-  protocol::copy_rows(decoded->error_signal, out.row(0), out.row_stride);
+  auto write = [&] { protocol::copy_rows(decoded->error_signal, out.row(0), out.row_stride); };
+  if (!job.gate)
+    write();
+  else if (!job.gate->write_if_open(write))
+    return make_error(errc::cancelled, "segment '" + job.segment +
+                                           "': its caller stopped waiting (output gate closed); "
+                                           "the error signal was not written");
   return decoded->loss;
 }
 

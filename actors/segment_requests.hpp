@@ -39,6 +39,14 @@ struct loss_request {
 
   /// Answers it with `err`.
   void fail(const caf::error& err) { promise.deliver(err); }
+
+  /// Closes its job's output gate (see `output_gate`), then answers it with
+  /// `err`: for a caller answered while a worker may still hold the job.
+  void cancel(const caf::error& err) {
+    if (job.gate)
+      job.gate->close();
+    fail(err);
+  }
 };
 
 /// An FSA export request: the segment's name and the promise that answers it
@@ -58,6 +66,9 @@ struct fsa_request {
 
   /// Answers it with `err`.
   void fail(const caf::error& err) { promise.deliver(err); }
+
+  /// Answers it with `err` (an export writes into nothing of the caller's).
+  void cancel(const caf::error& err) { fail(err); }
 };
 
 /// One request for one segment of either kind, as the pool and the worker
@@ -83,6 +94,9 @@ struct segment_request {
 
   /// Answers it with `err`.
   void fail(const caf::error& err);
+
+  /// Answers it with `err`, first closing the output gate of a loss job.
+  void cancel(const caf::error& err);
 };
 
 /// How a worker named `worker` names a request (anything with `command()`
@@ -117,9 +131,10 @@ void fail_pending(InFlight& in_flight, std::deque<Request>& queue, const caf::er
 caf::error check_job(const segment_job& job);
 
 /// Decodes the reply to a loss command for `job`, writes its error signal
-/// into `job.error_signal` and returns the loss. Errors (nothing written):
-/// `child_exception` for an exception reply, `invalid_message` for a reply
-/// of the wrong form or shape.
+/// into `job.error_signal` (through its gate, if it has one) and returns the
+/// loss. Errors (nothing written): `child_exception` for an exception reply,
+/// `invalid_message` for a reply of the wrong form or shape, `cancelled` if
+/// the job's gate is closed (the reply itself was valid).
 caf::expected<double> store_loss_reply(const protocol::value& reply, const segment_job& job);
 
 /// Decodes the reply to an FSA export into a `segment_fsa` (a copy: the

@@ -115,7 +115,19 @@ caf::expected<double> compute_loss(sim_worker_state& st, const queued_request& r
       in.row(0), rows, cols, strided{static_cast<Eigen::Index>(in.row_stride)}};
   Eigen::Map<sim::row_matrix_f, Eigen::Unaligned, strided> error_signal{
       out.row(0), rows, cols, strided{static_cast<Eigen::Index>(out.row_stride)}};
-  auto result = st.criterion->loss_and_error_signal(job.segment, input, error_signal);
+  // Computed straight into the caller's output: through its gate, if any.
+  std::optional<decltype(st.criterion->loss_and_error_signal(job.segment, input, error_signal))>
+      computed;
+  auto compute = [&] {
+    computed.emplace(st.criterion->loss_and_error_signal(job.segment, input, error_signal));
+  };
+  if (!job.gate)
+    compute();
+  else if (!job.gate->write_if_open(compute))
+    return with_context(request_context(st.label, req),
+                        make_error(errc::cancelled, "its caller stopped waiting (output gate "
+                                                    "closed); the error signal was not written"));
+  auto& result = *computed;
   if (!result)
     return with_context(request_context(st.label, req),
                         make_error(errc::child_exception, exception_text(result.error())));

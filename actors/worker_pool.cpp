@@ -105,6 +105,9 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, worker_source 
         if (self->state.refusal)
           return self->state.refusal;
         auto promise = self->make_response_promise<double>();
+        // The pool may answer `cancelled` while a worker holds the job.
+        if (!job.gate)
+          job.gate = std::make_shared<output_gate>();
         serve_single(self, segment_request{loss_request{std::move(job), promise}});
         return promise;
       },

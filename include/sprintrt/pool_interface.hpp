@@ -66,7 +66,12 @@ typename Inspector::result_type inspect(Inspector& f, batch_automata& x) {
 /// - `(automata, tags) -> batch_automata`: exports each segment's FSA (spread
 ///   over the workers) and merges them.
 /// - `(compute, segment_job) -> loss`: one segment on a free worker (waits
-///   for one if all are busy).
+///   for one if all are busy). The error signal is written straight into
+///   the job's slice; a pool that stops answers `cancelled` only after
+///   closing the job's `output_gate`, so nothing writes into it after the
+///   call returned. (A batch's output needs no gate: it is the pool's own,
+///   or the `reuse_error_signal` the caller gave away, until the result is
+///   delivered.)
 /// - `(fsa, segment) -> segment_fsa`: one segment's FSA, likewise.
 /// - `(stats) -> pool_stats`.
 ///

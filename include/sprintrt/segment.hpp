@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "sprintrt/output_gate.hpp"
+
 namespace sprintrt {
 
 /// Shared float32 storage (a batch's input or output buffer).
@@ -54,6 +56,11 @@ struct segment_job {
   std::string segment;
   matrix_slice log_posteriors;
   matrix_slice error_signal;
+  /// Optional: a caller that may stop waiting (a timeout) closes this gate
+  /// first; from then on nothing is written into `error_signal`, and the
+  /// request fails with `cancelled`. A pool gives every job it is sent a
+  /// gate, which it closes when it answers `cancelled` (it stopped).
+  std::shared_ptr<output_gate> gate{};
 };
 
 /// A segment's automaton in the protocol's layout (PROTOCOL.md section 4).

@@ -32,7 +32,8 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;
 ///   segment Sprint skipped). Errors: `invalid_input` (bad slices),
 ///   `child_exception` (Sprint raised), `child_failed` / `timeout` (the child
 ///   failed more often than `maxRetries` allows, or could not start),
-///   `cancelled` (the worker stopped first).
+///   `cancelled` (the worker stopped first, or the job's `output_gate` was
+///   closed before the reply could be written: the child is kept).
 /// - `(fsa, segment) -> segment_fsa`: exports the segment's automaton.
 /// - `(stats) -> worker_stats`.
 /// - `(stop) -> exit code`: sends `exit`, waits up to `exitGrace` for the child

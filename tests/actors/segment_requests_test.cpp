@@ -78,6 +78,35 @@ TEST_CASE("an exception or misshapen loss reply writes nothing") {
   CHECK(*job.error_signal.storage == std::vector<float>(12, -1.0f));
 }
 
+TEST_CASE("a valid loss reply for a job whose gate is closed writes nothing and is cancelled") {
+  auto job = job_2x3();
+  job.gate = std::make_shared<output_gate>();
+  float es[6] = {1, 2, 3, 4, 5, 6};
+  protocol::byte_buffer wire;
+  REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 2.5, 2, 3, es));
+  auto reply = unframe(wire);
+  job.gate->close();
+  auto loss = store_loss_reply(reply, job);
+  REQUIRE_FALSE(loss);
+  CHECK(loss.error() == errc::cancelled);
+  CHECK_THAT(render(loss.error()), Catch::Contains("segment 'seg': its caller stopped waiting"));
+  CHECK(*job.error_signal.storage == std::vector<float>(12, -1.0f));
+  // A broken reply is still reported as broken, gate or not.
+  float short_es[3] = {1, 2, 3};
+  wire.clear();
+  REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 1.0, 1, 3, short_es));
+  CHECK(store_loss_reply(unframe(wire), job).error() == errc::invalid_message);
+}
+
+TEST_CASE("cancelling a loss request closes its gate before it answers") {
+  auto job = job_2x3();
+  job.gate = std::make_shared<output_gate>();
+  auto gate = job.gate;
+  segment_request req{loss_request{std::move(job), {}}};
+  req.cancel(make_error(errc::cancelled, "the pool stopped"));
+  CHECK(gate->closed());
+}
+
 TEST_CASE("an FSA reply becomes a segment_fsa") {
   std::vector<uint32_t> edges{0, 1, 1, 2, 7, 8};
   std::vector<float> weights{0.5f, 0.25f};

@@ -378,6 +378,31 @@ TEST_CASE("fail_request and fail_segment fail exactly their requests") {
   caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
 }
 
+TEST_CASE("a job whose output gate is closed is cancelled and its output left alone") {
+  corpus_fixture fx;
+  test_system ts;
+  caf::scoped_actor self{ts.system};
+  test_batch batch{6, 2, 3};
+  auto closed = batch.job("rec/a", 0, 6);
+  closed.gate = std::make_shared<output_gate>();
+  closed.gate->close();
+  auto open = batch.job("rec/b", 1, 6);
+  open.gate = std::make_shared<output_gate>();
+  auto worker = make_worker(ts.system, fx.options_with(""));
+  auto results = compute_all(self, worker, {closed, open});
+  REQUIRE_FALSE(results[0]);
+  CHECK(results[0].error() == errc::cancelled);
+  CHECK(contains(error_message(results[0].error()), "segment 'rec/a'"));
+  CHECK(results[1]);
+  // Column 0 keeps its 7s; column 1 got its error signal.
+  for (size_t t = 0; t < 6; ++t)
+    for (size_t k = 0; k < dim; ++k) {
+      CHECK((*batch.output)[(t * 2 + 0) * dim + k] == 7.0f);
+      CHECK((*batch.output)[(t * 2 + 1) * dim + k] != 7.0f);
+    }
+  caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+}
+
 TEST_CASE("die_at_request terminates the worker; its requests get request_receiver_down") {
   corpus_fixture fx;
   test_system ts;

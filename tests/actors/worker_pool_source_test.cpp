@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/blocking_ask.hpp"
@@ -78,6 +80,29 @@ worker_source test_source(std::shared_ptr<worker_log> log, size_t capacity) {
     return system.spawn(test_worker, log);
   };
   return source;
+}
+
+/// A worker that takes a loss job, hands its output gate to the test
+/// through `held` and never answers: a child still computing.
+sprint_worker_actor::behavior_type
+holding_worker(sprint_worker_actor::pointer self,
+               std::shared_ptr<std::promise<std::shared_ptr<output_gate>>> held) {
+  auto promises = std::make_shared<std::vector<caf::typed_response_promise<double>>>();
+  return {
+      [self, held, promises](compute_atom, segment_job& job) -> caf::result<double> {
+        held->set_value(job.gate);
+        promises->push_back(self->make_response_promise<double>());
+        return promises->back();
+      },
+      [](fsa_atom, std::string&) -> caf::result<segment_fsa> {
+        return make_error(errc::invalid_input, "no FSAs here");
+      },
+      [](stats_atom) { return worker_stats{}; },
+      [self](stop_atom) {
+        self->quit();
+        return int32_t{0};
+      },
+  };
 }
 
 const float log_half = std::log(0.5f);
@@ -254,4 +279,29 @@ TEST_CASE("a pool of its own that nobody holds any more ends, and its workers wi
   for (int i = 0; i < 10000 && log->alive > 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds{1});
   CHECK(log->alive == 0);
+}
+
+TEST_CASE("a pool that stops closes a single job's output gate before it answers cancelled") {
+  sprint_runtime rt;
+  auto held = std::make_shared<std::promise<std::shared_ptr<output_gate>>>();
+  worker_source source;
+  source.description = "holding workers";
+  source.capacity = 1;
+  source.make = [held](caf::actor_system& system, size_t, const std::string&) {
+    return system.spawn(holding_worker, held);
+  };
+  auto pool = rt.pool(source, "gate pool");
+  // The caller's job has no gate: the pool gives it one.
+  segment_job job{"a", matrix_slice::dense(2, 2), matrix_slice::dense(2, 2)};
+  caf::expected<double> result = 0.0;
+  std::thread caller{[&] { result = ask<double>(rt.system(), pool, compute_atom::value, job); }};
+  auto gate = held->get_future().get();
+  REQUIRE(gate);
+  CHECK_FALSE(gate->closed());
+  caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+  caller.join();
+  REQUIRE_FALSE(result);
+  CHECK(result.error() == errc::cancelled);
+  // Whatever the worker does with the job from now on, it cannot write.
+  CHECK(gate->closed());
 }

@@ -210,6 +210,29 @@ TEST_CASE("a reply timeout resends the request even if the killed child never ex
   check_nothing_left(fds);
 }
 
+TEST_CASE(
+    "a job whose caller closed its gate is cancelled; the output is untouched, the child kept") {
+  with_worker({"delay-ms=300"}, [](worker_env& env) {
+    auto job = job_for(env.segments[0], 1);
+    job.gate = std::make_shared<output_gate>();
+    auto pending = env.self->request(env.worker, caf::infinite, compute_atom::value, job);
+    std::this_thread::sleep_for(100ms);
+    job.gate->close(); // the caller stops waiting; the reply is on its way
+    caf::error err;
+    pending.receive([](double) {}, [&](caf::error& e) { err = e; });
+    CHECK(err == errc::cancelled);
+    CHECK_THAT(render(err), Catch::Contains("segment 'corpus/rec/seg-0'") &&
+                                Catch::Contains("the error signal was not written"));
+    CHECK(*job.error_signal.storage == std::vector<float>(job.error_signal.storage->size(), 0.0f));
+    // A valid reply that nobody wanted breaks nothing: no restart.
+    compute_exact(env, 1, 2);
+    auto stats = stats_of(env.self, env.worker);
+    CHECK(stats.restarts == 0);
+    CHECK(stats.requests_failed == 1);
+    CHECK(stats.requests_served == 1);
+  });
+}
+
 TEST_CASE("a hanging child fails the request once retries are used up") {
   with_worker(
       {"fault=hang", "fault-after=0"},

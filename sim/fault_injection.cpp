@@ -13,7 +13,7 @@ struct fault_name {
   const char* name;
 };
 
-constexpr std::array<fault_name, 10> fault_names{{
+constexpr std::array<fault_name, 11> fault_names{{
     {fault_kind::none, "none"},
     {fault_kind::crash, "crash"},
     {fault_kind::hang, "hang"},
@@ -24,6 +24,7 @@ constexpr std::array<fault_name, 10> fault_names{{
     {fault_kind::oversized_prefix, "oversized-prefix"},
     {fault_kind::wrong_shape, "wrong-shape"},
     {fault_kind::random, "random"},
+    {fault_kind::bomb, "bomb"},
 }};
 
 /// The body of the garbage reply. 0xff and 0xfe are no pickle opcodes, so
@@ -51,7 +52,8 @@ std::optional<fault_kind> parse_fault_kind(std::string_view name) noexcept {
 
 bool counts_requests(fault_kind kind) noexcept {
   return kind == fault_kind::crash || kind == fault_kind::hang || kind == fault_kind::garbage ||
-         kind == fault_kind::oversized_prefix || kind == fault_kind::wrong_shape;
+         kind == fault_kind::oversized_prefix || kind == fault_kind::wrong_shape ||
+         kind == fault_kind::bomb;
 }
 
 const char* to_string(fault_action action) noexcept {
@@ -70,6 +72,8 @@ const char* to_string(fault_action action) noexcept {
     return "wrong-shape";
   case fault_action::slow:
     return "slow";
+  case fault_action::bomb:
+    return "bomb";
   }
   return "?";
 }
@@ -99,6 +103,9 @@ fault_action fault_injector::on_request(const protocol::command& request) noexce
       return fault_action::hang;
     case fault_kind::oversized_prefix:
       return fault_action::oversized_prefix;
+    case fault_kind::bomb:
+      garbage_sent_ = true;
+      return fault_action::bomb;
     case fault_kind::wrong_shape:
       // Fires on the next loss request: an FSA request in between is served.
       if (!std::holds_alternative<protocol::loss_command>(request))
@@ -122,6 +129,7 @@ fault_action fault_injector::draw(bool loss_request) noexcept {
                                             fault_action::hang,
                                             fault_action::garbage,
                                             fault_action::oversized_prefix,
+                                            fault_action::bomb,
                                             fault_action::wrong_shape};
   // wrong-shape answers loss requests only.
   const size_t choices = loss_request ? std::size(faults) : std::size(faults) - 1;
@@ -158,6 +166,33 @@ void append_oversized_start(protocol::byte_buffer& out, protocol::framing framin
   // PROTO 4, BINBYTES8 of 2^40 bytes, and 6 of them.
   const unsigned char start[16] = {0x80, 4, 0x8e, 0, 0, 0, 0, 0, 1, 0, 0, 'o', 'k', 'o', 'k', 0};
   out.append(start, sizeof start);
+}
+
+void append_memo_bomb(protocol::byte_buffer& out, protocol::framing framing, size_t text_size,
+                      size_t calls) {
+  size_t start = protocol::begin_frame(out, framing);
+  auto put = [&out](std::initializer_list<unsigned char> bytes) {
+    for (auto b : bytes)
+      out.append(&b, 1);
+  };
+  // PROTO 2; GLOBAL _codecs encode, BINPUT 0, POP; BINUNICODE text,
+  // SHORT_BINUNICODE latin1, TUPLE2, BINPUT 1, POP; MARK; then per call
+  // BINGET 0, BINGET 1, REDUCE; TUPLE; STOP.
+  put({0x80, 2, 'c'});
+  const std::string_view global = "_codecs\nencode\n";
+  out.append(global.data(), global.size());
+  put({'q', 0, '0', 'X'});
+  for (int i = 0; i < 4; ++i)
+    put({static_cast<unsigned char>((text_size >> (8 * i)) & 0xff)});
+  const std::string text(text_size, 'a');
+  out.append(text.data(), text.size());
+  put({0x8c, 6, 'l', 'a', 't', 'i', 'n', '1', 0x86, 'q', 1, '0', '('});
+  for (size_t i = 0; i < calls; ++i)
+    put({'h', 0, 'h', 1, 'R'});
+  put({'t', '.'});
+  // A bomb is built below the configured limit; a larger one is the
+  // caller's mistake and is dropped by end_frame.
+  (void)protocol::end_frame(out, framing, start);
 }
 
 } // namespace sprintrt::sim

@@ -55,14 +55,18 @@ enum class fault_kind : uint8_t {
   wrong_shape,
   /// Each loss/FSA request, with probability `fault-rate`, meets one of
   /// crash, hang, garbage, oversized-prefix, wrong-shape (loss requests
-  /// only) or a slow reply (1-50 ms), drawn from `fault-seed`; for soak
-  /// tests.
+  /// only), bomb or a slow reply (1-50 ms), drawn from `fault-seed`; for
+  /// soak tests.
   random,
+  /// After answering `fault-after` loss/FSA requests, answer the next one
+  /// with `append_memo_bomb` (half a MiB of message that a reader without a
+  /// bound on what values hold would expand to 3 GB), then keep serving.
+  bomb,
 };
 
 /// Returns the option spelling of `kind`: "none", "crash", "hang", "garbage",
 /// "exit-at-start", "no-init-reply", "bad-version", "oversized-prefix",
-/// "wrong-shape", "random".
+/// "wrong-shape", "random", "bomb".
 const char* to_string(fault_kind kind) noexcept;
 
 /// Parses the option spelling of a fault kind (see `to_string`).
@@ -70,7 +74,7 @@ std::optional<fault_kind> parse_fault_kind(std::string_view name) noexcept;
 
 /// Returns whether `kind` fires after a number of answered requests, i.e.
 /// whether `fault-after` applies to it (crash, hang, garbage,
-/// oversized-prefix, wrong-shape).
+/// oversized-prefix, wrong-shape, bomb).
 bool counts_requests(fault_kind kind) noexcept;
 
 /// The fault-injection options of `sprint-sim`.
@@ -111,10 +115,12 @@ enum class fault_action : uint8_t {
   wrong_shape,
   /// Answer normally after `slow_delay()`.
   slow,
+  /// Reply with `append_memo_bomb` instead of the real reply.
+  bomb,
 };
 
 /// Returns "serve", "crash", "hang", "garbage", "oversized-prefix",
-/// "wrong-shape" or "slow".
+/// "wrong-shape", "slow" or "bomb".
 const char* to_string(fault_action action) noexcept;
 
 /// Decides, request by request, when the configured faults fire. Counts the
@@ -174,5 +180,19 @@ void append_garbage_reply(protocol::byte_buffer& out, protocol::framing framing)
 /// pickle, in `raw` framing PROTO 4 and a BINBYTES8 of 2^40 bytes; no more
 /// follows.
 void append_oversized_start(protocol::byte_buffer& out, protocol::framing framing);
+
+/// The `bomb` fault's string size and number of copies: 512 KiB of message
+/// for 3 GB of values, below the 1 MiB margin of any loss reply's limit, so
+/// that the reader's bound and not the frame's stops it.
+constexpr size_t bomb_text_size = size_t{512} << 10;
+constexpr size_t bomb_calls = 6000;
+
+/// Appends, framed, a protocol-2 pickle that memoizes one `text_size`-byte
+/// string and encodes it with `_codecs.encode(text, 'latin1')` `calls` times
+/// through the memo, returning the results as a tuple: about `text_size`
+/// bytes of message whose values hold `calls` x `text_size` bytes (the 1 MB
+/// pickle that asked a naive reader for 3 GB).
+void append_memo_bomb(protocol::byte_buffer& out, protocol::framing framing, size_t text_size,
+                      size_t calls);
 
 } // namespace sprintrt::sim

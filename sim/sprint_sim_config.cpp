@@ -225,8 +225,8 @@ public:
     if (config_.corpus_path.empty())
       return invalid("--*.corpus=FILE is required");
     if (fault_after_given_ && !counts_requests(config_.faults.kind))
-      return invalid("--*.fault-after applies to fault=crash, hang, garbage, oversized-prefix or "
-                     "wrong-shape only, not to "
+      return invalid("--*.fault-after applies to fault=crash, hang, garbage, oversized-prefix, "
+                     "wrong-shape or bomb only, not to "
                      "fault=" +
                      std::string{to_string(config_.faults.kind)});
     const auto topology_name = config_.topology == topology_kind::ctc ? "ctc" : "hmm";
@@ -342,7 +342,7 @@ private:
     if (arg.name == "fault")
       return assign(arg, faults.kind, parse_fault_kind,
                     "expected none, crash, hang, garbage, exit-at-start, no-init-reply, "
-                    "bad-version, oversized-prefix, wrong-shape or random");
+                    "bad-version, oversized-prefix, wrong-shape, random or bomb");
     if (arg.name == "fault-after") {
       fault_after_given_ = true;
       return assign(arg, faults.after, parse_number<size_t>, "expected a number of requests");

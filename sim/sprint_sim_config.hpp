@@ -41,11 +41,11 @@
 /// - `log-level`: trace, debug, info, warn, error, critical, off [warn].
 /// - `fault` (the process only, like the three below): none, crash, hang,
 ///   garbage, exit-at-start, no-init-reply, bad-version, oversized-prefix,
-///   wrong-shape, random [none] (see `fault_injection.hpp`).
+///   wrong-shape, random, bomb [none] (see `fault_injection.hpp`).
 /// - `fault-rate`, `fault-seed`: for fault=random, the probability of a
 ///   fault per loss/FSA request [0.02] and the seed of the draws [1].
 /// - `fault-after`: loss/FSA requests answered before crash, hang, garbage,
-///   oversized-prefix or wrong-shape fire [0].
+///   oversized-prefix, wrong-shape or bomb fire [0].
 /// - `crash-segment`: crash whenever this segment is requested.
 /// - `delay-ms`: wait before each loss/FSA reply [0].
 ///

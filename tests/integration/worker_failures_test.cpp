@@ -12,6 +12,7 @@
 #include <caf/send.hpp>
 
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <optional>
 #include <thread>
@@ -73,6 +74,13 @@ void with_worker(const std::vector<std::string>& params, Body body,
     body(env);
   }
   check_nothing_left(fds);
+}
+
+/// The peak resident set size of this process so far, in KiB.
+long peak_rss_kib() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
 }
 
 segment_job job_for(const test::test_segment& seg, uint64_t seed) {
@@ -290,6 +298,32 @@ TEST_CASE("an oversized reply fails the request with the sizes, once retries are
         opts.reply_timeout = std::chrono::hours{1};
         opts.max_retries = 1;
       });
+}
+
+TEST_CASE("a memo bomb as a reply is a protocol failure: restart and resend, in bounded memory") {
+  // Half a MiB of reply that a reader without a bound would expand to 3 GB.
+  with_worker({"fault=bomb", "fault-after=1"}, [](worker_env& env) {
+    const long peak_before = peak_rss_kib();
+    compute_exact(env, 0, 1);
+    compute_exact(env, 1, 2);
+    CHECK(stats_of(env.self, env.worker).restarts == 1);
+    CHECK(peak_rss_kib() - peak_before < 256 * 1024);
+  });
+}
+
+TEST_CASE("a memo bomb fails the request with the reader's bound once retries are used up") {
+  with_worker(
+      {"fault=bomb", "fault-after=0"},
+      [](worker_env& env) {
+        auto r = compute(env.self, env.worker, job_for(env.segments[0], 1));
+        REQUIRE_FALSE(r);
+        CHECK(r.error() == errc::child_failed);
+        CHECK_THAT(render(r.error()), Catch::Contains("segment 'corpus/rec/seg-0'") &&
+                                          Catch::Contains("the child sent a malformed message") &&
+                                          Catch::Contains("the values would hold more than") &&
+                                          Catch::Contains("it began with"));
+      },
+      [](sprint_options& opts) { opts.max_retries = 0; });
 }
 
 TEST_CASE("a well-formed reply of the wrong shape is a protocol failure: restart and resend") {

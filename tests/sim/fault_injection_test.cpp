@@ -179,7 +179,7 @@ TEST_CASE("random faults come at their rate, of every kind, from their seed") {
   CHECK(faults < 2200);
   for (auto kind :
        {fault_action::slow, fault_action::crash, fault_action::hang, fault_action::garbage,
-        fault_action::oversized_prefix, fault_action::wrong_shape})
+        fault_action::oversized_prefix, fault_action::bomb, fault_action::wrong_shape})
     CHECK(counts[kind] > 100);
   // The same seed draws the same faults; init and exit are never faulted.
   CHECK(actions(options, requests) == drawn);

@@ -1,5 +1,9 @@
 #include "tests/support/golden_vectors.hpp"
 
+#include "protocol/byte_buffer.hpp"
+#include "protocol/framing.hpp"
+#include "sim/fault_injection.hpp"
+
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -72,25 +76,9 @@ std::vector<std::byte> concat(std::initializer_list<std::vector<std::byte>> part
 }
 
 std::vector<std::byte> encode_bomb(size_t text_size, int calls) {
-  // PROTO 2; GLOBAL _codecs encode, BINPUT 0, POP; BINUNICODE text,
-  // SHORT_BINUNICODE latin1, TUPLE2, BINPUT 1, POP; MARK; then per call
-  // BINGET 0, BINGET 1, REDUCE; TUPLE; STOP.
-  std::vector<std::byte> msg = bytes({0x80, 2});
-  for (auto b : bytes("c_codecs\nencode\n"))
-    msg.push_back(b);
-  for (auto b : bytes({'q', 0, '0', 'X'}))
-    msg.push_back(b);
-  for (int i = 0; i < 4; ++i)
-    msg.push_back(static_cast<std::byte>((text_size >> (8 * i)) & 0xff));
-  msg.insert(msg.end(), text_size, std::byte{'a'});
-  for (auto b : bytes({0x8c, 6, 'l', 'a', 't', 'i', 'n', '1', 0x86, 'q', 1, '0', '('}))
-    msg.push_back(b);
-  for (int i = 0; i < calls; ++i)
-    for (auto b : bytes({'h', 0, 'h', 1, 'R'}))
-      msg.push_back(b);
-  msg.push_back(std::byte{'t'});
-  msg.push_back(std::byte{'.'});
-  return msg;
+  protocol::byte_buffer out;
+  sim::append_memo_bomb(out, protocol::framing::raw, text_size, static_cast<size_t>(calls));
+  return {out.bytes().begin(), out.bytes().end()};
 }
 
 } // namespace sprintrt::test

@@ -146,6 +146,12 @@ std::optional<sprint_sim_exit> pipe_server::answer(const protocol::value& messag
     if (service_.handle(*request, reply_) == sim::service_action::exit)
       return sprint_sim_exit::ok; // `exit` is never slowed: not reached
     break;
+  case sim::fault_action::bomb:
+    spdlog::warn("fault injection: answering request {} ({}) with a memo bomb", number,
+                 sim::describe(*request));
+    sim::append_memo_bomb(reply_, service_.options().wire.framing, sim::bomb_text_size,
+                          sim::bomb_calls);
+    break;
   case sim::fault_action::garbage:
     spdlog::warn("fault injection: answering request {} ({}) with garbage", number,
                  sim::describe(*request));

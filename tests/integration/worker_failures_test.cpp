@@ -101,6 +101,34 @@ void compute_exact(worker_env& env, size_t i, uint64_t seed) {
   CHECK(*job.error_signal.storage == expected.error_signal);
 }
 
+/// Checks that the worker's current child `pid` is this process's only
+/// child (no zombie of an earlier one) and that the process holds `fds`
+/// descriptors, as many as while the first child ran: a restart closed
+/// everything of the child before it.
+void check_restart_left_nothing(pid_t pid, size_t fds) {
+  auto children = test::child_processes();
+  REQUIRE(children.size() == 1);
+  CHECK(children[0].pid == pid);
+  CHECK(children[0].state != 'Z');
+  auto now = test::open_fds();
+  INFO(test::describe_fds(now));
+  CHECK(now.size() == fds);
+}
+
+/// Computes segments 0 and 1 exactly on a worker whose first child fails
+/// its second request (which is resent to a new child), and checks after
+/// the restart that the first child was reaped and its descriptors closed.
+void compute_across_one_restart(worker_env& env) {
+  compute_exact(env, 0, 1);
+  const size_t fds_with_one_child = test::open_fds().size();
+  const auto first_pid = stats_of(env.self, env.worker).pid;
+  compute_exact(env, 1, 2);
+  auto stats = stats_of(env.self, env.worker);
+  CHECK(stats.restarts == 1);
+  CHECK(stats.pid != first_pid);
+  check_restart_left_nothing(stats.pid, fds_with_one_child);
+}
+
 } // namespace
 
 TEST_CASE("a missing executable fails requests at once, naming the path") {
@@ -165,8 +193,12 @@ TEST_CASE("a child speaking another protocol version is refused without retries"
 TEST_CASE("a crashing child is restarted and the request resent") {
   // Every child crashes on its third request: 6 requests need 2 restarts.
   with_worker({"fault=crash", "fault-after=2"}, [](worker_env& env) {
-    for (size_t i = 0; i < env.segments.size(); ++i)
+    compute_exact(env, 0, 0);
+    const size_t fds_with_one_child = test::open_fds().size();
+    for (size_t i = 1; i < env.segments.size(); ++i) {
       compute_exact(env, i, i);
+      check_restart_left_nothing(stats_of(env.self, env.worker).pid, fds_with_one_child);
+    }
     auto stats = stats_of(env.self, env.worker);
     CHECK(stats.restarts == 2);
     CHECK(stats.requests_served == 6);
@@ -177,12 +209,7 @@ TEST_CASE("a crashing child is restarted and the request resent") {
 TEST_CASE("a hanging child is killed after replyTimeout and the request resent") {
   // The first child hangs on its second request; its successor answers.
   with_worker(
-      {"fault=hang", "fault-after=1"},
-      [](worker_env& env) {
-        compute_exact(env, 0, 1);
-        compute_exact(env, 1, 2);
-        CHECK(stats_of(env.self, env.worker).restarts == 1);
-      },
+      {"fault=hang", "fault-after=1"}, [](worker_env& env) { compute_across_one_restart(env); },
       [](sprint_options& opts) { opts.reply_timeout = 500ms; });
 }
 
@@ -261,11 +288,8 @@ TEST_CASE("a hanging child fails the request once retries are used up") {
 }
 
 TEST_CASE("garbage from a child is a protocol failure: restart and resend") {
-  with_worker({"fault=garbage", "fault-after=1"}, [](worker_env& env) {
-    compute_exact(env, 0, 1);
-    compute_exact(env, 1, 2);
-    CHECK(stats_of(env.self, env.worker).restarts == 1);
-  });
+  with_worker({"fault=garbage", "fault-after=1"},
+              [](worker_env& env) { compute_across_one_restart(env); });
 }
 
 TEST_CASE("a reply announced larger than its request allows is a protocol failure at once") {
@@ -275,11 +299,7 @@ TEST_CASE("a reply announced larger than its request allows is a protocol failur
   // resend; the resent request's result is exact.
   with_worker(
       {"fault=oversized-prefix", "fault-after=1"},
-      [](worker_env& env) {
-        compute_exact(env, 0, 1);
-        compute_exact(env, 1, 2);
-        CHECK(stats_of(env.self, env.worker).restarts == 1);
-      },
+      [](worker_env& env) { compute_across_one_restart(env); },
       [](sprint_options& opts) { opts.reply_timeout = std::chrono::hours{1}; });
 }
 
@@ -304,9 +324,7 @@ TEST_CASE("a memo bomb as a reply is a protocol failure: restart and resend, in 
   // Half a MiB of reply that a reader without a bound would expand to 3 GB.
   with_worker({"fault=bomb", "fault-after=1"}, [](worker_env& env) {
     const long peak_before = peak_rss_kib();
-    compute_exact(env, 0, 1);
-    compute_exact(env, 1, 2);
-    CHECK(stats_of(env.self, env.worker).restarts == 1);
+    compute_across_one_restart(env);
     CHECK(peak_rss_kib() - peak_before < 256 * 1024);
   });
 }
@@ -329,11 +347,8 @@ TEST_CASE("a memo bomb fails the request with the reader's bound once retries ar
 TEST_CASE("a well-formed reply of the wrong shape is a protocol failure: restart and resend") {
   // The first child answers its second loss request with a 9 x 5 error
   // signal for 8 x 5 posteriors: never a silent wrong result.
-  with_worker({"fault=wrong-shape", "fault-after=1"}, [](worker_env& env) {
-    compute_exact(env, 0, 1);
-    compute_exact(env, 1, 2);
-    CHECK(stats_of(env.self, env.worker).restarts == 1);
-  });
+  with_worker({"fault=wrong-shape", "fault-after=1"},
+              [](worker_env& env) { compute_across_one_restart(env); });
 }
 
 TEST_CASE("a reply of the wrong shape names the request and quotes what arrived") {

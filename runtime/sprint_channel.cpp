@@ -70,6 +70,16 @@ std::string child_down::describe() const {
 
 // -- the channel, on the io thread ------------------------------------------------
 
+namespace {
+
+/// The failure of a channel whose handling of the child's messages threw.
+caf::error message_handling_failed(const std::exception& e) {
+  return make_error(errc::io_error,
+                    std::string{"handling the child's messages failed: "} + e.what());
+}
+
+} // namespace
+
 /// All state lives here and is touched only on the io thread, except what
 /// `send` touches from its caller's thread, under `write_mutex`. Pending
 /// Asio operations hold a shared_ptr to it, so it outlives every handler.
@@ -256,8 +266,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
           } catch (const std::exception& e) {
             // Out of memory, or a bug: this child's stream can no longer be
             // trusted; its requests are charged through its down report.
-            self->fail(make_error(
-                errc::io_error, std::string{"handling the child's messages failed: "} + e.what()));
+            self->fail(message_handling_failed(e));
           }
           self->finish_if_done();
         });
@@ -437,10 +446,16 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     if (finished)
       return;
     // The child's last messages and output may still sit in the pipes.
-    adopt_handoffs();
-    drain(from_child, [this](const char* bytes, size_t n) {
-      return accepted(decoder.feed({reinterpret_cast<const std::byte*>(bytes), n}));
-    });
+    try {
+      adopt_handoffs();
+      drain(from_child, [this](const char* bytes, size_t n) {
+        return accepted(decoder.feed({reinterpret_cast<const std::byte*>(bytes), n}));
+      });
+    } catch (const std::exception& e) {
+      // As in the read handler; and the down report must still be made.
+      if (!cause)
+        cause = message_handling_failed(e);
+    }
     drain(output, [this](const char* bytes, size_t n) {
       tail.append({bytes, n});
       return true;

@@ -6,7 +6,8 @@
 // (a negative length) follows in the same write. Other misbehaviours:
 // --*.raw-burst=N writes N tiny pickles back to back (raw framing) in one
 // write; --*.stdout-flood=N writes N bytes to stdout first;
-// --*.close-reply-pipe=1 closes descriptor 3 and then waits to be killed.
+// --*.close-reply-pipe=1 closes descriptor 3 and then waits to be killed;
+// --*.then-wait=1 waits to be killed after writing the message.
 
 #include <unistd.h>
 
@@ -47,12 +48,14 @@ int main(int argc, char** argv) {
   size_t raw_burst = 0;
   size_t flood = 0;
   size_t close_reply = 0;
+  size_t then_wait = 0;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     number_after(arg, "burst-bytes=", n);
     number_after(arg, "raw-burst=", raw_burst);
     number_after(arg, "stdout-flood=", flood);
     number_after(arg, "close-reply-pipe=", close_reply);
+    number_after(arg, "then-wait=", then_wait);
     garbage = garbage || arg.find("burst-garbage=1") != std::string::npos;
   }
   if (flood > 0 && !write_all(1, std::vector<unsigned char>(flood, 'o')))
@@ -84,5 +87,7 @@ int main(int argc, char** argv) {
     frame.insert(frame.end(), {0xff, 0xff, 0xff, 0xff});
   if (!write_all(3, frame))
     return 1;
+  while (then_wait > 0)
+    ::pause();
   _exit(0);
 }

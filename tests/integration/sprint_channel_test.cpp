@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 
 #include "protocol/messages.hpp"
 #include "protocol/pickle_reader.hpp"
@@ -231,6 +232,40 @@ TEST_CASE("stopping the io thread takes no longer than its grace and kill_wait f
   ::kill(pid, SIGKILL);
   CHECK(test::wait_until_reaped(pid, std::chrono::seconds{5}));
   test::check_nothing_left(fds);
+}
+
+TEST_CASE("a message handler that throws fails its channel, which still reports down") {
+  // Out of memory, or a bug in whoever takes the messages: the channel kills
+  // its child and reports, and the process and the io thread go on. The
+  // child either waits to be killed or exits at once, racing its message
+  // (then the read handler or, rarely, the final drain takes it; both catch).
+  for (const char* then_wait : {"--*.then-wait=1", "--*.then-wait=0"}) {
+    INFO(then_wait);
+    test::fd_snapshot fds;
+    {
+      runtime::io_thread io;
+      for (int round = 0; round < 10; ++round) {
+        collector seen;
+        auto events = seen.events();
+        events.message = [](protocol::byte_buffer) { throw std::runtime_error("no room left"); };
+        auto opts = burst_options(100);
+        opts.sprint_config.push_back({{word_piece::literal, then_wait}});
+        auto channel = runtime::sprint_channel::open(io, opts, "thrower", events);
+        REQUIRE(seen.wait_down());
+        REQUIRE(seen.down->cause);
+        CHECK(seen.down->cause == errc::io_error);
+        CHECK_THAT(render(seen.down->cause),
+                   Catch::Contains("handling the child's messages failed: no room left"));
+      }
+      // The io thread still serves channels.
+      collector after;
+      auto channel = runtime::sprint_channel::open(io, burst_options(10), "after", after.events());
+      REQUIRE(after.wait_down());
+      CHECK(after.message_sizes.size() == 1);
+      io.stop();
+    }
+    test::check_nothing_left(fds);
+  }
 }
 
 TEST_CASE("messages completed before a framing error are still delivered") {

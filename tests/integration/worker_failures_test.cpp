@@ -181,6 +181,33 @@ TEST_CASE("a child that never answers init times out and is killed") {
       });
 }
 
+TEST_CASE("an init reply that arrives after the initTimeout kill makes nothing ready") {
+  // Kill signal 0 keeps each killed child alive, so its init reply arrives
+  // after the kill: the request must never go to such a child (it would be
+  // answered there), and the start failures must count.
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 1, dim);
+    auto opts = sim_options(test::corpus_path(dir));
+    opts.init_timeout = 1ms; // no child starts that fast
+    opts.max_retries = 1;
+    test::test_runtime rt;
+    test::set_kill_signal(rt.io(), 0);
+    caf::scoped_actor self{rt.system()};
+    auto worker = rt.spawn_worker(opts, "worker 7");
+    auto r = compute(self, worker, job_for(segments[0], 1));
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == errc::timeout);
+    CHECK_THAT(render(r.error()),
+               Catch::Contains("worker 7: the Sprint child could not be started") &&
+                   Catch::Contains("no reply to init within 1 ms (initTimeout)"));
+    CHECK(stats_of(self, worker).requests_served == 0);
+    test::set_kill_signal(rt.io(), SIGKILL);
+  }
+  check_nothing_left(fds);
+}
+
 TEST_CASE("a child speaking another protocol version is refused without retries") {
   with_worker({"fault=bad-version"}, [](worker_env& env) {
     auto r = compute(env.self, env.worker, job_for(env.segments[0], 1));

@@ -1,5 +1,7 @@
 #include "actors/sprint_worker.hpp"
 
+#include "actors/sprint_worker_state.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <deque>
@@ -18,151 +20,13 @@
 #include "actors/caller_execution_unit.hpp"
 #include "actors/segment_requests.hpp"
 #include "protocol/messages.hpp"
-#include "protocol/pickle_reader.hpp"
-#include "protocol/pickle_repr.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/sprint_channel.hpp"
 #include "runtime/wire_format.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 namespace {
-
-// -- internal messages ------------------------------------------------------------
-//
-// The channel reports on the io thread; these messages carry its reports to
-// the worker. Each carries the generation (the how-many-th child) it is
-// about, so that reports of a child that was already replaced are ignored.
-
-using started_atom = caf::atom_constant<caf::atom("started")>;
-using received_atom = caf::atom_constant<caf::atom("received")>;
-using sent_atom = caf::atom_constant<caf::atom("sent")>;
-using down_atom = caf::atom_constant<caf::atom("down")>;
-using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
-using restart_atom = caf::atom_constant<caf::atom("restart")>;
-
-/// A message buffer moving between the io thread and the worker (CAF message
-/// elements must be copyable; the pointer is, the megabytes are not copied).
-using message_buffer = std::shared_ptr<protocol::byte_buffer>;
-
-} // namespace
-
-} // namespace sprintrt
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sprintrt::message_buffer)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sprintrt::runtime::child_down)
-
-namespace sprintrt {
-
-namespace {
-
-/// The worker's full interface: the public one plus the internal reports.
-using worker_impl =
-    sprint_worker_actor::extend<caf::reacts_to<started_atom, uint64_t, int32_t>,
-                                caf::reacts_to<received_atom, uint64_t, message_buffer>,
-                                caf::reacts_to<sent_atom, uint64_t, message_buffer>,
-                                caf::reacts_to<down_atom, uint64_t, runtime::child_down>,
-                                caf::reacts_to<timeout_atom, int64_t>,
-                                caf::reacts_to<restart_atom, uint64_t>>;
-
-using clock = std::chrono::steady_clock;
-
-/// A request waiting for, or being served by, the child.
-struct pending_request : segment_request {
-  /// How many children failed while serving it.
-  size_t failures = 0;
-  /// Its number in the worker's arrival order (names it across moves).
-  uint64_t serial = 0;
-  /// When the child began it: when it was written, or when the reply to the
-  /// request before it arrived, whichever was later. Its reply deadline and
-  /// the busy time count from here.
-  clock::time_point sent_at;
-};
-
-/// How many requests the worker keeps written to the child at once. A
-/// Sprint child serves one request at a time, strictly in order; the next
-/// one waiting in the pipe lets it start the next segment the moment it
-/// wrote a reply, instead of after the parent's wake-ups (io thread, actor,
-/// io thread again) that a reply and the next write cost. The child cannot
-/// tell the difference: it reads each message when it wants the next one.
-/// More than one waiting lets the parent take several replies per wake-up
-/// when it falls behind: 4 measured 10-20% faster per small segment than 2
-/// on a quiet 2-core machine, more under load.
-constexpr size_t write_ahead = 4;
-
-/// Where a worker is in a child's life.
-enum class phase {
-  /// No child: the next request starts one.
-  down,
-  /// The child was started; its `init` reply is pending.
-  starting,
-  /// The child runs and answered `init`: requests may be written
-  /// (`in_flight` holds those written and not answered yet).
-  ready,
-  /// `exit` was sent; the worker ends when the child is down.
-  stopping,
-};
-
-struct worker_state {
-  static inline const char* name = "sprint_worker";
-
-  sprint_options opts;
-  runtime::io_thread* io = nullptr;
-  std::string label;
-  protocol::wire_format format;
-  std::optional<runtime::sprint_channel> channel;
-  /// The how-many-th child this is.
-  uint64_t generation = 0;
-  /// The serial the next request gets.
-  uint64_t next_serial = 0;
-  /// The request whose replyTimeout killed the current child, if one did.
-  /// Its reply may still arrive before the kill takes effect; then the
-  /// request written behind it is at the front when the child is down, and
-  /// must not be charged for a timeout that was not its own.
-  std::optional<uint64_t> timed_out;
-  /// The current child is being killed: nothing more is written to it (its
-  /// down report resends what waits).
-  bool dying = false;
-  /// The current child broke the protocol: what it still sends is ignored.
-  /// (With requests written ahead, the replies behind a broken one would
-  /// otherwise be taken as answers to the request the broken one was for.)
-  bool broken = false;
-  phase current = phase::down;
-  std::deque<pending_request> queue;
-  /// Requests written to the child, oldest (the one it serves) first; at
-  /// most `write_ahead`.
-  std::deque<pending_request> in_flight;
-  /// Write buffers back from the channel, reused for the next messages (as
-  /// many as can be in flight, so that large messages never fault in fresh
-  /// pages).
-  std::vector<protocol::byte_buffer> spares;
-  /// Consecutive children that failed before answering `init`.
-  size_t start_failures = 0;
-  /// A restart is scheduled (backoff): requests wait for it.
-  bool restart_pending = false;
-  clock::time_point started_at;
-  /// When the earliest pending timeout message arrives, if one is pending.
-  /// One timer message at a time serves every deadline (init and replies),
-  /// instead of one per request that would linger for replyTimeout.
-  std::optional<clock::time_point> timer_due;
-  worker_stats stats;
-  std::vector<caf::typed_response_promise<int32_t>> stop_promises;
-  caf::error exit_reason;
-
-  ~worker_state() {
-    // Normally the worker ends after its child is down and every request
-    // was answered. If it ended otherwise (an untrappable exit, an
-    // exception), nobody may wait forever and the child must not outlive it.
-    auto gone = make_error(errc::cancelled, label + " terminated");
-    fail_pending(in_flight, queue, gone);
-    for (auto& promise : stop_promises)
-      promise.deliver(gone);
-    if (channel && current != phase::down)
-      channel->kill(gone);
-  }
-};
-
-using worker_pointer = worker_impl::stateful_pointer<worker_state>;
 
 // -- helpers ----------------------------------------------------------------------
 
@@ -211,7 +75,6 @@ void keep_buffer(worker_state& st, protocol::byte_buffer buf) {
 }
 
 void start_child(worker_pointer self);
-void dispatch(worker_pointer self);
 
 /// Sends one framed message to the current child, whose reply may take at
 /// most `max_reply_size` bytes (a buffer written at once comes straight back
@@ -221,7 +84,8 @@ void send_to_child(worker_pointer self, protocol::byte_buffer message, size_t ma
     keep_buffer(self->state, std::move(*back));
 }
 
-/// Ends a request with an error, counting it.
+} // namespace
+
 void fail_request(worker_pointer self, pending_request& req, const caf::error& err) {
   ++self->state.stats.requests_failed;
   // The error names the worker, the command and the segment.
@@ -229,19 +93,22 @@ void fail_request(worker_pointer self, pending_request& req, const caf::error& e
   req.fail(err);
 }
 
+namespace {
+
 /// Kills the current child for `cause`; nothing more is written to it.
 void kill_child(worker_pointer self, caf::error cause) {
   self->state.dying = true;
   self->state.channel->kill(std::move(cause));
 }
 
-/// Kills the current child because it broke the protocol (`cause`): what it
-/// still sends is ignored too, and its down report charges the request it
-/// was serving and resends the ones written behind it.
+} // namespace
+
 void condemn_child(worker_pointer self, caf::error cause) {
   self->state.broken = true;
   kill_child(self, std::move(cause));
 }
+
+namespace {
 
 /// Replies up to this size are handled on the io thread that read them (see
 /// `detail::send_and_run`): decoding one and copying its error signal takes
@@ -372,101 +239,8 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
   self->delayed_send(self, delay, restart_atom::value, st.generation);
 }
 
-/// Handles the reply to `init`.
-void on_init_reply(worker_pointer self, const protocol::value& msg) {
-  auto& st = self->state;
-  // Killed for its initTimeout: a late answer does not make it ready (its
-  // down report counts a start failure).
-  if (st.dying)
-    return;
-  auto reply = protocol::decode_init_reply(msg);
-  if (!reply) {
-    condemn_child(self,
-                  make_error(errc::child_failed, "bad reply to init: " + render(reply.error())));
-    return;
-  }
-  if (auto err = protocol::check_protocol_version(*reply)) {
-    condemn_child(self, err);
-    return;
-  }
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - st.started_at);
-  spdlog::info("{}: Sprint child '{}' pid {} ready after {} ms", st.label, reply->child_name,
-               st.stats.pid, ms.count());
-  st.current = phase::ready;
-  st.start_failures = 0;
-  dispatch(self);
-}
+} // namespace
 
-/// Whether a reply that decoded as a pickle but not as the answer to its
-/// request means the child is broken (wrong shape, types or arity: kill,
-/// restart, resend, like garbage) rather than that it failed this segment
-/// (an ("exception", message) reply) or that the caller no longer wants it.
-bool broken_reply(const caf::error& err) {
-  // `cancelled`: the reply was valid, but its caller had stopped waiting.
-  return err != errc::child_exception && err != errc::cancelled;
-}
-
-/// Kills the child because its reply `bytes` to the front request is no
-/// valid answer (`err`); the front request stays in flight, so the child's
-/// death charges it and it is resent, up to maxRetries.
-void kill_for_invalid_reply(worker_pointer self, const caf::error& err, byte_span bytes) {
-  // The charged request's name is put in front of this when it fails.
-  condemn_child(self, make_error(errc::child_failed,
-                                 "the child's reply is not a valid answer: " + render(err) +
-                                     "; the reply began with " + protocol::excerpt(bytes)));
-}
-
-/// Takes the request the child answered out of `in_flight`, counting its
-/// time; the next one written begins now.
-pending_request take_answered(worker_state& st) {
-  auto req = std::move(st.in_flight.front());
-  st.in_flight.pop_front();
-  auto now = clock::now();
-  st.stats.busy_ns +=
-      std::chrono::duration_cast<std::chrono::nanoseconds>(now - req.sent_at).count();
-  if (!st.in_flight.empty())
-    st.in_flight.front().sent_at = std::max(st.in_flight.front().sent_at, now);
-  return req;
-}
-
-/// Ends the request the child answered with `result`: delivered through the
-/// promise `promise_of(request)` returns, or failed with the child's
-/// exception. A reply that is no valid answer (`broken_reply`; `bytes` is
-/// the reply as it arrived) instead condemns the child while the request is
-/// still in flight, so that the child's death charges it.
-template <class T, class PromiseOf>
-void answer(worker_pointer self, caf::expected<T> result, byte_span bytes, PromiseOf promise_of) {
-  auto& st = self->state;
-  if (!result && broken_reply(result.error())) {
-    kill_for_invalid_reply(self, result.error(), bytes);
-    return;
-  }
-  auto req = take_answered(st);
-  if (!result) {
-    fail_request(self, req, with_context(request_context(st.label, req), result.error()));
-    return;
-  }
-  ++st.stats.requests_served;
-  promise_of(req).deliver(std::move(*result));
-}
-
-/// Handles the reply to the request in flight; `bytes` is the reply as it
-/// arrived.
-void on_request_reply(worker_pointer self, const protocol::value& msg, byte_span bytes) {
-  auto& front = self->state.in_flight.front();
-  if (front.is_loss())
-    answer(
-        self, store_loss_reply(msg, std::get<loss_request>(front.what).job), bytes,
-        [](pending_request & req) -> auto& { return std::get<loss_request>(req.what).promise; });
-  else
-    answer(
-        self, fsa_from_reply(msg), bytes,
-        [](pending_request & req) -> auto& { return std::get<fsa_request>(req.what).promise; });
-  dispatch(self); // nothing is written to a condemned child
-}
-
-/// Writes queued requests to the child while fewer than `write_ahead` are
-/// in flight; starts a child if there is none.
 void dispatch(worker_pointer self) {
   auto& st = self->state;
   if (st.queue.empty())
@@ -506,6 +280,8 @@ void dispatch(worker_pointer self) {
   dispatch(self);
 }
 
+namespace {
+
 /// Begins a graceful stop: fails waiting requests, sends `exit`.
 void begin_stop(worker_pointer self, caf::error reason) {
   auto& st = self->state;
@@ -527,10 +303,6 @@ void begin_stop(worker_pointer self, caf::error reason) {
     exit.clear(); // cannot happen for a 1-tuple; the pipe still closes
   st.channel->stop(st.opts.exit_grace, std::move(exit));
 }
-
-} // namespace
-
-namespace {
 
 /// The worker's behavior. Spawned as a function with arguments: CAF 0.17
 /// dereferences a null argument tuple when a lambda is spawned without any.
@@ -587,33 +359,7 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
         self->state.stats.pid = pid;
       },
       [self](received_atom, uint64_t generation, message_buffer& buffer) {
-        auto& st = self->state;
-        if (generation != st.generation)
-          return;
-        {
-          // Decode in place: arrays point into the buffer, shared, not copied.
-          auto msg = protocol::read_pickle(std::shared_ptr<const protocol::byte_buffer>{buffer});
-          if (st.broken) {
-            // Condemned: nothing it sends counts any more.
-          } else if (!msg) {
-            if (st.current != phase::stopping)
-              condemn_child(
-                  self, make_error(errc::child_failed,
-                                   "the child sent a malformed message: " + render(msg.error()) +
-                                       "; it began with " + protocol::excerpt(buffer->bytes())));
-          } else if (st.current == phase::starting) {
-            on_init_reply(self, *msg);
-          } else if (st.current == phase::ready && !st.in_flight.empty()) {
-            on_request_reply(self, *msg, buffer->bytes());
-          } else if (st.current != phase::stopping) {
-            condemn_child(
-                self, make_error(errc::child_failed, "the child sent a message nobody asked for: " +
-                                                         protocol::repr(*msg)));
-          }
-        }
-        // Nothing refers to the buffer any more: the channel may reuse it.
-        if (buffer.use_count() == 1 && st.channel)
-          st.channel->recycle(std::move(*buffer));
+        on_child_message(self, generation, buffer);
       },
       [self](sent_atom, uint64_t, message_buffer& buffer) {
         if (buffer.use_count() == 1)
@@ -672,9 +418,13 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
 
 } // namespace
 
+} // namespace sprintrt::detail
+
+namespace sprintrt {
+
 sprint_worker_actor spawn_sprint_worker(caf::actor_system& system, runtime::io_thread& io,
                                         sprint_options opts, std::string name) {
-  auto impl = system.spawn(worker_behavior, std::move(opts), std::move(name), &io);
+  auto impl = system.spawn(detail::worker_behavior, std::move(opts), std::move(name), &io);
   return caf::actor_cast<sprint_worker_actor>(impl);
 }
 

@@ -39,7 +39,7 @@ using clock = std::chrono::steady_clock;
 
 /// How many segments of a streamed request each worker holds at once: the
 /// one it serves and those it writes to its child ahead (`write_ahead` in
-/// sprint_worker.cpp), so that it never waits for the pool between two
+/// sprint_worker_state.hpp), so that it never waits for the pool between two
 /// segments. The lists are assigned up front (LPT), so holding more does
 /// not change which worker computes what.
 constexpr size_t segments_ahead = 4;

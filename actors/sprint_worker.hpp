@@ -24,11 +24,11 @@ namespace sprintrt {
 ///
 /// Failures: a child that dies, closes its pipe, breaks the protocol or does
 /// not answer within `replyTimeout` is killed (if needed), reaped (or given
-/// up on, if it has not exited 1 s after SIGKILL) and restarted with backoff; the request it was serving is resent, up to
-/// `maxRetries` times, then fails with an error that names the segment, how
-/// the child ended (exit status or signal) and the last lines of its output.
-/// A child that cannot start fails the queued requests once `maxRetries`
-/// restarts did not help (at once if the executable is missing).
+/// up on, if it has not exited 1 s after SIGKILL) and restarted with backoff; the request it was
+/// serving is resent, up to `maxRetries` times, then fails with an error that names the segment,
+/// how the child ended (exit status or signal) and the last lines of its output. A child that
+/// cannot start fails the queued requests once `maxRetries` restarts did not help (at once if the
+/// executable is missing).
 sprint_worker_actor spawn_sprint_worker(caf::actor_system& system, runtime::io_thread& io,
                                         sprint_options opts, std::string name);
 

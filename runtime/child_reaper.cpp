@@ -107,6 +107,8 @@ bool child_reaper::try_reap(pid_t pid) {
   }
   // Out of the map before the callback, which may watch or kill others.
   auto node = watched_.extract(pid);
+  if (node.mapped().abandoned)
+    --abandoned_;
   node.mapped().pidfd.reset(); // closes the pidfd
   node.mapped().on_exit(status);
   return true;
@@ -143,10 +145,19 @@ void child_reaper::kill(pid_t pid) {
     ::kill(pid, kill_signal_);
 }
 
+void child_reaper::abandon(pid_t pid) {
+  auto i = watched_.find(pid);
+  if (i == watched_.end() || i->second.abandoned)
+    return;
+  i->second.abandoned = true;
+  ++abandoned_;
+}
+
 void child_reaper::kill_all() {
   poll_timer_.cancel();
   auto children = std::move(watched_);
   watched_.clear();
+  abandoned_ = 0;
   // Kill all first, then wait for all: one deadline, however many are stuck.
   std::map<pid_t, child> running;
   for (auto& [pid, entry] : children) {
@@ -157,6 +168,13 @@ void child_reaper::kill_all() {
       // someone else by now, so it is not signalled).
       entry.pidfd.reset();
       entry.on_exit(rc < 0 ? reaped_elsewhere : status);
+      continue;
+    }
+    if (entry.abandoned) {
+      // Killed already and given up on: waiting again would not help.
+      reap_in_background(pid);
+      entry.pidfd.reset();
+      entry.on_exit(not_reaped);
       continue;
     }
     if (entry.pidfd)

@@ -58,8 +58,14 @@ public:
   /// itself follows when its pidfd becomes readable.
   void kill(pid_t pid);
 
-  /// Returns the number of children not yet reaped.
-  size_t watched() const noexcept { return watched_.size(); }
+  /// Marks `pid` as given up on (it did not exit after SIGKILL): it is
+  /// still reaped if it exits, but a shutdown neither waits for it nor
+  /// kills it again (`kill_all` hands it to its background reaper at once).
+  void abandon(pid_t pid);
+
+  /// Returns the number of children not yet reaped, leaving out those
+  /// given up on.
+  size_t watched() const noexcept { return watched_.size() - abandoned_; }
 
   /// Kills every watched child, waits for them (blocking) up to `kill_wait`
   /// in all and calls each one's callback. For shutdown: a child still there
@@ -82,6 +88,8 @@ private:
     /// readable before `waitpid` could reap it (a traced child), and the
     /// edge-triggered wait would not fire again.
     bool polled = false;
+    /// Given up on (see `abandon`).
+    bool abandoned = false;
   };
 
   /// Waits for `pid`'s pidfd to become readable, then tries to reap it.
@@ -98,6 +106,8 @@ private:
   boost::asio::steady_timer poll_timer_;
   bool polling_ = false;
   int kill_signal_;
+  /// How many of `watched_` are abandoned.
+  size_t abandoned_ = 0;
   std::map<pid_t, child> watched_;
 };
 

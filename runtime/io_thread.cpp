@@ -96,7 +96,7 @@ void io_thread::stop(std::chrono::milliseconds grace) {
   // Normally the loop runs out of work right after the last child is
   // reaped. An operation that never completes (a pipe held open by a
   // grandchild of a Sprint child) must not hang the caller.
-  if (done.wait_for(grace + std::chrono::seconds{2}) == std::future_status::timeout)
+  if (done.wait_for(grace + kill_wait + std::chrono::seconds{2}) == std::future_status::timeout)
     impl_->io.stop();
   impl_->thread.join();
 }

@@ -374,11 +374,15 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
                   name, pid, kill_wait.count());
     if (!cause)
       cause = make_error(errc::child_failed, "the child could not be killed");
+    io.reaper().abandon(pid);
     on_reaped(not_reaped);
   }
 
   void kill_after(std::chrono::milliseconds delay) {
-    if (!timer)
+    // Once killed, the timer waits to give up on the child: re-arming it
+    // would cancel that wait, and a child stuck in the kernel would never
+    // be reported down.
+    if (!timer || killed)
       return;
     timer->expires_after(delay);
     timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
@@ -404,8 +408,10 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   /// have handed over what they already got.
   void on_reaped(int wait_status) {
     if (reaped) {
-      // Given up on after SIGKILL (see `kill_now`), and now exited at last.
-      spdlog::info("[{}] pid {}, given up on, has exited and was reaped", name, pid);
+      // Given up on after SIGKILL (see `kill_now`); now it exited at last,
+      // or the shutdown gave up on it too.
+      if (wait_status != not_reaped)
+        spdlog::info("[{}] pid {}, given up on, has exited and was reaped", name, pid);
       return;
     }
     reaped = wait_status;

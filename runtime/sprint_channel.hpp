@@ -38,7 +38,8 @@ struct child_down {
   caf::error cause;
   /// The child's pid; -1 if it was never started.
   pid_t pid = -1;
-  /// The status from waitpid; meaningless if the child was never started.
+  /// The status from waitpid; meaningless if the child was never started;
+  /// `reaped_elsewhere` or `not_reaped` (child_reaper.hpp) if there is none.
   int wait_status = 0;
   /// The last 64 KiB of the child's output (stdout and stderr).
   std::string output;
@@ -47,7 +48,8 @@ struct child_down {
   bool clean_exit() const noexcept;
 
   /// Returns the exit status if the child exited, or minus the signal that
-  /// killed it; 0 if it was never started.
+  /// killed it (-9 for one given up on after SIGKILL, though it did not end
+  /// by it); 0 if it was never started or reaped elsewhere.
   int exit_code() const noexcept;
 
   /// Describes the end: "exited with status 3", "was killed by signal 9

@@ -1,5 +1,6 @@
 #include "tests/integration/integration_support.hpp"
 
+#include <signal.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -173,12 +174,18 @@ segment_job make_job(const std::string& segment, const std::vector<float>& log_p
 }
 
 void set_kill_signal(runtime::io_thread& io, int signal) {
+  if (io.stopped())
+    return; // nothing would run the change, and no kill comes any more
   std::promise<void> taken;
   boost::asio::post(io.context(), [&io, &taken, signal] {
     io.reaper().set_kill_signal_for_tests(signal);
     taken.set_value();
   });
   taken.get_future().wait();
+}
+
+kill_signal_override::~kill_signal_override() {
+  set_kill_signal(io_, SIGKILL);
 }
 
 bool wait_until_reaped(pid_t pid, std::chrono::milliseconds limit) {

@@ -97,8 +97,24 @@ private:
 
 /// Makes the kills of `io`'s reaper send `signal` from now on (0: none, so
 /// that children behave like ones stuck in the kernel), waiting until the
-/// io thread has taken it.
+/// io thread has taken it. Does nothing once `io` was stopped.
 void set_kill_signal(runtime::io_thread& io, int signal);
+
+/// Makes the kills of `io`'s reaper send `signal` while it lives, and real
+/// SIGKILLs again after it, even when a test failed half-way, so that the
+/// teardown can kill what is left.
+class kill_signal_override {
+public:
+  kill_signal_override(runtime::io_thread& io, int signal) : io_(io) {
+    set_kill_signal(io_, signal);
+  }
+  ~kill_signal_override();
+  kill_signal_override(const kill_signal_override&) = delete;
+  kill_signal_override& operator=(const kill_signal_override&) = delete;
+
+private:
+  runtime::io_thread& io_;
+};
 
 /// Waits up to `limit` until `pid` is no child of this process any more
 /// (exited and reaped); returns whether it is gone.

@@ -180,7 +180,7 @@ TEST_CASE("a killed child that does not exit is given up on, then reaped when it
   test::fd_snapshot fds;
   {
     runtime::io_thread io;
-    test::set_kill_signal(io, 0);
+    test::kill_signal_override no_kills{io, 0};
     collector seen;
     auto began = steady_clock::now();
     auto channel = runtime::sprint_channel::open(io, opts, "stuck", seen.events());
@@ -213,7 +213,7 @@ TEST_CASE("stopping the io thread takes no longer than its grace and kill_wait f
   pid_t pid = -1;
   {
     runtime::io_thread io;
-    test::set_kill_signal(io, 0);
+    test::kill_signal_override no_kills{io, 0};
     collector seen;
     auto channel = runtime::sprint_channel::open(io, opts, "stuck", seen.events());
     REQUIRE(seen.wait_started());

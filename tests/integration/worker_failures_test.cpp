@@ -193,17 +193,19 @@ TEST_CASE("an init reply that arrives after the initTimeout kill makes nothing r
     opts.init_timeout = 1ms; // no child starts that fast
     opts.max_retries = 1;
     test::test_runtime rt;
-    test::set_kill_signal(rt.io(), 0);
+    test::kill_signal_override no_kills{rt.io(), 0};
     caf::scoped_actor self{rt.system()};
     auto worker = rt.spawn_worker(opts, "worker 7");
-    auto r = compute(self, worker, job_for(segments[0], 1));
+    // A bounded wait: a worker that kept restarting would never answer.
+    caf::expected<double> r = 0.0;
+    self->request(worker, 30s, compute_atom::value, job_for(segments[0], 1))
+        .receive([&](double loss) { r = loss; }, [&](caf::error& err) { r = std::move(err); });
     REQUIRE_FALSE(r);
     CHECK(r.error() == errc::timeout);
     CHECK_THAT(render(r.error()),
                Catch::Contains("worker 7: the Sprint child could not be started") &&
                    Catch::Contains("no reply to init within 1 ms (initTimeout)"));
     CHECK(stats_of(self, worker).requests_served == 0);
-    test::set_kill_signal(rt.io(), SIGKILL);
   }
   check_nothing_left(fds);
 }
@@ -250,7 +252,7 @@ TEST_CASE("a reply timeout resends the request even if the killed child never ex
     auto opts = sim_options(test::corpus_path(dir), {"fault=hang", "fault-after=1"});
     opts.reply_timeout = 300ms;
     test::test_runtime rt;
-    test::set_kill_signal(rt.io(), 0);
+    test::kill_signal_override no_kills{rt.io(), 0};
     caf::scoped_actor self{rt.system()};
     worker_env env{self, rt.spawn_worker(opts, "worker 7"), segments, test::corpus_path(dir)};
     compute_exact(env, 0, 1);
@@ -267,7 +269,6 @@ TEST_CASE("a reply timeout resends the request even if the killed child never ex
     CHECK(::kill(stuck_pid, 0) == 0);
     ::kill(stuck_pid, SIGKILL);
     CHECK(test::wait_until_reaped(stuck_pid, 5s));
-    test::set_kill_signal(rt.io(), SIGKILL);
   }
   check_nothing_left(fds);
 }
@@ -293,6 +294,40 @@ TEST_CASE(
     CHECK(stats.requests_failed == 1);
     CHECK(stats.requests_served == 1);
   });
+}
+
+TEST_CASE("stopping a worker whose child is being killed but never exits returns") {
+  // The replyTimeout kill has not taken (kill signal 0) when the stop
+  // comes: the stop must not restart the wait for the child, it returns
+  // kill_wait after the kill at the latest.
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 1, dim);
+    auto opts = sim_options(test::corpus_path(dir), {"fault=hang"});
+    opts.reply_timeout = 200ms;
+    opts.exit_grace = 60s; // a stop that waited for this would fail the test
+    test::test_runtime rt;
+    test::kill_signal_override no_kills{rt.io(), 0};
+    caf::scoped_actor self{rt.system()};
+    auto worker = rt.spawn_worker(opts, "worker 7");
+    self->send(worker, compute_atom::value, job_for(segments[0], 1));
+    std::this_thread::sleep_for(400ms); // killed at 200 ms, given up on at 1200 ms
+    auto stuck_pid = stats_of(self, worker).pid;
+    auto began = std::chrono::steady_clock::now();
+    std::optional<int32_t> status;
+    self->request(worker, 10s, stop_atom::value)
+        .receive([&](int32_t s) { status = s; }, [](caf::error&) {});
+    REQUIRE(status);
+    CHECK(std::chrono::steady_clock::now() - began < runtime::kill_wait + 2s);
+    CHECK(*status == -9);
+    // Still alive; reaped once it exits.
+    REQUIRE(stuck_pid > 0);
+    CHECK(::kill(stuck_pid, 0) == 0);
+    ::kill(stuck_pid, SIGKILL);
+    CHECK(test::wait_until_reaped(stuck_pid, 5s));
+  }
+  check_nothing_left(fds);
 }
 
 TEST_CASE("a hanging child fails the request once retries are used up") {

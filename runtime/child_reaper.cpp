@@ -139,8 +139,13 @@ void child_reaper::kill(pid_t pid) {
   auto i = watched_.find(pid);
   if (i == watched_.end())
     return;
-  if (i->second.pidfd)
-    signal_through(i->second.pidfd->native_handle(), kill_signal_);
+  send_kill(pid, i->second);
+}
+
+void child_reaper::send_kill(pid_t pid, const child& entry) const {
+  // Through the pidfd where there is one: a reused pid is never hit.
+  if (entry.pidfd)
+    signal_through(entry.pidfd->native_handle(), kill_signal_);
   else
     ::kill(pid, kill_signal_);
 }
@@ -171,16 +176,15 @@ void child_reaper::kill_all() {
       continue;
     }
     if (entry.abandoned) {
-      // Killed already and given up on: waiting again would not help.
+      // Given up on after a kill: killed once more, but waiting again would
+      // not help.
+      send_kill(pid, entry);
       reap_in_background(pid);
       entry.pidfd.reset();
       entry.on_exit(not_reaped);
       continue;
     }
-    if (entry.pidfd)
-      signal_through(entry.pidfd->native_handle(), kill_signal_);
-    else
-      ::kill(pid, kill_signal_);
+    send_kill(pid, entry);
     running.emplace(pid, std::move(entry));
   }
   auto deadline = std::chrono::steady_clock::now() + kill_wait;

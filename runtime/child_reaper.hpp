@@ -102,6 +102,9 @@ private:
   /// Polls the `polled` children every 10 ms while there are any.
   void poll_later();
 
+  /// Sends the kill signal to `pid`, whose entry is `entry`.
+  void send_kill(pid_t pid, const child& entry) const;
+
   boost::asio::io_context& io_;
   boost::asio::steady_timer poll_timer_;
   bool polling_ = false;

@@ -5,9 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -30,6 +32,16 @@ int open_pidfd(pid_t pid) {
 /// Sends `signal` through `pidfd`.
 void signal_through(int pidfd, int signal) {
   ::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0);
+}
+
+/// Reaps `pid` if it has exited: returns its wait status, or
+/// `reaped_elsewhere` if another waitpid got it first; none while it runs.
+std::optional<int> reap_if_exited(pid_t pid) {
+  int status = 0;
+  pid_t rc = ::waitpid(pid, &status, WNOHANG);
+  if (rc == 0 || (rc < 0 && errno != ECHILD))
+    return std::nullopt;
+  return rc < 0 ? reaped_elsewhere : status;
 }
 
 /// Reaps `pid` whenever it exits, on a detached thread: for a child that
@@ -97,21 +109,25 @@ void child_reaper::wait_for(pid_t pid) {
 }
 
 bool child_reaper::try_reap(pid_t pid) {
-  int status = 0;
-  pid_t rc = ::waitpid(pid, &status, WNOHANG);
-  if (rc == 0 || (rc < 0 && errno != ECHILD))
+  auto status = reap_if_exited(pid);
+  if (!status)
     return false;
-  if (rc < 0) {
+  if (*status == reaped_elsewhere)
     spdlog::warn("child {} was reaped by someone else (waitpid(-1) elsewhere?)", pid);
-    status = reaped_elsewhere;
-  }
   // Out of the map before the callback, which may watch or kill others.
   auto node = watched_.extract(pid);
-  if (node.mapped().abandoned)
-    --abandoned_;
-  node.mapped().pidfd.reset(); // closes the pidfd
-  node.mapped().on_exit(status);
+  report(node.mapped(), *status);
   return true;
+}
+
+void child_reaper::report(child& entry, int status) {
+  entry.pidfd.reset(); // closes the pidfd
+  entry.on_exit(status);
+}
+
+void child_reaper::give_up(pid_t pid, child& entry) {
+  reap_in_background(pid);
+  report(entry, not_reaped);
 }
 
 void child_reaper::poll_later() {
@@ -152,53 +168,44 @@ void child_reaper::send_kill(pid_t pid, const child& entry) const {
 
 void child_reaper::abandon(pid_t pid) {
   auto i = watched_.find(pid);
-  if (i == watched_.end() || i->second.abandoned)
+  if (i == watched_.end())
     return;
   i->second.abandoned = true;
-  ++abandoned_;
+}
+
+size_t child_reaper::watched() const noexcept {
+  return static_cast<size_t>(std::count_if(watched_.begin(), watched_.end(),
+                                           [](const auto& w) { return !w.second.abandoned; }));
 }
 
 void child_reaper::kill_all() {
   poll_timer_.cancel();
   auto children = std::move(watched_);
   watched_.clear();
-  abandoned_ = 0;
   // Kill all first, then wait for all: one deadline, however many are stuck.
   std::map<pid_t, child> running;
   for (auto& [pid, entry] : children) {
-    int status = 0;
-    pid_t rc = ::waitpid(pid, &status, WNOHANG);
-    if (rc != 0) {
-      // Exited (or reaped elsewhere: after ECHILD the pid may belong to
-      // someone else by now, so it is not signalled).
-      entry.pidfd.reset();
-      entry.on_exit(rc < 0 ? reaped_elsewhere : status);
-      continue;
-    }
-    if (entry.abandoned) {
-      // Given up on after a kill: killed once more, but waiting again would
-      // not help.
-      send_kill(pid, entry);
-      reap_in_background(pid);
-      entry.pidfd.reset();
-      entry.on_exit(not_reaped);
+    // One that exited is not signalled (after ECHILD, its pid may belong to
+    // someone else by now).
+    if (auto status = reap_if_exited(pid)) {
+      report(entry, *status);
       continue;
     }
     send_kill(pid, entry);
-    running.emplace(pid, std::move(entry));
+    if (entry.abandoned)
+      give_up(pid, entry); // given up on after a kill already: waiting again would not help
+    else
+      running.emplace(pid, std::move(entry));
   }
   auto deadline = std::chrono::steady_clock::now() + kill_wait;
   while (!running.empty()) {
     for (auto i = running.begin(); i != running.end();) {
-      int status = 0;
-      pid_t rc = ::waitpid(i->first, &status, WNOHANG);
-      if (rc == 0) {
+      if (auto status = reap_if_exited(i->first)) {
+        report(i->second, *status);
+        i = running.erase(i);
+      } else {
         ++i;
-        continue;
       }
-      i->second.pidfd.reset();
-      i->second.on_exit(rc < 0 ? reaped_elsewhere : status);
-      i = running.erase(i);
     }
     if (running.empty() || std::chrono::steady_clock::now() >= deadline)
       break;
@@ -208,9 +215,7 @@ void child_reaper::kill_all() {
     spdlog::error("child {} did not exit within {} ms of SIGKILL (stuck in the kernel?): "
                   "giving up on it; it is reaped in the background when it exits",
                   pid, kill_wait.count());
-    reap_in_background(pid);
-    entry.pidfd.reset();
-    entry.on_exit(not_reaped);
+    give_up(pid, entry);
   }
 }
 

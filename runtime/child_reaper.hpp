@@ -65,7 +65,7 @@ public:
 
   /// Returns the number of children not yet reaped, leaving out those
   /// given up on.
-  size_t watched() const noexcept { return watched_.size() - abandoned_; }
+  size_t watched() const noexcept;
 
   /// Kills every watched child, waits for them (blocking) up to `kill_wait`
   /// in all and calls each one's callback. For shutdown: a child still there
@@ -105,12 +105,17 @@ private:
   /// Sends the kill signal to `pid`, whose entry is `entry`.
   void send_kill(pid_t pid, const child& entry) const;
 
+  /// Closes `entry`'s pidfd and calls its callback with `status`.
+  static void report(child& entry, int status);
+
+  /// Reports `pid` as `not_reaped` and leaves it to a detached thread that
+  /// reaps it whenever it exits.
+  static void give_up(pid_t pid, child& entry);
+
   boost::asio::io_context& io_;
   boost::asio::steady_timer poll_timer_;
   bool polling_ = false;
   int kill_signal_;
-  /// How many of `watched_` are abandoned.
-  size_t abandoned_ = 0;
   std::map<pid_t, child> watched_;
 };
 

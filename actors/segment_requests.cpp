@@ -56,10 +56,8 @@ caf::expected<double> store_loss_reply(const protocol::value& reply, const segme
   if (!decoded)
     return decoded.error();
   const auto& out = job.error_signal;
-  auto write = [&] { protocol::copy_rows(decoded->error_signal, out.row(0), out.row_stride); };
-  if (!job.gate)
-    write();
-  else if (!job.gate->write_if_open(write))
+  if (!write_output(
+          job, [&] { protocol::copy_rows(decoded->error_signal, out.row(0), out.row_stride); }))
     return make_error(errc::cancelled, "segment '" + job.segment +
                                            "': its caller stopped waiting (output gate closed); "
                                            "the error signal was not written");

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 #include <caf/typed_response_promise.hpp>
@@ -124,6 +125,17 @@ void fail_pending(InFlight& in_flight, std::deque<Request>& queue, const caf::er
   for (auto& req : queue)
     req.fail(err);
   queue.clear();
+}
+
+/// Runs `write` (which writes into `job.error_signal`) unless the job's
+/// output gate is closed; returns whether it ran. A job without a gate is
+/// always written.
+template <class Write>
+bool write_output(const segment_job& job, Write&& write) {
+  if (job.gate)
+    return job.gate->write_if_open(std::forward<Write>(write));
+  write();
+  return true;
 }
 
 /// Checks that a job names a segment and that its slices are valid and of

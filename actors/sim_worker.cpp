@@ -118,12 +118,9 @@ caf::expected<double> compute_loss(sim_worker_state& st, const queued_request& r
   // Computed straight into the caller's output: through its gate, if any.
   std::optional<decltype(st.criterion->loss_and_error_signal(job.segment, input, error_signal))>
       computed;
-  auto compute = [&] {
-    computed.emplace(st.criterion->loss_and_error_signal(job.segment, input, error_signal));
-  };
-  if (!job.gate)
-    compute();
-  else if (!job.gate->write_if_open(compute))
+  if (!write_output(job, [&] {
+        computed.emplace(st.criterion->loss_and_error_signal(job.segment, input, error_signal));
+      }))
     return with_context(request_context(st.label, req),
                         make_error(errc::cancelled, "its caller stopped waiting (output gate "
                                                     "closed); the error signal was not written"));

@@ -14,6 +14,7 @@
 #include <caf/send.hpp>
 
 #include <boost/asio/post.hpp>
+#include <catch2/catch.hpp>
 
 #include "actors/sprint_worker.hpp"
 #include "runtime/child_reaper.hpp"
@@ -186,6 +187,13 @@ void set_kill_signal(runtime::io_thread& io, int signal) {
 
 kill_signal_override::~kill_signal_override() {
   set_kill_signal(io_, SIGKILL);
+}
+
+void check_reaped_once_killed(pid_t pid) {
+  REQUIRE(pid > 0);
+  CHECK(::kill(pid, 0) == 0);
+  ::kill(pid, SIGKILL);
+  CHECK(wait_until_reaped(pid, std::chrono::seconds{5}));
 }
 
 bool wait_until_reaped(pid_t pid, std::chrono::milliseconds limit) {

@@ -120,6 +120,11 @@ private:
 /// (exited and reaped); returns whether it is gone.
 bool wait_until_reaped(pid_t pid, std::chrono::milliseconds limit);
 
+/// Checks that `pid`, a child given up on, still runs, then kills it for
+/// real and checks that it is reaped (by the reaper that still watches it,
+/// or the thread a shutdown left it to) within 5 s.
+void check_reaped_once_killed(pid_t pid);
+
 /// Computes `job` on `worker`, blocking.
 caf::expected<double> compute(caf::scoped_actor& self, const sprint_worker_actor& worker,
                               const segment_job& job);

@@ -7,8 +7,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <signal.h>
-
 #include <algorithm>
 
 #include <condition_variable>
@@ -195,11 +193,7 @@ TEST_CASE("a killed child that does not exit is given up on, then reaped when it
     REQUIRE(seen.down->cause);
     CHECK_THAT(render(seen.down->cause), Catch::Contains("the child closed its pipe"));
     // Still running, and still watched: once it exits, it is reaped.
-    const pid_t pid = seen.down->pid;
-    REQUIRE(pid > 0);
-    CHECK(::kill(pid, 0) == 0);
-    ::kill(pid, SIGKILL);
-    CHECK(test::wait_until_reaped(pid, seconds{5}));
+    test::check_reaped_once_killed(seen.down->pid);
     io.stop();
   }
   test::check_nothing_left(fds);
@@ -227,10 +221,7 @@ TEST_CASE("stopping the io thread takes no longer than its grace and kill_wait f
     CHECK(seen.down->wait_status == runtime::not_reaped);
   }
   // Left to a thread that reaps it once it exits.
-  REQUIRE(pid > 0);
-  CHECK(::kill(pid, 0) == 0);
-  ::kill(pid, SIGKILL);
-  CHECK(test::wait_until_reaped(pid, std::chrono::seconds{5}));
+  test::check_reaped_once_killed(pid);
   test::check_nothing_left(fds);
 }
 

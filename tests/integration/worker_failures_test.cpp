@@ -11,7 +11,6 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
-#include <signal.h>
 #include <sys/resource.h>
 
 #include <optional>
@@ -270,9 +269,7 @@ TEST_CASE("a reply timeout resends the request even if the killed child never ex
     CHECK(stats.requests_served == 2);
     CHECK(stats.pid != stuck_pid);
     // The first child still runs, and is reaped once it exits.
-    CHECK(::kill(stuck_pid, 0) == 0);
-    ::kill(stuck_pid, SIGKILL);
-    CHECK(test::wait_until_reaped(stuck_pid, 5s));
+    test::check_reaped_once_killed(stuck_pid);
   }
   check_nothing_left(fds);
 }
@@ -326,10 +323,7 @@ TEST_CASE("stopping a worker whose child is being killed but never exits returns
     CHECK(std::chrono::steady_clock::now() - began < runtime::kill_wait + 2s);
     CHECK(*status == -9);
     // Still alive; reaped once it exits.
-    REQUIRE(stuck_pid > 0);
-    CHECK(::kill(stuck_pid, 0) == 0);
-    ::kill(stuck_pid, SIGKILL);
-    CHECK(test::wait_until_reaped(stuck_pid, 5s));
+    test::check_reaped_once_killed(stuck_pid);
   }
   check_nothing_left(fds);
 }

@@ -5,6 +5,7 @@
 #   C++17, -Wall -Wextra (and -Werror with SPRINTRT_WERROR), sanitizers from
 #   SPRINTRT_SANITIZE, and the two include roots: the repository itself (for
 #   "protocol/...", "sim/...", ...) and include/ (for the public "sprintrt/...").
+#   Installed, only the public headers remain: <prefix>/include.
 function(sprintrt_configure_target target)
   target_compile_features(${target} PUBLIC cxx_std_17)
   target_compile_options(${target} PRIVATE -Wall -Wextra)
@@ -20,7 +21,10 @@ function(sprintrt_configure_target target)
     # Coverage feedback for libFuzzer in every library the fuzzers link.
     target_compile_options(${target} PUBLIC -fsanitize=fuzzer-no-link)
   endif()
-  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
+  target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+                                              $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+                                              $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
+                                              $<INSTALL_INTERFACE:include>)
 endfunction()
 
 # sprintrt_add_library(<name> SOURCES <files...> DEPENDS <targets...>)

@@ -1,0 +1,41 @@
+# The package test: installs the build tree to a temporary prefix, then
+# configures, builds and runs tests/package/consumer against it (one batch
+# through pool_client with the installed sprint-sim).
+#
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -P package_test.cmake
+
+foreach(var BUILD_DIR SOURCE_DIR WORK_DIR)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "package_test.cmake needs -D${var}=...")
+  endif()
+endforeach()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+
+function(run what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message(STATUS "${what}:\n${out}${err}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc})")
+  endif()
+endfunction()
+
+run("install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+foreach(installed bin/sprintrt bin/sprint-sim include/sprintrt/pool_client.hpp
+                  include/sprintrt/version.hpp lib/cmake/sprintrt/sprintrtConfig.cmake)
+  if(NOT EXISTS ${prefix}/${installed})
+    message(FATAL_ERROR "not installed: ${installed}")
+  endif()
+endforeach()
+# Nothing but the public headers: the consumer cannot reach the source tree.
+if(EXISTS ${prefix}/include/protocol OR EXISTS ${prefix}/include/actors)
+  message(FATAL_ERROR "internal headers were installed")
+endif()
+
+run("configure the consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/consumer
+    -B ${WORK_DIR}/consumer-build -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+run("build the consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build)
+run("run the consumer" ${WORK_DIR}/consumer-build/consumer ${prefix}/bin/sprint-sim ${WORK_DIR})
+file(REMOVE_RECURSE ${WORK_DIR})

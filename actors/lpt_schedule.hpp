@@ -26,4 +26,14 @@ namespace sprintrt {
 std::vector<std::vector<size_t>> lpt_assign(span<const int64_t> lengths,
                                             span<const int64_t> initial_loads);
 
+/// LPT over workers of different speeds: each segment, longest first, goes
+/// to the worker that would finish it first, `(load + length) / rate`, with
+/// `rates[w]` worker w's frames per unit of time (a remote pool of eight
+/// workers has about eight times the rate of one local worker). Workers of
+/// rate 0 get nothing; if every rate is 0, every list is empty. With equal
+/// rates this is `lpt_assign` exactly. `rates` has one entry per load.
+std::vector<std::vector<size_t>> lpt_assign(span<const int64_t> lengths,
+                                            span<const int64_t> initial_loads,
+                                            span<const double> rates);
+
 } // namespace sprintrt

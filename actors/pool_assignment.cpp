@@ -4,10 +4,18 @@
 
 namespace sprintrt::detail {
 
+double worker_load::frames_per_second() const noexcept {
+  double seconds = std::chrono::duration<double>(busy).count();
+  if (seconds < 0.01 || done_frames <= 0)
+    return 0;
+  return static_cast<double>(done_frames) / seconds;
+}
+
 assignment::assignment(std::shared_ptr<worker_load> load, size_t worker, int64_t frames)
     : load_(std::move(load)), worker_(worker), frames_(frames) {
   load_->frames += frames_;
-  ++load_->requests;
+  if (load_->requests++ == 0)
+    load_->busy_since = std::chrono::steady_clock::now();
 }
 
 assignment::assignment(assignment&& other) noexcept
@@ -30,10 +38,17 @@ assignment::~assignment() {
 }
 
 void assignment::release() noexcept {
+  if (load_)
+    load_->done_frames += frames_;
+  withdraw();
+}
+
+void assignment::withdraw() noexcept {
   if (!load_)
     return;
   load_->frames -= frames_;
-  --load_->requests;
+  if (--load_->requests == 0)
+    load_->busy += std::chrono::steady_clock::now() - load_->busy_since;
   load_.reset();
 }
 

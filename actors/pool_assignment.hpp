@@ -6,6 +6,7 @@
 /// worker, which counts the request into the load when made and out of it
 /// when released, exactly once. Internal to the actors library.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -20,6 +21,19 @@ struct worker_load {
   int64_t frames = 0;
   /// Requests of any kind assigned (0: the worker is idle).
   size_t requests = 0;
+
+  /// The slot's measured speed, for spreading work over workers of
+  /// different speeds: frames of the requests released so far, and the time
+  /// during which it had requests assigned (its busy time, which includes
+  /// its parallelism: a remote pool of eight does eight times the frames).
+  int64_t done_frames = 0;
+  std::chrono::steady_clock::duration busy{};
+  /// When it last became busy (meaningful while `requests > 0`).
+  std::chrono::steady_clock::time_point busy_since{};
+
+  /// Returns the measured frames per second, or 0 before enough is known
+  /// (at least 10 ms busy and some frames done).
+  double frames_per_second() const noexcept;
 };
 
 /// One request counted in a worker's load. Move-only: the request is
@@ -42,8 +56,13 @@ public:
   /// Releases it (see `release`).
   ~assignment();
 
-  /// Uncounts the request if it is still counted; later calls do nothing.
+  /// Uncounts the request if it is still counted, as done (its frames count
+  /// into the worker's measured speed); later calls do nothing.
   void release() noexcept;
+
+  /// Uncounts the request without counting it as done: it was not computed
+  /// (its worker was unavailable) and goes elsewhere.
+  void withdraw() noexcept;
 
   /// Returns whether the request is still counted.
   bool held() const noexcept { return load_ != nullptr; }

@@ -51,6 +51,8 @@ struct queued_segment {
   assignment held;
   /// How often it was sent again after its worker terminated.
   size_t resends = 0;
+  /// How often it went to another worker because its own was unavailable.
+  size_t reroutes = 0;
 };
 
 /// What batch and automata requests have in common: each worker's list of
@@ -154,8 +156,8 @@ struct automata_progress : streamed_request {
   using kind = fsa_kind;
   using result_type = batch_automata;
 
-  /// Exports are not counted in frames (they cost about the same each).
-  int64_t frames(size_t) const { return 0; }
+  /// Exports cost about the same each: LPT weighs each as one frame.
+  int64_t frames(size_t) const { return 1; }
 
   /// Asks `worker` for segment `index`'s FSA.
   auto request(pool_pointer self, const sprint_worker_actor& worker, size_t index) {
@@ -187,6 +189,10 @@ void automata_progress::finish(pool_pointer self) {
 template <class Progress>
 void send_next(pool_pointer self, std::shared_ptr<Progress> progress, size_t w);
 
+template <class Progress>
+void place(pool_pointer self, std::shared_ptr<Progress> progress,
+           std::vector<queued_segment> segments);
+
 /// Sends the first segment of worker `w`'s list. Its answer (or failure)
 /// releases the segment's assignment and sends the next; the last one of the
 /// whole request finishes it. A segment whose worker turns out to be gone
@@ -215,6 +221,19 @@ void send_first(pool_pointer self, std::shared_ptr<Progress> progress, size_t w)
             answered();
           },
           [self, progress, w, sent, used, answered](caf::error& err) {
+            if (worker_was_unavailable(err) && sent->reroutes < max_reroutes(self)) {
+              // Not computed: it goes elsewhere, with the rest of this
+              // worker's list (its other sent segments come back likewise).
+              --progress->outstanding[w];
+              std::vector<queued_segment> moved;
+              moved.push_back(std::move(*sent));
+              ++moved.back().reroutes;
+              for (auto& queued : progress->lists[w])
+                moved.push_back(std::move(queued));
+              progress->lists[w].clear();
+              place(self, progress, std::move(moved));
+              return;
+            }
             if (worker_was_gone(self, w, used, err)) {
               if (sent->resends < self->state.source.max_resends) {
                 ++sent->resends;
@@ -231,11 +250,52 @@ void send_first(pool_pointer self, std::shared_ptr<Progress> progress, size_t w)
           });
 }
 
-/// Sends worker `w` segments of its list until it holds `segments_ahead`.
+/// Sends worker `w` segments of its list until it holds `segments_ahead`
+/// per request it computes at once.
 template <class Progress>
 void send_next(pool_pointer self, std::shared_ptr<Progress> progress, size_t w) {
-  while (progress->outstanding[w] < segments_ahead && !progress->lists[w].empty())
+  size_t ahead = segments_ahead * std::max<size_t>(slot_state(self, w).parallelism, 1);
+  while (progress->outstanding[w] < ahead && !progress->lists[w].empty())
     send_first(self, progress, w);
+}
+
+/// Spreads `segments` (assigned to nobody, or to a worker they leave) over
+/// the workers' lists by LPT and sends each worker what it can hold. If no
+/// worker is available, they fail.
+template <class Progress>
+void place(pool_pointer self, std::shared_ptr<Progress> progress,
+           std::vector<queued_segment> segments) {
+  using kind = typename Progress::kind;
+  std::vector<int64_t> weights;
+  for (auto& segment : segments) {
+    segment.held.withdraw();
+    weights.push_back(progress->frames(segment.index));
+  }
+  auto lists = lpt_lists(self, weights);
+  // Single requests may have made workers since the request started.
+  progress->lists.resize(std::max(progress->lists.size(), lists.size()));
+  progress->outstanding.resize(progress->lists.size(), 0);
+  bool placed = false;
+  for (size_t w = 0; w < lists.size(); ++w)
+    for (size_t k : lists[w]) {
+      placed = true;
+      segments[k].held = assign(self, w, weights[k]);
+      progress->lists[w].push_back(std::move(segments[k]));
+    }
+  if (!placed && !segments.empty()) {
+    auto err = no_worker_available(self);
+    for (auto& segment : segments) {
+      kind::count_failed(self->state.stats);
+      progress->record_failure(segment.index, err);
+    }
+    progress->pending -= segments.size();
+    if (progress->pending == 0) {
+      progress->finish(self);
+      return;
+    }
+  }
+  for (size_t w = 0; w < progress->lists.size(); ++w)
+    send_next(self, progress, w);
 }
 
 /// Registers a request with the pool (so that a stopping pool fails it) and
@@ -247,21 +307,18 @@ void begin_request(pool_pointer self, const std::shared_ptr<Progress>& progress)
       self->state.track([progress](const caf::error& err) { progress->promise.deliver(err); });
 }
 
-/// Starts a registered request streaming: splits its segments over the
-/// workers by LPT on `weights`, assigns them to their workers and sends each
-/// worker its first segments.
+/// Starts a registered request streaming: spreads its segments over the
+/// workers (`place`), weighing each by `Progress::frames`.
 template <class Progress>
-void start_streaming(pool_pointer self, std::shared_ptr<Progress> progress,
-                     span<const int64_t> weights) {
+void start_streaming(pool_pointer self, std::shared_ptr<Progress> progress) {
   progress->pending = progress->tags.size();
-  auto lists = lpt_lists(self, weights);
-  progress->lists.resize(lists.size());
-  progress->outstanding.assign(lists.size(), 0);
-  for (size_t w = 0; w < lists.size(); ++w) {
-    for (size_t index : lists[w])
-      progress->lists[w].push_back({index, assign(self, w, progress->frames(index))});
-    send_next(self, progress, w);
-  }
+  ensure_workers(self, progress->tags.size());
+  progress->lists.resize(self->state.workers.size());
+  progress->outstanding.assign(self->state.workers.size(), 0);
+  std::vector<queued_segment> segments(progress->tags.size());
+  for (size_t i = 0; i < segments.size(); ++i)
+    segments[i].index = i;
+  place(self, progress, std::move(segments));
 }
 
 /// The error signal output: the caller's tensor if it fits and is not
@@ -321,7 +378,7 @@ caf::result<batch_result> compute_batch(pool_pointer self, batch& b) {
             progress->log_posteriors = std::move(ready.log_posteriors);
             progress->tags = std::move(ready.tags);
             progress->lengths = std::move(ready.seq_lengths);
-            start_streaming(self, progress, progress->lengths);
+            start_streaming(self, progress);
           },
           [self, progress](caf::error& err) {
             if (err == caf::sec::request_receiver_down)
@@ -341,10 +398,8 @@ caf::result<batch_automata> compute_automata(pool_pointer self, std::vector<std:
   auto progress = std::make_shared<automata_progress>();
   progress->automata.resize(tags.size());
   progress->tags = std::move(tags);
-  // Exports cost about the same per segment: LPT weighs each as one.
-  std::vector<int64_t> unit(progress->tags.size(), 1);
   begin_request(self, progress);
-  start_streaming(self, progress, unit);
+  start_streaming(self, progress);
   return progress->promise;
 }
 

@@ -17,13 +17,15 @@ struct sent_single {
   assignment held;
   /// How often it was sent again after its worker terminated.
   size_t resends = 0;
+  /// How often it went elsewhere because its worker was unavailable.
+  size_t reroutes = 0;
   uint64_t id = 0;
 };
 
 /// Sends one single request to worker `index`. If that worker turns out to
 /// be gone, the request waits again (first in line) for a worker.
 template <class Request>
-void send_single(pool_pointer self, size_t index, Request req, size_t resends) {
+void send_single(pool_pointer self, size_t index, Request req, size_t resends, size_t reroutes) {
   using kind = kind_of<Request>;
   auto& st = self->state;
   auto used = st.workers[index].handle;
@@ -31,7 +33,7 @@ void send_single(pool_pointer self, size_t index, Request req, size_t resends) {
   // Kept until answered, so that a worker gone before reading it can be
   // given the same request again.
   auto sent = std::make_shared<sent_single<Request>>(
-      sent_single<Request>{std::move(req), std::move(held), resends});
+      sent_single<Request>{std::move(req), std::move(held), resends, reroutes});
   // Cancelled when the pool stops: the worker may still be writing into the
   // caller's output, so its gate closes before the caller is answered.
   sent->id = st.track([sent](const caf::error& err) { sent->req.cancel(err); });
@@ -47,10 +49,19 @@ void send_single(pool_pointer self, size_t index, Request req, size_t resends) {
           [self, sent, index, used](caf::error& err) {
             auto& st = self->state;
             st.untrack(sent->id);
+            if (worker_was_unavailable(err) && sent->reroutes < max_reroutes(self)) {
+              // Not computed: first in line again, for another worker.
+              sent->held.withdraw();
+              st.waiting.push_front(
+                  segment_request{std::move(sent->req), sent->resends, sent->reroutes + 1});
+              serve_waiting(self);
+              return;
+            }
             if (worker_was_gone(self, index, used, err)) {
               if (sent->resends < st.source.max_resends) {
                 sent->held.release();
-                st.waiting.push_front(segment_request{std::move(sent->req), sent->resends + 1});
+                st.waiting.push_front(
+                    segment_request{std::move(sent->req), sent->resends + 1, sent->reroutes});
                 serve_waiting(self);
                 return;
               }
@@ -74,12 +85,27 @@ void serve_waiting(pool_pointer self) {
   auto& st = self->state;
   while (!st.waiting.empty()) {
     auto idle = idle_worker(self);
-    if (!idle)
+    if (!idle) {
+      // Busy workers will take them; unavailable ones would not.
+      if (!any_worker_available(self)) {
+        auto err = no_worker_available(self);
+        auto failing = std::move(st.waiting);
+        st.waiting.clear();
+        for (auto& req : failing) {
+          if (req.is_loss())
+            loss_kind::count_failed(st.stats);
+          req.fail(with_context("segment '" + req.segment() + "'", err));
+        }
+      }
       return;
+    }
     auto req = std::move(st.waiting.front());
     st.waiting.pop_front();
-    std::visit([&](auto& kind_req) { send_single(self, *idle, std::move(kind_req), req.resends); },
-               req.what);
+    std::visit(
+        [&](auto& kind_req) {
+          send_single(self, *idle, std::move(kind_req), req.resends, req.reroutes);
+        },
+        req.what);
   }
 }
 

@@ -58,11 +58,50 @@ void ensure_workers(pool_pointer self, size_t count) {
   }
 }
 
+worker_slot_state slot_state(pool_pointer self, size_t index) {
+  auto& source = self->state.source;
+  return source.slot_state ? source.slot_state(index) : worker_slot_state{};
+}
+
+bool any_worker_available(pool_pointer self) {
+  auto& st = self->state;
+  if (!st.source.slot_state || st.workers.size() < st.source.capacity)
+    return true;
+  for (size_t i = 0; i < st.workers.size(); ++i)
+    if (slot_state(self, i).unavailable.empty())
+      return true;
+  return false;
+}
+
+caf::error no_worker_available(pool_pointer self) {
+  auto& st = self->state;
+  std::string text = st.label + ": no worker can take it";
+  for (size_t i = 0; i < st.workers.size(); ++i)
+    if (auto state = slot_state(self, i); !state.unavailable.empty())
+      text += "\n  worker " + std::to_string(i) + ": " + state.unavailable;
+  return make_error(errc::worker_unavailable, text);
+}
+
+bool worker_was_unavailable(const caf::error& err) {
+  return err == errc::worker_unavailable;
+}
+
+size_t max_reroutes(pool_pointer self) {
+  return 2 * self->state.source.capacity + self->state.source.max_resends;
+}
+
 std::optional<size_t> idle_worker(pool_pointer self) {
   auto& st = self->state;
-  for (size_t i = 0; i < st.workers.size(); ++i)
-    if (st.workers[i].load->requests == 0)
+  for (size_t i = 0; i < st.workers.size(); ++i) {
+    if (!st.source.slot_state) {
+      if (st.workers[i].load->requests == 0)
+        return i;
+      continue;
+    }
+    auto state = slot_state(self, i);
+    if (state.unavailable.empty() && st.workers[i].load->requests < state.parallelism)
       return i;
+  }
   if (st.workers.size() >= st.source.capacity)
     return std::nullopt;
   ensure_workers(self, st.workers.size() + 1);
@@ -89,12 +128,48 @@ assignment assign(pool_pointer self, size_t index, int64_t frames) {
   return assignment{self->state.workers[index].load, index, frames};
 }
 
+namespace {
+
+/// Each worker's estimated speed for LPT by finish time: its measured
+/// frames per second; for a worker not measured yet, its parallelism times
+/// the measured speed per parallel request of the others (1 if none is
+/// measured); 0 for an unavailable worker.
+std::vector<double> slot_rates(pool_pointer self) {
+  auto& st = self->state;
+  std::vector<worker_slot_state> states;
+  double per_request_sum = 0;
+  size_t measured = 0;
+  for (size_t i = 0; i < st.workers.size(); ++i) {
+    states.push_back(slot_state(self, i));
+    if (double fps = st.workers[i].load->frames_per_second(); fps > 0) {
+      per_request_sum += fps / static_cast<double>(std::max<size_t>(states[i].parallelism, 1));
+      ++measured;
+    }
+  }
+  double per_request = measured > 0 ? per_request_sum / static_cast<double>(measured) : 1.0;
+  std::vector<double> rates;
+  for (size_t i = 0; i < st.workers.size(); ++i) {
+    double fps = st.workers[i].load->frames_per_second();
+    if (!states[i].unavailable.empty())
+      rates.push_back(0);
+    else if (fps > 0)
+      rates.push_back(fps);
+    else
+      rates.push_back(per_request * static_cast<double>(std::max<size_t>(states[i].parallelism, 1)));
+  }
+  return rates;
+}
+
+} // namespace
+
 std::vector<std::vector<size_t>> lpt_lists(pool_pointer self, span<const int64_t> lengths) {
   ensure_workers(self, lengths.size());
   std::vector<int64_t> loads;
   for (const auto& slot : self->state.workers)
     loads.push_back(slot.load->frames);
-  return lpt_assign(lengths, loads);
+  if (!self->state.source.slot_state)
+    return lpt_assign(lengths, loads);
+  return lpt_assign(lengths, loads, slot_rates(self));
 }
 
 } // namespace sprintrt::detail

@@ -101,8 +101,30 @@ void start_worker(pool_pointer self, size_t index);
 void ensure_workers(pool_pointer self, size_t count);
 
 /// Returns an idle worker (the lowest index), creating one while fewer than
-/// the source's capacity exist; none if all are busy.
+/// the source's capacity exist; none if all are busy. With slot states, a
+/// worker is idle while it holds fewer requests than its parallelism, and
+/// an unavailable one never is.
 std::optional<size_t> idle_worker(pool_pointer self);
+
+/// Returns slot `index`'s state (see `worker_source::slot_state`; the
+/// default for sources without).
+worker_slot_state slot_state(pool_pointer self, size_t index);
+
+/// Returns whether some worker can take requests now.
+bool any_worker_available(pool_pointer self);
+
+/// The error of a request that no worker can take: each unavailable slot
+/// and why.
+caf::error no_worker_available(pool_pointer self);
+
+/// Whether `err` says that the worker was unavailable and did not compute
+/// the request, which should go to another worker.
+bool worker_was_unavailable(const caf::error& err);
+
+/// How often a request may go to another worker because its worker was
+/// unavailable, before it fails (workers that keep coming and going must
+/// not pass a request around for ever).
+size_t max_reroutes(pool_pointer self);
 
 /// Whether `err` says that `used`, the worker a request went to, was gone.
 /// Then the slot gets a new worker (unless the down message did that
@@ -118,8 +140,10 @@ caf::error workers_kept_terminating(pool_pointer self, size_t resends);
 assignment assign(pool_pointer self, size_t index, int64_t frames);
 
 /// Spreads segments of `lengths` frames over the workers by LPT, counting
-/// what they have assigned already; creates workers as needed. Returns each
-/// worker's list of segment indices (not assigned yet).
+/// what they have assigned already; creates workers as needed. With slot
+/// states, by estimated finish time over the available workers (see
+/// `slot_rates`). Returns each worker's list of segment indices (not
+/// assigned yet); all empty if no worker is available.
 std::vector<std::vector<size_t>> lpt_lists(pool_pointer self, span<const int64_t> lengths);
 
 } // namespace sprintrt::detail

@@ -80,6 +80,9 @@ struct segment_request {
   /// How often it was sent again after its worker terminated (the pool
   /// bounds this by `worker_source::max_resends`).
   size_t resends = 0;
+  /// How often it went to another worker because its own was unavailable
+  /// (the pool bounds this too).
+  size_t reroutes = 0;
 
   /// Returns whether it is a loss request (else an FSA export).
   bool is_loss() const noexcept { return std::holds_alternative<loss_request>(what); }

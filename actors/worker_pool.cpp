@@ -77,6 +77,9 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, worker_source 
     st.refusal = make_error(errc::invalid_options,
                             st.label + ": its worker source ('" + st.source.description +
                                 "') cannot make workers (capacity 0 or no make function)");
+  // Workers that come and go (remote pools) start at once, to connect.
+  if (!st.refusal && st.source.slot_state)
+    ensure_workers(self, st.source.capacity);
   self->set_exit_handler([self](caf::exit_msg& msg) { stop_pool(self, msg.reason); });
   self->set_down_handler([self](caf::down_msg& msg) {
     // Workers end only when stopped; one that terminated otherwise (killed,

@@ -35,6 +35,8 @@ const char* to_string(errc code) noexcept {
     return "cancelled";
   case errc::invalid_request:
     return "invalid_request";
+  case errc::worker_unavailable:
+    return "worker_unavailable";
   }
   return "unknown_error";
 }

@@ -47,6 +47,10 @@ enum class errc : uint8_t {
   /// A request that the receiver's state does not allow: an epoch started
   /// twice, a training range that moves backwards.
   invalid_request,
+  /// A worker that cannot take requests now (a remote pool that is
+  /// disconnected or refused the connection): the request was not computed,
+  /// and a pool sends it to another worker.
+  worker_unavailable,
 };
 
 /// The category atom of all errors created from `errc`.

@@ -18,6 +18,17 @@
 
 namespace sprintrt {
 
+/// What a pool needs to know about a worker slot whose worker is not simply
+/// one Sprint child that is always there (see `worker_source::slot_state`).
+struct worker_slot_state {
+  /// How many requests the slot's worker computes at once: 1 for a Sprint
+  /// child, a remote pool's number of workers for a remote pool.
+  size_t parallelism = 1;
+  /// Why the worker cannot take requests now ("127.0.0.1:7001: connection
+  /// refused; reconnecting in 2 s"); empty when it can.
+  std::string unavailable;
+};
+
 /// Makes the workers of one pool.
 struct worker_source {
   /// Says what the workers are, for logs ("Sprint children of /usr/bin/rasr").
@@ -35,6 +46,15 @@ struct worker_source {
   /// the request with `child_failed`, so that a request that kills every
   /// worker ends as an error, never as an endless loop of replacements.
   size_t max_resends = 2;
+  /// For sources whose workers differ or come and go (remote pools, with or
+  /// without local children): the current state of slot `index`. Called on
+  /// the pool's actor thread, often: it must be cheap and must not block.
+  /// A pool over such a source makes all its workers at once (so that
+  /// remote ones connect), spreads batches by each slot's measured speed,
+  /// and sends a slot's work elsewhere when its worker answers
+  /// `worker_unavailable`. Unset: every slot computes one request at a time
+  /// and is always there, and batches are spread exactly as RETURNN did.
+  std::function<worker_slot_state(size_t index)> slot_state;
   /// Set when the source cannot make workers at all (e.g. options asking for
   /// remote pools, not supported yet): a pool refuses every request with it.
   caf::error unavailable;

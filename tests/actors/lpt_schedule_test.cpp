@@ -67,3 +67,24 @@ TEST_CASE("LPT assigns every segment exactly once and matches the original's mak
   CHECK(makespan == 500);
   CHECK(jobs[3] == std::vector<size_t>{7, 0, 3, 1});
 }
+
+TEST_CASE("LPT by rate gives a worker three times as fast three times the work") {
+  // Worker 1 (rate 3, e.g. a remote pool of three) would finish the first
+  // two segments at 2 and 4, before worker 0 at 6; the third at 6, a tie that
+  // goes to worker 0; then the rest at 6, 8, 10, against worker 0's 12.
+  auto jobs = lpt_assign(std::vector<int64_t>(6, 6), std::vector<int64_t>{0, 0},
+                         std::vector<double>{1.0, 3.0});
+  CHECK(jobs[0] == std::vector<size_t>{2});
+  CHECK(jobs[1] == std::vector<size_t>{0, 1, 3, 4, 5});
+}
+
+TEST_CASE("LPT by rate leaves out workers of rate 0, and assigns nothing without any") {
+  auto jobs = lpt_assign(std::vector<int64_t>{5, 4}, std::vector<int64_t>{0, 0, 0},
+                         std::vector<double>{0.0, 1.0, 0.0});
+  CHECK(jobs[0].empty());
+  CHECK(jobs[1] == std::vector<size_t>{0, 1});
+  CHECK(jobs[2].empty());
+  auto none = lpt_assign(std::vector<int64_t>{5, 4}, std::vector<int64_t>{0, 0},
+                         std::vector<double>{0.0, 0.0});
+  CHECK(none == std::vector<std::vector<size_t>>(2));
+}

@@ -255,13 +255,41 @@ caf::error parse_env(const field& f, sprint_options& opts) {
   return {};
 }
 
+/// Reads "host:port" (the last ':' separates them, so "[::1]:7000" and
+/// "::1:7000" name IPv6 hosts; brackets are dropped).
+caf::error parse_host_port(const field& entry, remote_endpoint& endpoint) {
+  const std::string text = entry.value.get<std::string>();
+  auto colon = text.rfind(':');
+  auto bad = [&] { return entry.fail("\"host:port\" with a port from 1 to 65535"); };
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    return bad();
+  std::string host = text.substr(0, colon), port = text.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
+    return bad();
+  auto number = std::stoul(port);
+  if (number < 1 || number > 65535)
+    return bad();
+  endpoint.host = std::move(host);
+  endpoint.port = static_cast<uint16_t>(number);
+  return {};
+}
+
 caf::error parse_remote(const field& f, sprint_options& opts) {
   if (!f.value.is_array())
-    return f.fail("a list of {\"host\": ..., \"port\": ...} objects");
+    return f.fail("a list of \"host:port\" strings or {\"host\": ..., \"port\": ...} objects");
   return each_element(f, [&](const field& entry) {
-    if (auto err = check_keys(entry, {"host", "port"}, "an object with \"host\" and \"port\""))
-      return err;
     remote_endpoint endpoint;
+    if (entry.value.is_string()) {
+      if (auto err = parse_host_port(entry, endpoint))
+        return err;
+      opts.remote.push_back(std::move(endpoint));
+      return caf::error{};
+    }
+    if (auto err = check_keys(entry, {"host", "port"},
+                              "\"host:port\" or an object with \"host\" and \"port\""))
+      return err;
     for (const std::string key : {"host", "port"})
       if (!entry.value.contains(key))
         return entry.child("." + key, entry.value).missing();
@@ -309,7 +337,7 @@ constexpr std::array<option_entry, 16> option_table = {{
     {"minPythonControlVersion", count_option<int, &sprint_options::min_python_control_version, 0>},
     {"sprintControlConfig", parse_control_config},
     {"usePythonSegmentOrder", parse_segment_order},
-    {"numInstances", count_option<size_t, &sprint_options::num_instances, 1>},
+    {"numInstances", count_option<size_t, &sprint_options::num_instances, 0>},
     {"pymodPath", string_option<&sprint_options::pymod_path, false>},
     {"pymodName", string_option<&sprint_options::pymod_name, true>},
     {"framing", parse_framing},
@@ -429,6 +457,9 @@ caf::expected<sprint_options> options_from_document(const json& doc) {
     if (auto err = option_table[i].parse(*values[i], opts))
       return err;
   }
+  if (opts.num_instances == 0 && opts.remote.empty())
+    return invalid("option 'numInstances' must be at least 1 unless 'remote' names pools "
+                   "on other machines, got 0");
   return opts;
 }
 

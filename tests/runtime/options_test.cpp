@@ -156,7 +156,7 @@ TEST_CASE("every option's wrong value is an error naming the key") {
       {R"({"sprintExecPath": "/s", "usePythonSegmentOrder": "yes"})",
        R"(option 'usePythonSegmentOrder' must be true or false, got "yes")"},
       {R"({"sprintExecPath": "/s", "numInstances": "two"})",
-       R"(option 'numInstances' must be an integer >= 1, got "two")"},
+       R"(option 'numInstances' must be an integer >= 0, got "two")"},
       {R"({"sprintExecPath": "/s", "pymodPath": 1})", "option 'pymodPath' must be a string, got 1"},
       {R"({"sprintExecPath": "/s", "pymodName": ""})",
        R"(option 'pymodName' must be a non-empty string, got "")"},
@@ -175,7 +175,7 @@ TEST_CASE("every option's wrong value is an error naming the key") {
       {R"({"sprintExecPath": "/s", "env": []})",
        R"(option 'env' must be an object with "set" and "unset", got [])"},
       {R"({"sprintExecPath": "/s", "remote": {}})",
-       R"(option 'remote' must be a list of {"host": ..., "port": ...} objects, got {})"},
+       R"(option 'remote' must be a list of "host:port" strings or {"host": ..., "port": ...} objects, got {})"},
   };
   for (const auto& [json, message] : cases)
     CHECK(parse_error(json) == message);
@@ -208,7 +208,8 @@ TEST_CASE("wrong values inside options are named by their path") {
       {R"({"sprintExecPath": "/s", "sprintControlConfig": {"a": null}})",
        "option 'sprintControlConfig.a' must be a string, number or bool, got null"},
       {R"({"sprintExecPath": "/s", "numInstances": 0})",
-       "option 'numInstances' must be an integer >= 1, got 0"},
+       "option 'numInstances' must be at least 1 unless 'remote' names pools on other machines, "
+       "got 0"},
       {R"({"sprintExecPath": "/s", "initTimeout": 1e10})",
        "option 'initTimeout' must be a number of seconds > 0 (at most 1e9), got 10000000000.0"},
       {R"({"sprintExecPath": "/s", "env": {"sett": {}}})",
@@ -239,8 +240,16 @@ TEST_CASE("wrong values inside options are named by their path") {
        R"(option 'remote[0].host' must be a non-empty string, got "")"},
       {R"({"sprintExecPath": "/s", "remote": [{"host": "h", "port": 1, "x": 2}]})",
        "option 'remote[0]': unknown key 'x' (allowed: 'host', 'port')"},
-      {R"({"sprintExecPath": "/s", "remote": ["h:1"]})",
-       R"(option 'remote[0]' must be an object with "host" and "port", got "h:1")"},
+      {R"({"sprintExecPath": "/s", "remote": [3]})",
+       R"(option 'remote[0]' must be "host:port" or an object with "host" and "port", got 3)"},
+      {R"({"sprintExecPath": "/s", "remote": ["h"]})",
+       R"(option 'remote[0]' must be "host:port" with a port from 1 to 65535, got "h")"},
+      {R"({"sprintExecPath": "/s", "remote": ["h:0"]})",
+       R"(option 'remote[0]' must be "host:port" with a port from 1 to 65535, got "h:0")"},
+      {R"({"sprintExecPath": "/s", "remote": [":7000"]})",
+       R"(option 'remote[0]' must be "host:port" with a port from 1 to 65535, got ":7000")"},
+      {R"({"sprintExecPath": "/s", "remote": ["h:70000"]})",
+       R"(option 'remote[0]' must be "host:port" with a port from 1 to 65535, got "h:70000")"},
   };
   for (const auto& [json, message] : cases)
     CHECK(parse_error(json) == message);
@@ -249,7 +258,7 @@ TEST_CASE("wrong values inside options are named by their path") {
 TEST_CASE("long values are cut short in messages") {
   const std::string long_name(100, 'x');
   CHECK(parse_error(R"({"sprintExecPath": "/s", "numInstances": ")" + long_name + "\"}") ==
-        "option 'numInstances' must be an integer >= 1, got \"" + std::string(59, 'x') + "...");
+        "option 'numInstances' must be an integer >= 0, got \"" + std::string(59, 'x') + "...");
 }
 
 TEST_CASE("config:NAME takes the value of another top-level key") {
@@ -269,7 +278,7 @@ TEST_CASE("config:NAME takes the value of another top-level key") {
 
 TEST_CASE("config: references are validated as the option that refers to them") {
   CHECK(parse_error(R"({"sprintExecPath": "/s", "numInstances": "config:n", "n": "two"})") ==
-        R"(option 'numInstances' (from 'config:n') must be an integer >= 1, got "two")");
+        R"(option 'numInstances' (from 'config:n') must be an integer >= 0, got "two")");
   CHECK(parse_error(R"({"sprintExecPath": "/s", "env": "config:e", "e": {"set": {"A": 1}}})") ==
         "option 'env.set.A' (from 'config:e') must be a string, got 1");
 }
@@ -299,6 +308,14 @@ TEST_CASE("unreferenced unknown keys are refused, with a suggestion when close")
                         "unused": 1})") == "unknown option 'unused'");
 }
 
+TEST_CASE("remote pools are named as host:port or as objects, and allow numInstances 0") {
+  auto opts = parse(R"({"sprintExecPath": "/s", "numInstances": 0,
+                        "remote": ["gpu1:7000", "[::1]:7001", {"host": "h", "port": 2}]})");
+  CHECK(opts.num_instances == 0);
+  CHECK(opts.remote ==
+        std::vector<sprintrt::remote_endpoint>{{"gpu1", 7000}, {"::1", 7001}, {"h", 2}});
+}
+
 TEST_CASE("malformed documents are invalid_options errors") {
   CHECK(parse_error(R"({"sprintExecPath": "/s",})")
             .rfind("malformed JSON: parse error at line 1, column 25:", 0) == 0);
@@ -325,7 +342,8 @@ TEST_CASE("load_options reads a file and names it in errors") {
   CHECK(err.error() == errc::invalid_options);
   CHECK(sprintrt::error_message(err.error()) ==
         "options file '" + bad.path.string() +
-            "': option 'numInstances' must be an integer >= 1, got 0");
+            "': option 'numInstances' must be at least 1 unless 'remote' names pools on other "
+                            "machines, got 0");
 
   temp_file empty{"empty.json", ""};
   auto empty_err = sprintrt::load_options(empty.path.string());

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "actors/remote_source.hpp"
 #include "actors/sprint_worker.hpp"
 #include "sprintrt/error.hpp"
 
@@ -17,11 +18,7 @@ worker_source child_process_source(runtime::io_thread& io, const sprint_options&
   source.make = [&io, opts](caf::actor_system& system, size_t, const std::string& name) {
     return spawn_sprint_worker(system, io, opts, name);
   };
-  if (!opts.remote.empty())
-    source.unavailable =
-        make_error(errc::invalid_options, "the 'remote' option (pools on other machines) is not "
-                                          "supported yet; remove it to run local children");
-  return source;
+  return with_remote_pools(std::move(source), opts);
 }
 
 } // namespace sprintrt

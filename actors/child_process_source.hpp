@@ -15,8 +15,8 @@ namespace sprintrt {
 
 /// Returns a source of `numInstances` workers, each owning a Sprint child
 /// started from `opts` whose pipes run on `io` (which must outlive the
-/// workers). Options with `remote` endpoints give an unavailable source:
-/// remote pools are not supported yet.
+/// workers), plus one worker per remote pool in `opts.remote`
+/// (`with_remote_pools`).
 worker_source child_process_source(runtime::io_thread& io, const sprint_options& opts);
 
 } // namespace sprintrt

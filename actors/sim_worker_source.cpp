@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/remote_source.hpp"
 #include "actors/sim_worker.hpp"
 #include "runtime/child_environment.hpp"
 #include "runtime/sprint_args.hpp"
@@ -68,17 +69,12 @@ caf::expected<worker_source> sim_worker_source(const sprint_options& opts,
                        ")";
   source.capacity = opts.num_instances;
   source.max_resends = opts.max_retries;
-  // As for children: pools on other machines are not supported yet, and
-  // options asking for them must not quietly run here instead.
-  if (!opts.remote.empty())
-    source.unavailable = make_error(errc::invalid_options,
-                                    context + ": the 'remote' option (pools on other machines) "
-                                              "is not supported yet");
   std::shared_ptr<const sim_worker_setup> shared = std::move(setup);
   source.make = [shared](caf::actor_system& system, size_t index, const std::string& name) {
     return spawn_sim_worker(system, shared, index, name);
   };
-  return source;
+  // Remote pools beside the simulated workers, as beside children.
+  return with_remote_pools(std::move(source), opts);
 }
 
 } // namespace sprintrt

@@ -2,6 +2,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/io/middleman.hpp>
 #include <caf/scheduler/coordinator.hpp>
 #include <spdlog/spdlog.h>
 
@@ -10,6 +11,7 @@
 #include "actors/child_process_source.hpp"
 #include "actors/pool_registry.hpp"
 #include "runtime/io_thread.hpp"
+#include "sprintrt/remote_interface.hpp"
 
 namespace sprintrt {
 
@@ -23,6 +25,10 @@ constexpr std::chrono::seconds io_grace{5};
 caf::actor_system_config& configure(caf::actor_system_config& cfg,
                                     const sprint_runtime::settings& config) {
   cfg.set("scheduler.max-threads", config.scheduler_threads);
+  // The network layer, for remote pools (its thread waits in epoll when
+  // there is no connection), and the types that cross it.
+  cfg.load<caf::io::middleman>();
+  add_remote_message_types(cfg);
   if (config.shared_queue)
     cfg.load<caf::scheduler::coordinator<detail::affine_sharing>>();
   else

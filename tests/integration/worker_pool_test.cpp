@@ -349,17 +349,3 @@ TEST_CASE("the runtime schedules actors from a shared queue unless told otherwis
   CHECK(caf::get_or(rt.system().config(), "scheduler.policy", caf::atom("none")) ==
         caf::atom("stealing"));
 }
-
-TEST_CASE("a pool asked for remote workers refuses instead of running local children") {
-  test::temp_dir dir;
-  test::write_corpus(dir, 1, dim);
-  auto opts = sim_options(test::corpus_path(dir));
-  opts.remote = {{"worker-host", 4242}};
-  sprint_runtime rt;
-  pool_client client{rt, opts};
-  auto r = client.automata({"corpus/rec/seg-0"});
-  REQUIRE_FALSE(r);
-  CHECK(r.error() == errc::invalid_options);
-  CHECK_THAT(render(r.error()), Catch::Contains("'remote' option"));
-  CHECK(test::child_processes().empty());
-}

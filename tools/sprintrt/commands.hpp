@@ -26,4 +26,8 @@ void add_demo_command(CLI::App& app, int& exit_code);
 /// checks a Sprint set-up step by step.
 void add_doctor_command(CLI::App& app, int& exit_code);
 
+/// `sprintrt serve --config OPTIONS.json --port P [--bind ADDR] [--insecure]
+/// [--port-file F] [--json]`: a worker pool for trainers on other machines.
+void add_serve_command(CLI::App& app, int& exit_code);
+
 } // namespace sprintrt::cli

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   sprintrt::cli::add_doctor_command(app, exit_code);
   sprintrt::cli::add_loss_command(app, exit_code);
   sprintrt::cli::add_pickle_dump_command(app, exit_code);
+  sprintrt::cli::add_serve_command(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

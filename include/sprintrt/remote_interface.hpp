@@ -1,0 +1,193 @@
+#pragma once
+
+/// @file
+/// The typed interface of a remote worker pool (`sprintrt serve`), and the
+/// values that cross the network to it through CAF's middleman.
+///
+/// Locally, segments travel as slices into shared storage (`segment_job`).
+/// Across machines they travel as values: the segment's name and its rows
+/// of float32 as raw bytes, which CAF's serializers copy in one piece (CAF
+/// serializes a `std::vector<float>` element by element, at ~30 MB/s). Both
+/// ends must be little-endian; the handshake checks it.
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <caf/atom.hpp>
+#include <caf/deserializer.hpp>
+#include <caf/fwd.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/serializer.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "sprintrt/error.hpp"
+#include "sprintrt/segment.hpp"
+#include "sprintrt/worker_interface.hpp"
+
+namespace sprintrt {
+
+/// The handshake of a trainer with a remote pool.
+using hello_atom = caf::atom_constant<caf::atom("hello")>;
+
+/// The version of the remote interface: what the handshake compares (and
+/// names in its error), besides CAF's own check of the typed interface.
+inline constexpr const char* remote_interface_version =
+    "sprintrt remote pools v1 (float32 little-endian)";
+
+/// Why none of the values below crosses the network as a float or double
+/// through CAF's own serialization: CAF 0.17 packs floating point numbers
+/// with a loop that never ends for infinity (a skipped segment's loss is
+/// +inf), and one value at a time. Every floating point value here goes as
+/// its bytes, so that results arrive bit for bit.
+
+/// A `rows` x `cols` float32 matrix, row-major, dense, in storage that can
+/// be shared with a `matrix_slice` (so a server computes straight on what
+/// it received and sends back the storage its pool wrote). On the wire: the
+/// shape, then the floats' raw bytes in one piece.
+struct float_rows {
+  uint64_t rows = 0;
+  uint64_t cols = 0;
+  /// rows * cols values (null for an empty matrix).
+  float_storage values;
+
+  /// Returns it as a slice (for a job).
+  matrix_slice slice() const { return {values, 0, rows, cols, cols}; }
+};
+
+/// Writes `count` elements of `size` bytes at `data` to `sink` as one
+/// sequence of raw bytes.
+caf::error save_raw(caf::serializer& sink, const void* data, size_t count, size_t size);
+
+/// Reads a sequence of raw bytes written by `save_raw` into `out`, which
+/// gets `bytes / size` elements of `size` bytes: `resize(n)` is called with
+/// the element count once the message is known to hold that many bytes (a
+/// peer that claims 4 GB in a small message gets an error, not an
+/// allocation), then `data()` is filled. `what` names the value in errors.
+template <class Vector>
+caf::error load_raw(caf::deserializer& source, Vector& out, const char* what);
+
+/// Checks that `bytes` more bytes can be read from `source` (a binary
+/// deserializer over a received message; others are not bounded here).
+caf::error check_remaining(caf::deserializer& source, size_t bytes, const char* what);
+
+template <class Vector>
+caf::error load_raw(caf::deserializer& source, Vector& out, const char* what) {
+  using value_type = typename Vector::value_type;
+  size_t bytes = 0;
+  if (auto err = source.begin_sequence(bytes))
+    return err;
+  if (bytes % sizeof(value_type) != 0)
+    return make_error(errc::invalid_message, std::string{what} + ": " + std::to_string(bytes) +
+                                                 " bytes, not a whole number of elements");
+  if (auto err = check_remaining(source, bytes, what))
+    return err;
+  out.resize(bytes / sizeof(value_type));
+  if (bytes > 0)
+    if (auto err = source.apply_raw(bytes, out.data()))
+      return err;
+  return source.end_sequence();
+}
+
+/// Writes a `float_rows` to `sink`: rows, cols, then the raw bytes.
+caf::error save_float_rows(caf::serializer& sink, float_rows& x);
+
+/// Reads a `float_rows` from `source`; the byte count must be rows * cols * 4.
+caf::error load_float_rows(caf::deserializer& source, float_rows& x);
+
+/// CAF inspection of `float_rows`: the bytes in one piece when serialized,
+/// only the shape when rendered as text.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, float_rows& x) {
+  if constexpr (std::is_base_of_v<caf::deserializer, Inspector>)
+    return load_float_rows(f, x);
+  else if constexpr (std::is_base_of_v<caf::serializer, Inspector>)
+    return save_float_rows(f, x);
+  else
+    return f(caf::meta::type_name("sprintrt::float_rows"), x.rows, x.cols);
+}
+
+/// One segment for a remote pool: its name and log-posteriors [T, D].
+struct remote_segment {
+  std::string segment;
+  float_rows log_posteriors;
+};
+
+/// A remote pool's answer for a segment: the loss (+inf if Sprint skipped
+/// it) and the error signal [T, D].
+struct remote_loss {
+  double loss = 0;
+  float_rows error_signal;
+};
+
+/// A segment's automaton as a remote pool sends it: `segment_fsa` with its
+/// arrays as raw bytes.
+struct remote_fsa {
+  segment_fsa fsa;
+};
+
+/// Writes a `remote_loss` (the loss as its 8 bytes).
+caf::error save_remote_loss(caf::serializer& sink, remote_loss& x);
+
+/// Reads a `remote_loss`.
+caf::error load_remote_loss(caf::deserializer& source, remote_loss& x);
+
+/// Writes a `remote_fsa`.
+caf::error save_remote_fsa(caf::serializer& sink, remote_fsa& x);
+
+/// Reads a `remote_fsa`: the edges must be three per weight.
+caf::error load_remote_fsa(caf::deserializer& source, remote_fsa& x);
+
+/// CAF inspection of `remote_segment`.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, remote_segment& x) {
+  return f(caf::meta::type_name("sprintrt::remote_segment"), x.segment, x.log_posteriors);
+}
+
+/// CAF inspection of `remote_loss`.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, remote_loss& x) {
+  if constexpr (std::is_base_of_v<caf::deserializer, Inspector>)
+    return load_remote_loss(f, x);
+  else if constexpr (std::is_base_of_v<caf::serializer, Inspector>)
+    return save_remote_loss(f, x);
+  else
+    return f(caf::meta::type_name("sprintrt::remote_loss"), x.loss, x.error_signal);
+}
+
+/// CAF inspection of `remote_fsa`.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, remote_fsa& x) {
+  if constexpr (std::is_base_of_v<caf::deserializer, Inspector>)
+    return load_remote_fsa(f, x);
+  else if constexpr (std::is_base_of_v<caf::serializer, Inspector>)
+    return save_remote_fsa(f, x);
+  else
+    return f(caf::meta::type_name("sprintrt::remote_fsa"), x.fsa.num_states);
+}
+
+/// A worker pool published for trainers on other machines.
+///
+/// - `(hello, interface, options) -> capacity`: a trainer's handshake, with
+///   its `remote_interface_version` and its options' `remote_options_key`.
+///   Errors: `invalid_options` naming what differs. The answer is the
+///   pool's number of workers.
+/// - `(compute, segment) -> remote_loss`: one segment's loss and error
+///   signal. Errors are the pool's (`child_exception`, `child_failed`, ...);
+///   `invalid_input` for a shape that does not match its bytes.
+/// - `(fsa, segment) -> remote_fsa`: one segment's automaton.
+///
+/// A trainer that disconnects loses its work: what it queued is dropped,
+/// what is in progress is cancelled; other trainers are served on.
+using remote_pool_actor =
+    caf::typed_actor<caf::replies_to<hello_atom, std::string, std::string>::with<uint64_t>,
+                     caf::replies_to<compute_atom, remote_segment>::with<remote_loss>,
+                     caf::replies_to<fsa_atom, std::string>::with<remote_fsa>>;
+
+/// Registers the types above with CAF, as every process
+/// that talks to remote pools must, under the same names on both ends.
+void add_remote_message_types(caf::actor_system_config& config);
+
+} // namespace sprintrt

@@ -1,0 +1,306 @@
+// Remote pools: `sprintrt serve` processes on 127.0.0.1 serving a local
+// trainer through CAF's middleman. Results equal a local run bit for bit
+// (batches, automata, the scheduler); a server killed mid-batch costs
+// nothing but time; wrong ports and other options are clear errors; and no
+// process, child or descriptor is left.
+
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "sprintrt/pool_client.hpp"
+#include "sprintrt/seqtrain_client.hpp"
+#include "sprintrt/sprint_runtime.hpp"
+#include "tests/integration/integration_support.hpp"
+#include "tests/integration/seqtrain_support.hpp"
+#include "tests/support/leak_check.hpp"
+#include "tests/support/process_checks.hpp"
+
+extern char** environ;
+
+using namespace sprintrt;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr size_t dim = 5;
+
+/// A `sprintrt serve` process on 127.0.0.1 and a free port, for `opts`;
+/// stopped with SIGTERM (or killed) and reaped at the end.
+class serve_process {
+public:
+  serve_process(const test::temp_dir& dir, const std::string& name, const sprint_options& opts) {
+    auto config = dir.path() + "/" + name + ".json";
+    std::ofstream{config} << to_json_string(opts);
+    auto port_file = dir.path() + "/" + name + ".port";
+    std::vector<std::string> args{SPRINTRT_CLI_PATH, "--log-level", "info",   "serve",
+                                  "--config",        config,        "--port", "0",
+                                  "--port-file",     port_file};
+    std::vector<char*> argv;
+    for (auto& arg : args)
+      argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    // Its log goes to a file of its own, for a failing test to show.
+    log_ = dir.path() + "/" + name + ".log";
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    posix_spawn_file_actions_addopen(&files, 2, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int spawned = posix_spawn(&pid_, argv[0], &files, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&files);
+    REQUIRE(spawned == 0);
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::ifstream in{port_file};
+      if (in >> port_)
+        return;
+      std::this_thread::sleep_for(10ms);
+    }
+    FAIL("sprintrt serve did not start listening within 20 s");
+  }
+
+  ~serve_process() {
+    if (pid_ > 0)
+      stop(SIGTERM);
+  }
+
+  /// Returns the endpoint to name in `remote`.
+  remote_endpoint endpoint() const { return {"127.0.0.1", port_}; }
+
+  pid_t pid() const { return pid_; }
+
+  /// Returns what it logged so far.
+  std::string log() const {
+    std::ifstream in{log_};
+    return {std::istreambuf_iterator<char>{in}, {}};
+  }
+
+  /// Sends `signal` and reaps it (SIGKILL after 20 s); returns its wait status.
+  int stop(int signal) {
+    ::kill(pid_, signal);
+    int status = 0;
+    for (int i = 0; i < 2000; ++i) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+private:
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+  std::string log_;
+};
+
+/// How many processes mention `text` in their command line (the servers'
+/// sprint-sim children name the test's corpus).
+size_t processes_mentioning(const std::string& text) {
+  size_t count = 0;
+  DIR* proc = ::opendir("/proc");
+  while (auto* entry = ::readdir(proc)) {
+    std::ifstream in{std::string{"/proc/"} + entry->d_name + "/cmdline"};
+    std::string cmdline{std::istreambuf_iterator<char>{in}, {}};
+    if (cmdline.find(text) != std::string::npos)
+      ++count;
+  }
+  ::closedir(proc);
+  return count;
+}
+
+/// Waits until no process mentions `text` (at most 10 s); returns whether.
+bool all_gone(const std::string& text) {
+  for (int i = 0; i < 1000; ++i) {
+    if (processes_mentioning(text) == 0)
+      return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+/// A [T, B, D] batch of `count` segments from `first`, lengths 3 + (i % 7).
+batch make_batch(const std::vector<test::test_segment>& segments, size_t first, size_t count) {
+  return test::make_batch(segments, first, count, dim, 3, 7, 300);
+}
+
+/// Checks that two batch results are equal bit for bit.
+void check_identical(const batch_result& got, const batch_result& want) {
+  CHECK(got.loss == want.loss);
+  REQUIRE(got.error_signal.shape() == want.error_signal.shape());
+  CHECK(std::equal(got.error_signal.data(), got.error_signal.data() + got.error_signal.size(),
+                   want.error_signal.data()));
+}
+
+/// The options of the trainer: one local child and the given remote pools.
+sprint_options trainer_options(const sprint_options& base, std::vector<remote_endpoint> remote,
+                               size_t local) {
+  auto opts = base;
+  opts.num_instances = local;
+  opts.remote = std::move(remote);
+  return opts;
+}
+
+} // namespace
+
+TEST_CASE("two serve processes and a local child give a local run's results bit for bit") {
+  test::fd_snapshot fds;
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 24, dim);
+  auto base = test::sim_options(test::corpus_path(dir));
+  {
+    auto served = base;
+    served.num_instances = 2;
+    serve_process a{dir, "a", served}, b{dir, "b", served};
+    sprint_runtime rt;
+    auto local_opts = base;
+    local_opts.num_instances = 2;
+    pool_client local{rt, local_opts};
+    auto opts = trainer_options(base, {a.endpoint(), b.endpoint()}, 1);
+    pool_client mixed{rt, opts};
+
+    SECTION("batches") {
+      for (size_t first : {0, 8, 16}) {
+        auto want = local.compute(make_batch(segments, first, 8));
+        REQUIRE(want);
+        auto got = mixed.compute(make_batch(segments, first, 8));
+        REQUIRE(got);
+        check_identical(*got, *want);
+      }
+      auto stats = mixed.stats();
+      REQUIRE(stats);
+      CHECK(stats->capacity == 3);
+      REQUIRE(stats->workers.size() == 3);
+      // Every worker took part: the local child and both remote pools.
+      for (const auto& worker : stats->workers)
+        CHECK(worker.requests_served > 0);
+    }
+    SECTION("automata") {
+      std::vector<std::string> tags;
+      for (const auto& segment : segments)
+        tags.push_back(segment.name);
+      auto want = local.automata(tags);
+      REQUIRE(want);
+      auto got = mixed.automata(tags);
+      REQUIRE(got);
+      CHECK(got->edges == want->edges);
+      CHECK(got->weights == want->weights);
+      CHECK(got->start_end_states == want->start_end_states);
+    }
+    SECTION("the sequence-training scheduler") {
+      seqtrain_client sched{rt, rt.pool(opts), {16, 3, false}};
+      test::check_epoch_equals_pool(sched, local, segments, 4, dim);
+    }
+    rt.shutdown();
+    CHECK(WIFEXITED(a.stop(SIGTERM)));
+    CHECK(WIFEXITED(b.stop(SIGTERM)));
+  }
+  CHECK(all_gone(test::corpus_path(dir)));
+  test::check_nothing_left(fds);
+}
+
+TEST_CASE("a serve process killed mid-batch: the batch completes exactly elsewhere") {
+  test::fd_snapshot fds;
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 32, dim);
+  auto base = test::sim_options(test::corpus_path(dir));
+  {
+    // Slow servers (20 ms a segment), so that the kill comes mid-batch.
+    auto slow = test::sim_options(test::corpus_path(dir), {"delay-ms=20"});
+    slow.num_instances = 2;
+    serve_process doomed{dir, "doomed", slow}, survivor{dir, "survivor", slow};
+    sprint_runtime rt;
+    auto local_opts = base;
+    local_opts.num_instances = 2;
+    pool_client local{rt, local_opts};
+    // The trainer's options must equal the servers' (delay included).
+    pool_client remote_only{rt, trainer_options(slow, {doomed.endpoint(), survivor.endpoint()}, 0)};
+    auto want = local.compute(make_batch(segments, 0, 32));
+    REQUIRE(want);
+    auto running = std::async(std::launch::async,
+                              [&] { return remote_only.compute(make_batch(segments, 0, 32)); });
+    // Kill it once some segments are done, well before all are.
+    for (int i = 0; i < 500; ++i) {
+      auto stats = remote_only.stats();
+      if (stats && stats->segments >= 4)
+        break;
+      std::this_thread::sleep_for(5ms);
+    }
+    doomed.stop(SIGKILL);
+    auto got = running.get();
+    REQUIRE(got);
+    check_identical(*got, *want);
+    // The next batch goes to the survivor alone, still exact.
+    auto again = remote_only.compute(make_batch(segments, 0, 32));
+    REQUIRE(again);
+    check_identical(*again, *want);
+    rt.shutdown();
+  }
+  CHECK(all_gone(test::corpus_path(dir)));
+  test::check_nothing_left(fds);
+}
+
+TEST_CASE("remote pools that cannot serve are clear errors naming the endpoint and why") {
+  test::fd_snapshot fds;
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 4, dim);
+  auto base = test::sim_options(test::corpus_path(dir));
+  {
+    auto served = base;
+    served.num_instances = 1;
+    serve_process server{dir, "server", served};
+    sprint_runtime rt;
+
+    SECTION("nothing listens on the port") {
+      // A port just listened on, now closed.
+      serve_process gone{dir, "gone", served};
+      auto port = gone.endpoint().port;
+      gone.stop(SIGTERM);
+      pool_client pool{rt, trainer_options(base, {{"127.0.0.1", port}}, 0)};
+      auto result = pool.compute(make_batch(segments, 0, 2));
+      REQUIRE_FALSE(result);
+      CHECK(result.error() == errc::worker_unavailable);
+      auto text = render(result.error());
+      INFO(text);
+      CHECK(text.find("no worker can take it") != std::string::npos);
+      CHECK(text.find("127.0.0.1:" + std::to_string(port) + ": cannot connect") !=
+            std::string::npos);
+    }
+    SECTION("the server runs other Sprint options") {
+      auto other = test::sim_options(test::corpus_path(dir), {"loss-type=numpy-float32"});
+      pool_client pool{rt, trainer_options(other, {server.endpoint()}, 0)};
+      auto result = pool.compute(make_batch(segments, 0, 2));
+      REQUIRE_FALSE(result);
+      auto text = render(result.error());
+      INFO(text);
+      CHECK(text.find("serves other Sprint options than the trainer's") != std::string::npos);
+      CHECK(text.find("'sprintConfigStr'") != std::string::npos);
+    }
+    SECTION("a local child still serves while the remote pool is unreachable") {
+      pool_client pool{rt, trainer_options(base, {{"127.0.0.1", 1}}, 1)};
+      pool_client local{rt, base};
+      auto want = local.compute(make_batch(segments, 0, 4));
+      REQUIRE(want);
+      auto got = pool.compute(make_batch(segments, 0, 4));
+      REQUIRE(got);
+      check_identical(*got, *want);
+    }
+    rt.shutdown();
+  }
+  CHECK(all_gone(test::corpus_path(dir)));
+  test::check_nothing_left(fds);
+}

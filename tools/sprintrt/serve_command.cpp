@@ -1,0 +1,123 @@
+// `sprintrt serve`: a worker pool on this machine, published through CAF's
+// middleman for trainers on other machines (their option `remote`).
+
+#include <csignal>
+#include <fstream>
+#include <iostream>
+
+#include <caf/actor_system.hpp>
+#include <caf/io/middleman.hpp>
+#include <nlohmann/json.hpp>
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/remote_server.hpp"
+#include "sprintrt/sprint_runtime.hpp"
+#include "tools/sprintrt/commands.hpp"
+
+namespace sprintrt::cli {
+
+namespace {
+
+struct serve_options {
+  std::string config;
+  uint16_t port = 0;
+  std::string bind = "127.0.0.1";
+  bool insecure = false;
+  std::string port_file;
+  bool json_output = false;
+};
+
+int fail(const std::string& what) {
+  std::cerr << "sprintrt serve: " << what << "\n";
+  return 1;
+}
+
+/// Whether `address` can only be reached from this machine.
+bool is_loopback(const std::string& address) {
+  return address == "localhost" || address == "::1" || address.rfind("127.", 0) == 0;
+}
+
+int run(const serve_options& cli) {
+  auto opts = load_options(cli.config);
+  if (!opts)
+    return fail(render(opts.error()));
+  if (!opts->remote.empty())
+    return fail(cli.config + ": a server runs its own children: its options may not name "
+                             "remote pools ('remote')");
+  if (opts->num_instances == 0)
+    return fail(cli.config + ": a server needs at least one worker ('numInstances')");
+  if (!is_loopback(cli.bind) && !cli.insecure)
+    return fail("--bind " + cli.bind +
+                " would let other machines in without TLS, which this "
+                "build does not offer yet; pass --insecure on a network you trust, or bind "
+                "to 127.0.0.1 and tunnel (ssh -L)");
+  // SIGINT and SIGTERM wait for the main thread: blocked here, before any
+  // other thread starts, so every thread inherits the mask (children get an
+  // empty mask and default dispositions when they are spawned).
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  sprint_runtime rt;
+  auto pool = rt.pool(*opts);
+  auto server =
+      spawn_remote_server(rt.system(), pool, opts->num_instances, *opts, "sprintrt serve");
+  auto port = rt.system().middleman().publish(server, cli.port, cli.bind.c_str(), true);
+  if (!port)
+    return fail("cannot listen on " + cli.bind + ":" + std::to_string(cli.port) + ": " +
+                rt.system().render(port.error()));
+  spdlog::info("sprintrt serve: {} workers for {} listening on {}:{}", opts->num_instances,
+               cli.config, cli.bind, *port);
+  if (!cli.port_file.empty()) {
+    // Written whole under another name, then renamed: a reader never sees
+    // half of it.
+    std::string partial = cli.port_file + ".partial";
+    std::ofstream{partial} << *port << "\n";
+    std::rename(partial.c_str(), cli.port_file.c_str());
+  }
+  if (cli.json_output)
+    std::cout << nlohmann::json{{"bind", cli.bind},
+                                {"port", *port},
+                                {"workers", opts->num_instances}}
+                     .dump()
+              << std::endl;
+  else
+    std::cout << "listening on " << cli.bind << ":" << *port << std::endl;
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  spdlog::info("sprintrt serve: {}: stopping the workers", strsignal(signal));
+  rt.system().middleman().unpublish(server, *port);
+  caf::anon_send_exit(server, caf::exit_reason::user_shutdown);
+  rt.shutdown();
+  return 0;
+}
+
+} // namespace
+
+void add_serve_command(CLI::App& app, int& exit_code) {
+  auto cli = std::make_shared<serve_options>();
+  auto* cmd = app.add_subcommand(
+      "serve", "run a worker pool on this machine for trainers on other machines (their "
+               "option 'remote'); SIGINT or SIGTERM stops it and its children cleanly");
+  cmd->add_option("--config", cli->config, "the pool's options (JSON), as the trainers' own")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--port", cli->port, "TCP port (0: any free one, see --port-file)")->required();
+  cmd->add_option("--bind", cli->bind, "the address to listen on")->capture_default_str();
+  cmd->add_flag("--insecure", cli->insecure,
+                "allow an address other machines can reach, without TLS");
+  cmd->add_option("--port-file", cli->port_file, "write the port listened on to this file");
+  cmd->add_flag("--json", cli->json_output, "print where it listens as one JSON line");
+  cmd->callback([cli, &exit_code, &app] {
+    // Connections are what a server has to say: at least info, unless the
+    // user chose a level.
+    if (app.get_option("--log-level")->count() == 0)
+      spdlog::set_level(spdlog::level::info);
+    exit_code = run(*cli);
+  });
+}
+
+} // namespace sprintrt::cli

@@ -1,5 +1,8 @@
 #include "sprintrt/remote_interface.hpp"
 
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -14,28 +17,60 @@ static_assert(sizeof(float) == 4, "float_rows sends float32");
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "remote pools send raw little-endian floats (remote_interface_version)");
 
+float_storage make_float_storage(size_t count) {
+  auto storage = std::make_shared<std::vector<float>>();
+  storage->reserve(count);
+  // glibc maps blocks this large afresh each time: without huge pages, the
+  // first touch of a 48 MB segment costs ~100 ms of page faults here, more
+  // than sending it. Asked before the first touch (resize zeroes it).
+  constexpr size_t huge_page = 2 << 20;
+  size_t bytes = count * sizeof(float);
+  if (bytes >= 4 * huge_page) {
+    auto begin = reinterpret_cast<uintptr_t>(storage->data());
+    auto first = (begin + huge_page - 1) & ~(huge_page - 1);
+    auto last = (begin + bytes) & ~(huge_page - 1);
+    if (last > first)
+      ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  }
+  storage->resize(count);
+  return storage;
+}
+
 caf::error save_raw(caf::serializer& sink, const void* data, size_t count, size_t size) {
   size_t bytes = count * size;
+  // CAF 0.17 writes sequence lengths as 32 bits.
+  if (bytes > std::numeric_limits<uint32_t>::max())
+    return make_error(errc::message_too_large, std::to_string(bytes) +
+                                                   " bytes in one value: CAF's messages hold 4 GiB "
+                                                   "less one byte at most");
   return caf::error::eval(
       [&] { return sink.begin_sequence(bytes); },
       [&] { return bytes > 0 ? sink.apply_raw(bytes, const_cast<void*>(data)) : caf::error{}; },
       [&] { return sink.end_sequence(); });
 }
 
-caf::error check_remaining(caf::deserializer& source, size_t bytes, const char* what) {
+caf::expected<size_t> begin_raw(caf::deserializer& source, size_t size, const char* what) {
+  size_t bytes = 0;
+  if (auto err = source.begin_sequence(bytes))
+    return err;
+  if (bytes % size != 0)
+    return make_error(errc::invalid_message, std::string{what} + ": " + std::to_string(bytes) +
+                                                 " bytes, not a whole number of elements");
   // CAF's network layer reads with a binary deserializer over the received
-  // message: the bytes must be in it.
+  // message: the bytes must be in it. (Other deserializers read from
+  // memory of their own: they are not bounded here.)
   auto* binary = dynamic_cast<caf::binary_deserializer*>(&source);
   if (binary != nullptr && bytes > binary->remaining())
     return make_error(errc::invalid_message,
                       std::string{what} + ": " + std::to_string(bytes) + " bytes claimed, " +
                           std::to_string(binary->remaining()) + " left in the message");
-  return {};
+  return bytes / size;
 }
 
 caf::error save_float_rows(caf::serializer& sink, float_rows& x) {
   size_t count = x.values ? x.values->size() : 0;
-  if (count != x.rows * x.cols)
+  bool overflows = x.cols != 0 && x.rows > std::numeric_limits<size_t>::max() / x.cols;
+  if (overflows || count != x.rows * x.cols)
     return make_error(errc::invalid_input, "float_rows: " + std::to_string(x.rows) + " x " +
                                                std::to_string(x.cols) + " with " +
                                                std::to_string(count) + " values");
@@ -47,8 +82,16 @@ caf::error save_float_rows(caf::serializer& sink, float_rows& x) {
 caf::error load_float_rows(caf::deserializer& source, float_rows& x) {
   if (auto err = source(x.rows, x.cols))
     return err;
-  auto values = std::make_shared<std::vector<float>>();
-  if (auto err = load_raw(source, *values, "float_rows"))
+  auto count = begin_raw(source, sizeof(float), "float_rows");
+  if (!count)
+    return std::move(count.error());
+  auto values = make_float_storage(*count);
+  if (auto err = caf::error::eval(
+          [&] {
+            return *count > 0 ? source.apply_raw(*count * sizeof(float), values->data())
+                              : caf::error{};
+          },
+          [&] { return source.end_sequence(); }))
     return err;
   if (x.cols != 0 && x.rows > values->size() / x.cols)
     return make_error(errc::invalid_message, "float_rows: " + std::to_string(x.rows) + " x " +

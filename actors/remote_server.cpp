@@ -60,7 +60,7 @@ void run(server_pointer self, const caf::actor_addr& trainer, queued_segment ite
   ++st.running;
   auto& in = item.segment.log_posteriors;
   auto out = std::make_shared<float_rows>(float_rows{in.rows, in.cols, nullptr});
-  out->values = std::make_shared<std::vector<float>>(in.rows * in.cols);
+  out->values = make_float_storage(in.rows * in.cols);
   segment_job job{std::move(item.segment.segment), in.slice(), out->slice(), gate};
   auto done = [self, trainer, id] {
     auto& st = self->state;

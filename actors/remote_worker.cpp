@@ -58,8 +58,7 @@ caf::error unavailable(worker_pointer self) {
 
 /// A loss request's log-posteriors, copied out of the job's slice.
 float_rows copy_rows(const matrix_slice& slice) {
-  float_rows rows{slice.rows, slice.cols,
-                  std::make_shared<std::vector<float>>(slice.rows * slice.cols)};
+  float_rows rows{slice.rows, slice.cols, make_float_storage(slice.rows * slice.cols)};
   for (size_t r = 0; r < slice.rows; ++r)
     std::memcpy(rows.values->data() + r * slice.cols, slice.row(r), slice.cols * sizeof(float));
   return rows;

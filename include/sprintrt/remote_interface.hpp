@@ -57,36 +57,32 @@ struct float_rows {
   matrix_slice slice() const { return {values, 0, rows, cols, cols}; }
 };
 
+/// Returns storage of `count` zeroed floats; large ones on transparent huge
+/// pages where the kernel offers them (first touch is 10x cheaper).
+float_storage make_float_storage(size_t count);
+
 /// Writes `count` elements of `size` bytes at `data` to `sink` as one
 /// sequence of raw bytes.
 caf::error save_raw(caf::serializer& sink, const void* data, size_t count, size_t size);
 
-/// Reads a sequence of raw bytes written by `save_raw` into `out`, which
-/// gets `bytes / size` elements of `size` bytes: `resize(n)` is called with
-/// the element count once the message is known to hold that many bytes (a
-/// peer that claims 4 GB in a small message gets an error, not an
-/// allocation), then `data()` is filled. `what` names the value in errors.
-template <class Vector>
-caf::error load_raw(caf::deserializer& source, Vector& out, const char* what);
+/// Begins reading a sequence of raw bytes written by `save_raw` of
+/// elements of `size` bytes: returns how many elements follow, once the
+/// byte count is known to be a whole number of elements that the message
+/// still holds (a peer that claims 4 GB in a small message gets an error,
+/// not an allocation). `what` names the value in errors.
+caf::expected<size_t> begin_raw(caf::deserializer& source, size_t size, const char* what);
 
-/// Checks that `bytes` more bytes can be read from `source` (a binary
-/// deserializer over a received message; others are not bounded here).
-caf::error check_remaining(caf::deserializer& source, size_t bytes, const char* what);
-
+/// Reads a sequence of raw bytes written by `save_raw` into `out` (resized
+/// to the element count `begin_raw` allows).
 template <class Vector>
 caf::error load_raw(caf::deserializer& source, Vector& out, const char* what) {
   using value_type = typename Vector::value_type;
-  size_t bytes = 0;
-  if (auto err = source.begin_sequence(bytes))
-    return err;
-  if (bytes % sizeof(value_type) != 0)
-    return make_error(errc::invalid_message, std::string{what} + ": " + std::to_string(bytes) +
-                                                 " bytes, not a whole number of elements");
-  if (auto err = check_remaining(source, bytes, what))
-    return err;
-  out.resize(bytes / sizeof(value_type));
-  if (bytes > 0)
-    if (auto err = source.apply_raw(bytes, out.data()))
+  auto count = begin_raw(source, sizeof(value_type), what);
+  if (!count)
+    return std::move(count.error());
+  out.resize(*count);
+  if (*count > 0)
+    if (auto err = source.apply_raw(*count * sizeof(value_type), out.data()))
       return err;
   return source.end_sequence();
 }

@@ -9,6 +9,7 @@
 #include "tools/bench/figure_runs.hpp"
 #include "tools/bench/pool_bench.hpp"
 #include "tools/bench/protocol_bench.hpp"
+#include "tools/bench/remote_bench.hpp"
 #include "tools/bench/seqtrain_bench.hpp"
 #include "tools/bench/sim_bench.hpp"
 
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   sprintrt::bench::add_protocol_bench(app);
   sprintrt::bench::add_pool_bench(app, argc > 0 ? argv[0] : "");
   sprintrt::bench::add_seqtrain_bench(app, argc > 0 ? argv[0] : "");
+  sprintrt::bench::add_remote_bench(app);
   sprintrt::bench::add_all_bench(app, argc > 0 ? argv[0] : "");
   sprintrt::bench::add_large_rss_command(app, argc > 0 ? argv[0] : "");
   try {

@@ -1,13 +1,18 @@
 #include "tools/bench/bench_support.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 namespace sprintrt::bench {
@@ -126,6 +131,33 @@ void report(const bench_options& options, const std::string& name,
       std::cout << "  " << note << '\n';
   }
   std::cout << std::flush;
+}
+
+void write_fully(int fd, const char* data, size_t n, const std::string& what) {
+  while (n > 0) {
+    ssize_t k = ::write(fd, data, n);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      throw std::runtime_error(what + ": write: " + std::strerror(errno));
+    data += k;
+    n -= static_cast<size_t>(k);
+  }
+}
+
+bool read_fully(int fd, char* data, size_t n, const std::string& what) {
+  while (n > 0) {
+    ssize_t k = ::read(fd, data, n);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k < 0)
+      throw std::runtime_error(what + ": read: " + std::strerror(errno));
+    if (k == 0)
+      return false;
+    data += k;
+    n -= static_cast<size_t>(k);
+  }
+  return true;
 }
 
 } // namespace sprintrt::bench

@@ -57,6 +57,14 @@ void time_each(size_t count, std::vector<double>& samples, Body&& body) {
   }
 }
 
+/// Writes all `n` bytes at `data` to `fd` (retrying after signals); throws
+/// `std::runtime_error` naming `what` and the system error otherwise.
+void write_fully(int fd, const char* data, size_t n, const std::string& what);
+
+/// Reads exactly `n` bytes from `fd` into `data`; returns false if the
+/// stream ended first; throws `std::runtime_error` naming `what` on errors.
+bool read_fully(int fd, char* data, size_t n, const std::string& what);
+
 /// Returns the throughput of `bytes` moved in `us` microseconds, in MB/s
 /// (10^6 bytes per second).
 double megabytes_per_second(double bytes, double us);

@@ -1,5 +1,7 @@
 #include "tools/bench/pipe_echo.hpp"
 
+#include "tools/bench/bench_support.hpp"
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -26,29 +28,12 @@ constexpr int pipe_size = 1 << 20;
 }
 
 void write_all(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    ssize_t k = ::write(fd, data, n);
-    if (k < 0 && errno == EINTR)
-      continue;
-    if (k <= 0)
-      fail("write");
-    data += k;
-    n -= static_cast<size_t>(k);
-  }
+  write_fully(fd, data, n, "pipe echo");
 }
 
 void read_all(int fd, char* data, size_t n) {
-  while (n > 0) {
-    ssize_t k = ::read(fd, data, n);
-    if (k < 0 && errno == EINTR)
-      continue;
-    if (k < 0)
-      fail("read");
-    if (k == 0)
-      throw std::runtime_error("pipe echo: the child closed its stdout");
-    data += k;
-    n -= static_cast<size_t>(k);
-  }
+  if (!read_fully(fd, data, n, "pipe echo"))
+    throw std::runtime_error("pipe echo: the child closed its stdout");
 }
 
 // The store-and-forward child: fd 0 in, fd 1 out, until EOF. The message's

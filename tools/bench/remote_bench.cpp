@@ -56,30 +56,11 @@ struct remote_bench_options {
 }
 
 void write_all(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    auto n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      fail_errno("write");
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
+  write_fully(fd, data, size, "remote bench");
 }
 
 bool read_all(int fd, char* data, size_t size) {
-  while (size > 0) {
-    auto n = ::read(fd, data, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      fail_errno("read");
-    if (n == 0)
-      return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
+  return read_fully(fd, data, size, "remote bench");
 }
 
 /// A forked child process, killed and reaped on destruction.

@@ -17,8 +17,10 @@
 #include <cmath>
 #include <fstream>
 #include <future>
+#include <regex>
 #include <thread>
 
+#include "runtime/npy_file.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/seqtrain_client.hpp"
 #include "sprintrt/sprint_runtime.hpp"
@@ -36,6 +38,31 @@ namespace {
 
 constexpr size_t dim = 5;
 
+/// Starts `sprintrt` with `args`, its stderr into the file `log`; returns
+/// its pid.
+pid_t spawn_cli(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> words{SPRINTRT_CLI_PATH};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& word : words)
+    argv.push_back(word.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  int spawned = posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  REQUIRE(spawned == 0);
+  return pid;
+}
+
+/// Returns the contents of the file at `path` ("" if there is none).
+std::string slurp(const std::string& path) {
+  std::ifstream in{path};
+  return {std::istreambuf_iterator<char>{in}, {}};
+}
+
 /// A `sprintrt serve` process on 127.0.0.1 and a free port, for `opts`;
 /// stopped with SIGTERM (or killed) and reaped at the end.
 class serve_process {
@@ -44,21 +71,11 @@ public:
     auto config = dir.path() + "/" + name + ".json";
     std::ofstream{config} << to_json_string(opts);
     auto port_file = dir.path() + "/" + name + ".port";
-    std::vector<std::string> args{SPRINTRT_CLI_PATH, "--log-level", "info",   "serve",
-                                  "--config",        config,        "--port", "0",
-                                  "--port-file",     port_file};
-    std::vector<char*> argv;
-    for (auto& arg : args)
-      argv.push_back(arg.data());
-    argv.push_back(nullptr);
     // Its log goes to a file of its own, for a failing test to show.
     log_ = dir.path() + "/" + name + ".log";
-    posix_spawn_file_actions_t files;
-    posix_spawn_file_actions_init(&files);
-    posix_spawn_file_actions_addopen(&files, 2, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int spawned = posix_spawn(&pid_, argv[0], &files, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&files);
-    REQUIRE(spawned == 0);
+    pid_ = spawn_cli({"--log-level", "info", "serve", "--config", config, "--port", "0",
+                      "--port-file", port_file},
+                     log_);
     auto deadline = std::chrono::steady_clock::now() + 20s;
     while (std::chrono::steady_clock::now() < deadline) {
       std::ifstream in{port_file};
@@ -80,10 +97,7 @@ public:
   pid_t pid() const { return pid_; }
 
   /// Returns what it logged so far.
-  std::string log() const {
-    std::ifstream in{log_};
-    return {std::istreambuf_iterator<char>{in}, {}};
-  }
+  std::string log() const { return slurp(log_); }
 
   /// Sends `signal` and reaps it (SIGKILL after 20 s); returns its wait status.
   int stop(int signal) {
@@ -300,6 +314,80 @@ TEST_CASE("remote pools that cannot serve are clear errors naming the endpoint a
       check_identical(*got, *want);
     }
     rt.shutdown();
+  }
+  CHECK(all_gone(test::corpus_path(dir)));
+  test::check_nothing_left(fds);
+}
+
+TEST_CASE("a server that loses a trainer drops its work and serves the others on") {
+  test::fd_snapshot fds;
+  test::temp_dir dir;
+  constexpr size_t count = 40;
+  auto segments = test::write_corpus(dir, count, dim);
+  auto base = test::sim_options(test::corpus_path(dir));
+  {
+    // One worker at 50 ms a segment: trainer A's 40 segments take 2 s.
+    auto slow = test::sim_options(test::corpus_path(dir), {"delay-ms=50"});
+    slow.num_instances = 1;
+    serve_process server{dir, "server", slow};
+    auto trainer_a = trainer_options(slow, {server.endpoint()}, 0);
+    std::ofstream{dir.path() + "/a.json"} << to_json_string(trainer_a);
+    auto b = make_batch(segments, 0, count);
+    size_t lp_shape[] = {b.log_posteriors.dim(0), count, dim};
+    REQUIRE_FALSE(runtime::write_npy<float>(
+        dir.path() + "/lp.npy", lp_shape,
+        span<const float>{b.log_posteriors.data(), b.log_posteriors.size()}));
+    size_t len_shape[] = {count};
+    REQUIRE_FALSE(runtime::write_npy<int64_t>(dir.path() + "/len.npy", len_shape, b.seq_lengths));
+    {
+      std::ofstream tags{dir.path() + "/tags.txt"};
+      for (const auto& tag : b.tags)
+        tags << tag << "\n";
+    }
+    pid_t a = spawn_cli({"loss", "--config", dir.path() + "/a.json", "--log-posteriors",
+                         dir.path() + "/lp.npy", "--seq-lengths", dir.path() + "/len.npy", "--tags",
+                         dir.path() + "/tags.txt", "--loss-out", dir.path() + "/loss.npy",
+                         "--error-signal-out", dir.path() + "/es.npy"},
+                        dir.path() + "/a.log");
+    // Trainer A is mid-batch once the server has served it for a while.
+    bool connected = false;
+    for (int i = 0; i < 2000 && !connected; ++i) {
+      connected = server.log().find("connected") != std::string::npos;
+      std::this_thread::sleep_for(10ms);
+    }
+    REQUIRE(connected);
+    std::this_thread::sleep_for(300ms);
+    ::kill(a, SIGKILL);
+    ::waitpid(a, nullptr, 0);
+    bool dropped = false;
+    for (int i = 0; i < 1000 && !dropped; ++i) {
+      dropped = server.log().find("disconnected") != std::string::npos;
+      std::this_thread::sleep_for(10ms);
+    }
+    INFO(server.log());
+    REQUIRE(dropped);
+    // It held up to four of A's segments (A's pool keeps four ahead per
+    // remote worker): up to two at its pool (one worker), the rest queued.
+    std::smatch counts;
+    auto log = server.log();
+    REQUIRE(std::regex_search(
+        log, counts, std::regex{"(\\d+) queued segments dropped, (\\d+) in progress cancelled"}));
+    auto queued = std::stoul(counts[1]), running = std::stoul(counts[2]);
+    CHECK(running >= 1);
+    CHECK(running <= 2);
+    CHECK(queued + running <= 4);
+
+    // Trainer B (this process) is served exactly by the same server.
+    sprint_runtime rt;
+    pool_client local{rt, base};
+    pool_client remote_only{rt, trainer_options(slow, {server.endpoint()}, 0)};
+    auto want = local.compute(make_batch(segments, 0, 4));
+    REQUIRE(want);
+    auto got = remote_only.compute(make_batch(segments, 0, 4));
+    REQUIRE(got);
+    check_identical(*got, *want);
+    rt.shutdown();
+    CHECK(WIFEXITED(server.stop(SIGTERM)));
   }
   CHECK(all_gone(test::corpus_path(dir)));
   test::check_nothing_left(fds);

@@ -38,16 +38,23 @@ assignment::~assignment() {
 }
 
 void assignment::release() noexcept {
-  if (load_)
-    load_->done_frames += frames_;
-  withdraw();
+  uncount(true);
 }
 
 void assignment::withdraw() noexcept {
+  uncount(false);
+}
+
+void assignment::uncount(bool done) noexcept {
   if (!load_)
     return;
   load_->frames -= frames_;
-  if (--load_->requests == 0)
+  if (done)
+    load_->done_frames += frames_;
+  // A busy period that ends with a withdrawal (an unavailable worker) does
+  // not count: the time was spent failing, not computing, and would lower
+  // the worker's measured speed for good.
+  if (--load_->requests == 0 && done)
     load_->busy += std::chrono::steady_clock::now() - load_->busy_since;
   load_.reset();
 }

@@ -74,6 +74,9 @@ public:
   int64_t frames() const noexcept { return frames_; }
 
 private:
+  /// Uncounts it, as done (`release`) or not (`withdraw`).
+  void uncount(bool done) noexcept;
+
   std::shared_ptr<worker_load> load_;
   size_t worker_ = 0;
   int64_t frames_ = 0;

@@ -283,10 +283,12 @@ void place(pool_pointer self, std::shared_ptr<Progress> progress,
       progress->lists[w].push_back(std::move(segments[k]));
     }
   if (!placed && !segments.empty()) {
+    // The unavailable workers are listed once, with the first segment.
     auto err = no_worker_available(self);
     for (auto& segment : segments) {
       kind::count_failed(self->state.stats);
       progress->record_failure(segment.index, err);
+      err = make_error(errc::worker_unavailable, "no worker can take it (see above)");
     }
     progress->pending -= segments.size();
     if (progress->pending == 0) {

@@ -155,7 +155,8 @@ std::vector<double> slot_rates(pool_pointer self) {
     else if (fps > 0)
       rates.push_back(fps);
     else
-      rates.push_back(per_request * static_cast<double>(std::max<size_t>(states[i].parallelism, 1)));
+      rates.push_back(per_request *
+                      static_cast<double>(std::max<size_t>(states[i].parallelism, 1)));
   }
   return rates;
 }

@@ -41,12 +41,14 @@ worker_source with_remote_pools(worker_source local, const sprint_options& opts)
   auto key = remote_options_key(opts);
   auto deadline = reply_deadline(opts);
   source.make = [make_local = std::move(local.make), locals, slots, remote = opts.remote, key,
-                 deadline](caf::actor_system& system, size_t index, const std::string& name) {
+                 deadline, tls = opts.remote_tls](caf::actor_system& system, size_t index,
+                                                  const std::string& name) {
     if (index < locals)
       return make_local(system, index, name);
     remote_worker_settings settings;
     settings.endpoint = remote[index - locals];
     settings.options_key = key;
+    settings.tls = tls;
     settings.reply_deadline = deadline;
     return spawn_remote_worker(system, std::move(settings), slots[index - locals], name);
   };

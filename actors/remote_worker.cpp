@@ -1,6 +1,9 @@
 #include "actors/remote_worker.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -8,8 +11,10 @@
 #include <variant>
 
 #include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor.hpp>
+#include <caf/openssl/manager.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
@@ -36,8 +41,11 @@ struct remote_worker_state {
   std::string label;
   /// Set while connected.
   remote_pool_actor remote;
-  /// Set while not connected, after a failure: why.
+  /// Set while not connected, after a failure: why, for the requests it
+  /// fails.
   std::string down_reason;
+  /// The cause of the last failure to connect (logged once at warn).
+  std::string last_failure;
   /// Requests kept while connecting.
   std::deque<segment_request> waiting;
   /// Requests sent, by id: answered once, by the reply or by a loss of the
@@ -75,16 +83,26 @@ std::optional<segment_request> take(worker_pointer self, uint64_t id) {
   return req;
 }
 
-/// What a request's failure at the remote end becomes here.
-caf::error remote_error(worker_pointer self, const caf::error& err) {
-  auto& st = self->state;
-  if (err == caf::sec::request_timeout)
-    return make_error(errc::timeout, st.endpoint + ": no answer within " +
-                                         std::to_string(st.settings.reply_deadline.count()) +
-                                         " ms");
+void go_down(worker_pointer self, const std::string& why);
+
+/// Why `err`, a request's failure, means that the connection (or the
+/// server's session for this trainer) is broken; empty if it does not. Then
+/// the request was not computed, and neither will the others sent be.
+std::string connection_broken(const caf::error& err) {
   if (err == caf::sec::request_receiver_down)
-    return make_error(errc::worker_unavailable, st.endpoint + ": the remote pool is gone");
-  return with_context(st.endpoint, err);
+    return "the remote pool is gone";
+  if (err == caf::sec::request_timeout)
+    return "a request got no answer in time (the connection may be dead)";
+  if (err == errc::invalid_request)
+    return "the server lost this trainer's session (" + render(err) + ")";
+  return {};
+}
+
+/// What a request's failure at the remote end becomes here: the remote
+/// pool's error (a Sprint exception, a child that kept failing), prefixed
+/// with the endpoint.
+caf::error remote_error(worker_pointer self, const caf::error& err) {
+  return with_context(self->state.endpoint, err);
 }
 
 /// Sends a request to the connected remote pool.
@@ -92,10 +110,17 @@ void send(worker_pointer self, segment_request req) {
   auto& st = self->state;
   auto id = st.next_id++;
   auto failed = [self, id](caf::error& err) {
-    if (auto req = take(self, id)) {
-      ++self->state.stats.requests_failed;
-      req->fail(remote_error(self, err));
+    auto req = take(self, id);
+    if (!req)
+      return;
+    ++self->state.stats.requests_failed;
+    if (auto why = connection_broken(err); !why.empty()) {
+      // The others it holds fail with it, and it connects again.
+      go_down(self, why);
+      req->fail(unavailable(self));
+      return;
     }
+    req->fail(remote_error(self, err));
   };
   if (auto* loss = std::get_if<loss_request>(&req.what)) {
     remote_segment segment{loss->job.segment, copy_rows(loss->job.log_posteriors)};
@@ -173,7 +198,13 @@ void go_down(worker_pointer self, const std::string& why) {
                                        : std::min(st.backoff * 2, st.settings.max_backoff);
   st.down_reason = st.endpoint + ": " + why + "; connecting again in " +
                    std::to_string(st.backoff.count()) + " ms";
-  spdlog::warn("{}: {}", st.label, st.down_reason);
+  // Once per cause at warn, not at every attempt of a server that stays
+  // away (every 8 s).
+  if (why != st.last_failure)
+    spdlog::warn("{}: {}", st.label, st.down_reason);
+  else
+    spdlog::debug("{}: {}", st.label, st.down_reason);
+  st.last_failure = why;
   // The slot first: the pool must not pick this worker for what fails here.
   st.slot->set({1, st.down_reason});
   auto err = unavailable(self);
@@ -181,6 +212,7 @@ void go_down(worker_pointer self, const std::string& why) {
   st.sent.clear();
   auto waiting = std::move(st.waiting);
   st.waiting.clear();
+  st.stats.requests_failed += sent.size() + waiting.size();
   for (auto& [id, req] : sent)
     req.fail(err);
   for (auto& req : waiting)
@@ -195,6 +227,7 @@ void go_up(worker_pointer self, remote_pool_actor remote, uint64_t capacity) {
     ++st.stats.restarts;
   st.remote = std::move(remote);
   st.down_reason.clear();
+  st.last_failure.clear();
   st.backoff = std::chrono::milliseconds{0};
   self->monitor(st.remote);
   spdlog::info("{}: connected to {}, a pool of {} workers", st.label, st.endpoint, capacity);
@@ -205,14 +238,51 @@ void go_up(worker_pointer self, remote_pool_actor remote, uint64_t capacity) {
     send(self, std::move(req));
 }
 
+/// Why TLS with `tls` cannot work in `system` (empty if it can, or if no
+/// TLS is asked for): CAF 0.17 sets TLS up once per actor system, and its
+/// OpenSSL session throws on its network thread (ending the process) when
+/// a file cannot be read, so both are checked before each connection.
+std::string tls_problem(caf::actor_system& system, const tls_files& tls) {
+  if (tls.empty())
+    return {};
+  const auto& config = system.config();
+  if (!system.has_openssl_manager() || config.openssl_certificate != tls.certificate ||
+      config.openssl_key != tls.key || config.openssl_cafile != tls.ca)
+    return "remoteTls asks for TLS with certificate '" + tls.certificate + "', key '" + tls.key +
+           "' and CA '" + tls.ca + "', but the runtime was made with " +
+           (system.has_openssl_manager() ? "other TLS files" : "no TLS") +
+           " (CAF 0.17 sets TLS up once per process: make the runtime with "
+           "runtime_settings_for(options))";
+  for (const auto& file : {tls.certificate, tls.key, tls.ca})
+    if (::access(file.c_str(), R_OK) != 0)
+      return "remoteTls: cannot read '" + file + "': " + std::strerror(errno);
+  return {};
+}
+
+/// What a failed TLS connection most likely means (CAF does not say).
+std::string tls_hint(const tls_files& tls) {
+  if (tls.empty())
+    return "";
+  return " (with TLS, a refused connection usually means that one end does not trust the "
+         "other's certificate (each must be signed by a CA the other end names), or that "
+         "the server does not use TLS)";
+}
+
 /// Connects through the middleman's actor, checks the interface, says hello.
 void connect(worker_pointer self) {
   auto& st = self->state;
-  // While connecting, requests wait here instead of failing.
-  st.down_reason.clear();
-  st.slot->set({1, ""});
-  auto middleman = self->system().middleman().actor_handle();
-  self->request(middleman, st.settings.connect_timeout, caf::connect_atom::value,
+  // The first time, requests wait here while it connects (a pool just made
+  // has nowhere else to send them). After a failure, the slot stays
+  // unavailable until connected: a host that does not answer would hold
+  // requests for the whole connect timeout.
+  auto& tls = st.settings.tls;
+  if (auto problem = tls_problem(self->system(), tls); !problem.empty()) {
+    go_down(self, problem);
+    return;
+  }
+  auto connector = tls.empty() ? self->system().middleman().actor_handle()
+                               : self->system().openssl_manager().actor_handle();
+  self->request(connector, st.settings.connect_timeout, caf::connect_atom::value,
                 st.settings.endpoint.host, st.settings.endpoint.port)
       .then(
           [self](const caf::node_id&, caf::strong_actor_ptr& ptr,
@@ -231,9 +301,17 @@ void connect(worker_pointer self) {
             self->request(remote, st.settings.connect_timeout, hello_atom::value,
                           std::string{remote_interface_version}, st.settings.options_key)
                 .then([self, remote](uint64_t capacity) { go_up(self, remote, capacity); },
-                      [self](caf::error& err) { go_down(self, "refused: " + render(err)); });
+                      [self](caf::error& err) {
+                        go_down(self, err == caf::sec::request_timeout
+                                          ? "no answer to the handshake in time"
+                                          : "refused: " + render(err));
+                      });
           },
-          [self](caf::error& err) { go_down(self, "cannot connect: " + render(err)); });
+          [self](caf::error& err) {
+            go_down(self, "cannot connect" +
+                              std::string{self->state.settings.tls.empty() ? "" : " over TLS"} +
+                              ": " + render(err) + tls_hint(self->state.settings.tls));
+          });
 }
 
 /// Answers everything held with `err` (the worker stops).

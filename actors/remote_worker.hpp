@@ -44,6 +44,9 @@ struct remote_worker_settings {
   remote_endpoint endpoint;
   /// The trainer's `remote_options_key`, for the handshake.
   std::string options_key;
+  /// TLS files (`remoteTls`; empty: plain TCP). The actor system must have
+  /// been configured with the same ones (`sprint_runtime::settings::tls`).
+  tls_files tls;
   /// How long one segment may take at the remote pool, queueing included.
   std::chrono::milliseconds reply_deadline{std::chrono::minutes{40}};
   /// How long connecting and the handshake may take.
@@ -57,19 +60,16 @@ struct remote_worker_settings {
 /// Spawns the worker for the remote pool at `settings.endpoint`, labelled
 /// `name`; it reports its state into `slot`.
 ///
-/// It connects at once (through the middleman's actor, never blocking a
-/// thread), checks that a remote pool of this interface is published there
-/// and says hello (interface version and options key), which answers with
-/// the pool's number of workers: its parallelism. Until then it keeps the
-/// requests it gets. Connected, it sends each request at once (the remote
-/// pool queues them) with the log-posteriors copied out of the job's slice,
-/// and copies the returned error signal into the job's output through its
-/// gate. When connecting fails or the connection is lost, its slot becomes
-/// unavailable (with the reason), every request it holds or gets fails
-/// with `worker_unavailable` (the pool sends them elsewhere), and it
-/// connects again after a backoff (`first_backoff`, doubling up to
-/// `max_backoff`). Errors of the remote pool (a Sprint exception, ...)
-/// come back as they are, prefixed with the endpoint.
+/// It connects at once (through the middleman's actor, or the OpenSSL
+/// manager's with TLS, never blocking a thread), checks that a remote pool of this interface is
+/// published there and says hello (interface version and options key), which answers with the
+/// pool's number of workers: its parallelism. Until then it keeps the requests it gets. Connected,
+/// it sends each request at once (the remote pool queues them) with the log-posteriors copied out
+/// of the job's slice, and copies the returned error signal into the job's output through its gate.
+/// When connecting fails or the connection is lost, its slot becomes unavailable (with the reason),
+/// every request it holds or gets fails with `worker_unavailable` (the pool sends them elsewhere),
+/// and it connects again after a backoff (`first_backoff`, doubling up to `max_backoff`). Errors of
+/// the remote pool (a Sprint exception, ...) come back as they are, prefixed with the endpoint.
 sprint_worker_actor spawn_remote_worker(caf::actor_system& system, remote_worker_settings settings,
                                         std::shared_ptr<remote_slot> slot, std::string name);
 

@@ -3,6 +3,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
 #include <caf/scheduler/coordinator.hpp>
 #include <spdlog/spdlog.h>
 
@@ -29,6 +30,15 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg,
   // there is no connection), and the types that cross it.
   cfg.load<caf::io::middleman>();
   add_remote_message_types(cfg);
+  // Heartbeats on every connection, so that a peer that vanished without
+  // closing it (a machine off the network) is noticed as a lost connection.
+  cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds{5}});
+  if (!config.tls.empty()) {
+    cfg.openssl_certificate = config.tls.certificate;
+    cfg.openssl_key = config.tls.key;
+    cfg.openssl_cafile = config.tls.ca;
+    cfg.load<caf::openssl::manager>();
+  }
   if (config.shared_queue)
     cfg.load<caf::scheduler::coordinator<detail::affine_sharing>>();
   else
@@ -51,6 +61,12 @@ struct sprint_runtime::impl {
   pool_registry registry;
   bool shut_down = false;
 };
+
+sprint_runtime::settings runtime_settings_for(const sprint_options& opts) {
+  sprint_runtime::settings config;
+  config.tls = opts.remote_tls;
+  return config;
+}
 
 sprint_runtime::sprint_runtime() : sprint_runtime(settings{}) {}
 

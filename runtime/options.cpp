@@ -303,6 +303,22 @@ caf::error parse_remote(const field& f, sprint_options& opts) {
   });
 }
 
+caf::error parse_remote_tls(const field& f, sprint_options& opts) {
+  if (auto err = check_keys(f, {"certificate", "key", "ca"},
+                            "an object with \"certificate\", \"key\" and \"ca\""))
+    return err;
+  auto& tls = opts.remote_tls;
+  std::pair<const char*, std::string*> members[] = {
+      {"certificate", &tls.certificate}, {"key", &tls.key}, {"ca", &tls.ca}};
+  for (auto [key, member] : members) {
+    if (!f.value.contains(key))
+      return f.child(std::string{"."} + key, f.value).missing();
+    if (auto err = get_string(f.child(std::string{"."} + key, f.value[key]), *member, true))
+      return err;
+  }
+  return {};
+}
+
 /// One option: its JSON key and how its (non-null) value is read.
 struct option_entry {
   std::string_view key;
@@ -331,7 +347,7 @@ caf::error parse_segment_order(const field& f, sprint_options& opts) {
 }
 
 /// Every option, in the order of the documentation.
-constexpr std::array<option_entry, 16> option_table = {{
+constexpr std::array<option_entry, 17> option_table = {{
     {"sprintExecPath", string_option<&sprint_options::sprint_exec_path, true>},
     {"sprintConfigStr", parse_config_str},
     {"minPythonControlVersion", count_option<int, &sprint_options::min_python_control_version, 0>},
@@ -348,6 +364,7 @@ constexpr std::array<option_entry, 16> option_table = {{
     {"maxRetries", count_option<size_t, &sprint_options::max_retries, 0>},
     {"env", parse_env},
     {"remote", parse_remote},
+    {"remoteTls", parse_remote_tls},
 }};
 
 /// Whether two characters are equal ignoring case (for key suggestions).
@@ -515,6 +532,10 @@ std::string to_json_string(const sprint_options& opts) {
       {"maxRetries", opts.max_retries},
       {"env", {{"set", json(opts.env.set)}, {"unset", json(opts.env.unset)}}},
       {"remote", std::move(remote)},
+      {"remoteTls", opts.remote_tls.empty() ? json(nullptr)
+                                            : json{{"certificate", opts.remote_tls.certificate},
+                                                   {"key", opts.remote_tls.key},
+                                                   {"ca", opts.remote_tls.ca}}},
   };
   return doc.dump();
 }
@@ -528,7 +549,8 @@ bool operator==(const sprint_options& x, const sprint_options& y) {
          x.pymod_name == y.pymod_name && x.framing == y.framing &&
          x.array_global_module == y.array_global_module && x.init_timeout == y.init_timeout &&
          x.reply_timeout == y.reply_timeout && x.exit_grace == y.exit_grace &&
-         x.max_retries == y.max_retries && x.env == y.env && x.remote == y.remote;
+         x.max_retries == y.max_retries && x.env == y.env && x.remote == y.remote &&
+         x.remote_tls == y.remote_tls;
 }
 
 } // namespace sprintrt

@@ -7,7 +7,8 @@
 /// `sprintConfigStr`, `minPythonControlVersion`, `sprintControlConfig`,
 /// `usePythonSegmentOrder`, `numInstances`); sprintrt adds its own (`pymodPath`,
 /// `pymodName`, `framing`, `arrayGlobalModule`, `initTimeout`, `replyTimeout`,
-/// `exitGrace`, `maxRetries`, `env`, `remote`). Timeouts are seconds.
+/// `exitGrace`, `maxRetries`, `env`, `remote`, `remoteTls`). Timeouts are
+/// seconds.
 ///
 /// A string value `config:NAME` stands for the top-level key NAME of the same
 /// JSON document (RETURNN's `config:` indirection); keys referenced that way
@@ -51,6 +52,27 @@ struct remote_endpoint {
   friend bool operator==(const remote_endpoint& x, const remote_endpoint& y) {
     return x.host == y.host && x.port == y.port;
   }
+};
+
+/// The PEM files of one end of a TLS connection between a trainer and its
+/// remote pools (CAF 0.17's `caf::openssl`): both ends present a certificate
+/// that a CA the other trusts signed (mutual TLS, TLS 1.2). All three set,
+/// or none (no TLS).
+struct tls_files {
+  /// This end's certificate (chain).
+  std::string certificate;
+  /// Its private key (unencrypted).
+  std::string key;
+  /// The CA certificate(s) the other end's certificate must chain to.
+  std::string ca;
+
+  /// Returns whether no TLS is asked for.
+  bool empty() const noexcept { return certificate.empty(); }
+
+  friend bool operator==(const tls_files& x, const tls_files& y) {
+    return x.certificate == y.certificate && x.key == y.key && x.ca == y.ca;
+  }
+  friend bool operator!=(const tls_files& x, const tls_files& y) { return !(x == y); }
 };
 
 /// A piece of one Sprint argument: literal text, or an environment variable
@@ -131,8 +153,15 @@ struct sprint_options {
   /// a name may not be both set and unset; `unset` is kept sorted and
   /// without repetitions.
   environment_changes env;
-  /// `remote`: [{"host": ..., "port": ...}, ...]; empty for local children.
+  /// `remote`: ["host:port", ...] or [{"host": ..., "port": ...}, ...]: the
+  /// remote pools (`sprintrt serve`) used beside the local children; empty
+  /// for local children only.
   std::vector<remote_endpoint> remote;
+  /// `remoteTls`: {"certificate": ..., "key": ..., "ca": ...}, paths of PEM
+  /// files: connect to the remote pools over TLS. CAF 0.17 sets TLS up once
+  /// per process, so the runtime must be made with the same files
+  /// (`runtime_settings_for(opts)`).
+  tls_files remote_tls;
 
   friend bool operator==(const sprint_options& x, const sprint_options& y);
   friend bool operator!=(const sprint_options& x, const sprint_options& y) { return !(x == y); }

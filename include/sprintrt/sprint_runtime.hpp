@@ -42,6 +42,11 @@ public:
     /// work for two (short handlers pass messages on without a thread
     /// hand-off; see actors/affine_sharing.hpp).
     bool shared_queue = true;
+    /// TLS for remote pools: this process's certificate, key and CA (all
+    /// empty: none). CAF 0.17 sets TLS up once per actor system, so a pool
+    /// whose options ask for `remoteTls` works only in a runtime made with
+    /// the same files (`runtime_settings_for`).
+    tls_files tls;
   };
 
   /// Starts the actor system and the io thread.
@@ -89,5 +94,9 @@ private:
   struct impl;
   std::unique_ptr<impl> impl_;
 };
+
+/// The default settings, with the TLS files of `opts.remoteTls`: for a
+/// runtime made for one options value (as the `sprintrt` tool does).
+sprint_runtime::settings runtime_settings_for(const sprint_options& opts);
 
 } // namespace sprintrt

@@ -24,6 +24,7 @@
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/seqtrain_client.hpp"
 #include "sprintrt/sprint_runtime.hpp"
+#include "tests/integration/cli_support.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/integration/seqtrain_support.hpp"
 #include "tests/support/leak_check.hpp"
@@ -67,15 +68,17 @@ std::string slurp(const std::string& path) {
 /// stopped with SIGTERM (or killed) and reaped at the end.
 class serve_process {
 public:
-  serve_process(const test::temp_dir& dir, const std::string& name, const sprint_options& opts) {
+  serve_process(const test::temp_dir& dir, const std::string& name, const sprint_options& opts,
+                const std::vector<std::string>& extra_args = {}) {
     auto config = dir.path() + "/" + name + ".json";
     std::ofstream{config} << to_json_string(opts);
     auto port_file = dir.path() + "/" + name + ".port";
     // Its log goes to a file of its own, for a failing test to show.
     log_ = dir.path() + "/" + name + ".log";
-    pid_ = spawn_cli({"--log-level", "info", "serve", "--config", config, "--port", "0",
-                      "--port-file", port_file},
-                     log_);
+    std::vector<std::string> args{"--log-level", "info", "serve",       "--config", config,
+                                  "--port",      "0",    "--port-file", port_file};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    pid_ = spawn_cli(args, log_);
     auto deadline = std::chrono::steady_clock::now() + 20s;
     while (std::chrono::steady_clock::now() < deadline) {
       std::ifstream in{port_file};
@@ -258,6 +261,10 @@ TEST_CASE("a serve process killed mid-batch: the batch completes exactly elsewhe
     auto got = running.get();
     REQUIRE(got);
     check_identical(*got, *want);
+    // The kill came mid-batch: what the doomed server held was sent elsewhere.
+    auto stats = remote_only.stats();
+    REQUIRE(stats);
+    CHECK(stats->workers.at(0).requests_failed >= 1);
     // The next batch goes to the survivor alone, still exact.
     auto again = remote_only.compute(make_batch(segments, 0, 32));
     REQUIRE(again);
@@ -391,4 +398,105 @@ TEST_CASE("a server that loses a trainer drops its work and serves the others on
   }
   CHECK(all_gone(test::corpus_path(dir)));
   test::check_nothing_left(fds);
+}
+
+namespace {
+
+/// A test certificate file (tests/data/tls, made by its make.sh).
+std::string tls_file(const std::string& name) {
+  return std::string{SPRINTRT_TEST_DATA} + "/tls/" + name;
+}
+
+/// The TLS files of a trainer whose certificate `name` signed by `ca`.
+tls_files trainer_tls(const std::string& name, const std::string& ca) {
+  return {tls_file(name + ".pem"), tls_file(name + ".key"), tls_file(ca + ".pem")};
+}
+
+} // namespace
+
+TEST_CASE("remote pools over TLS: exact results for a trusted trainer, clear refusals") {
+  test::fd_snapshot fds;
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 8, dim);
+  auto base = test::sim_options(test::corpus_path(dir));
+  {
+    auto served = base;
+    served.num_instances = 2;
+    serve_process server{dir,
+                         "server",
+                         served,
+                         {"--tls-cert", tls_file("server.pem"), "--tls-key", tls_file("server.key"),
+                          "--tls-ca", tls_file("ca.pem")}};
+    auto opts = trainer_options(base, {server.endpoint()}, 0);
+    auto endpoint = "127.0.0.1:" + std::to_string(server.endpoint().port);
+
+    SECTION("a trainer whose certificate the server's CA signed") {
+      opts.remote_tls = trainer_tls("trainer", "ca");
+      sprint_runtime rt{runtime_settings_for(opts)};
+      pool_client local{rt, base};
+      pool_client remote_only{rt, opts};
+      auto want = local.compute(make_batch(segments, 0, 8));
+      REQUIRE(want);
+      auto got = remote_only.compute(make_batch(segments, 0, 8));
+      if (!got)
+        FAIL(render(got.error()) << "\nserver:\n" << server.log());
+      check_identical(*got, *want);
+      rt.shutdown();
+    }
+    SECTION("a stranger: a certificate of another CA, which trusts only that CA") {
+      opts.remote_tls = trainer_tls("stranger", "other-ca");
+      sprint_runtime rt{runtime_settings_for(opts)};
+      pool_client remote_only{rt, opts};
+      auto result = remote_only.compute(make_batch(segments, 0, 2));
+      REQUIRE_FALSE(result);
+      auto text = render(result.error());
+      INFO(text);
+      CHECK(result.error() == errc::worker_unavailable);
+      CHECK(text.find(endpoint + ": cannot connect over TLS") != std::string::npos);
+      CHECK(text.find("does not trust the other's certificate") != std::string::npos);
+      rt.shutdown();
+    }
+    SECTION("a trainer without TLS") {
+      sprint_runtime rt;
+      pool_client remote_only{rt, opts};
+      auto result = remote_only.compute(make_batch(segments, 0, 2));
+      REQUIRE_FALSE(result);
+      auto text = render(result.error());
+      INFO(text);
+      CHECK(result.error() == errc::worker_unavailable);
+      CHECK(text.find(endpoint + ": ") != std::string::npos);
+      rt.shutdown();
+    }
+    SECTION("options asking for TLS in a runtime made without it") {
+      opts.remote_tls = trainer_tls("trainer", "ca");
+      sprint_runtime rt;
+      pool_client remote_only{rt, opts};
+      auto result = remote_only.compute(make_batch(segments, 0, 2));
+      REQUIRE_FALSE(result);
+      auto text = render(result.error());
+      INFO(text);
+      CHECK(text.find("but the runtime was made with no TLS") != std::string::npos);
+      rt.shutdown();
+    }
+    CHECK(WIFEXITED(server.stop(SIGTERM)));
+  }
+  CHECK(all_gone(test::corpus_path(dir)));
+  test::check_nothing_left(fds);
+}
+
+TEST_CASE("sprintrt serve refuses an open address without TLS, and half a TLS set-up") {
+  test::temp_dir dir;
+  test::write_corpus(dir, 1, dim);
+  auto opts = test::sim_options(test::corpus_path(dir));
+  auto config = dir.path() + "/opts.json";
+  std::ofstream{config} << to_json_string(opts);
+  auto open = test::run_cli(dir.path(), "serve --config " + config + " --port 0 --bind 0.0.0.0");
+  CHECK(open.status == 1);
+  CHECK(open.err.find("--bind 0.0.0.0 would let other machines in without TLS") !=
+        std::string::npos);
+  auto half = test::run_cli(dir.path(), "serve --config " + config + " --port 0 --tls-cert " +
+                                            tls_file("server.pem"));
+  CHECK(half.status == 1);
+  CHECK(half.err.find("TLS needs all of --tls-cert, --tls-key and --tls-ca") != std::string::npos);
+  CHECK(test::child_processes().empty());
 }

@@ -316,6 +316,21 @@ TEST_CASE("remote pools are named as host:port or as objects, and allow numInsta
         std::vector<sprintrt::remote_endpoint>{{"gpu1", 7000}, {"::1", 7001}, {"h", 2}});
 }
 
+TEST_CASE("remote TLS names three PEM files that are all required") {
+  auto opts = parse(R"({"sprintExecPath": "/s", "remote": ["h:1"],
+                        "remoteTls": {"certificate": "c.pem", "key": "k.pem", "ca": "ca.pem"}})");
+  CHECK(opts.remote_tls == sprintrt::tls_files{"c.pem", "k.pem", "ca.pem"});
+  CHECK(parse(R"({"sprintExecPath": "/s"})").remote_tls.empty());
+  CHECK(parse_error(R"({"sprintExecPath": "/s", "remoteTls": {"certificate": "c", "key": "k"}})") ==
+        "option 'remoteTls.ca' is required");
+  CHECK(parse_error(R"({"sprintExecPath": "/s",
+                        "remoteTls": {"certificate": "", "key": "k", "ca": "a"}})") ==
+        R"(option 'remoteTls.certificate' must be a non-empty string, got "")");
+  CHECK(
+      parse_error(R"({"sprintExecPath": "/s", "remoteTls": "tls.pem"})") ==
+      R"(option 'remoteTls' must be an object with "certificate", "key" and "ca", got "tls.pem")");
+}
+
 TEST_CASE("malformed documents are invalid_options errors") {
   CHECK(parse_error(R"({"sprintExecPath": "/s",})")
             .rfind("malformed JSON: parse error at line 1, column 25:", 0) == 0);
@@ -343,7 +358,7 @@ TEST_CASE("load_options reads a file and names it in errors") {
   CHECK(sprintrt::error_message(err.error()) ==
         "options file '" + bad.path.string() +
             "': option 'numInstances' must be at least 1 unless 'remote' names pools on other "
-                            "machines, got 0");
+            "machines, got 0");
 
   temp_file empty{"empty.json", ""};
   auto empty_err = sprintrt::load_options(empty.path.string());
@@ -368,7 +383,7 @@ TEST_CASE("to_json_string is canonical JSON with every option") {
         R"({"arrayGlobalModule":"returnn.util.task_system","env":{"set":{},"unset":[]},)"
         R"("exitGrace":5.0,"framing":"length_prefixed","initTimeout":60.0,"maxRetries":2,)"
         R"("minPythonControlVersion":2,"numInstances":1,"pymodName":"returnn.sprint.control",)"
-        R"("pymodPath":"","remote":[],"replyTimeout":600.0,"sprintConfigStr":[],)"
+        R"("pymodPath":"","remote":[],"remoteTls":null,"replyTimeout":600.0,"sprintConfigStr":[],)"
         R"("sprintControlConfig":{},"sprintExecPath":"/s","usePythonSegmentOrder":true})");
   CHECK(sprintrt::to_json_string(parse(R"({"sprintExecPath": "/s", "sprintConfigStr":
                                            "a$$ \"$X\"b '$Y'"})"))
@@ -418,6 +433,9 @@ TEST_CASE("options differing in any field are unequal and print differently") {
       [](auto& o) { o.env.unset.push_back("X"); },
       [](auto& o) { o.remote[1].port = 1; },
       [](auto& o) { o.remote[0].host = "gpu2"; },
+      [](auto& o) {
+        o.remote_tls = {"c.pem", "k.pem", "ca.pem"};
+      },
   };
   const auto base_text = sprintrt::to_json_string(base);
   for (size_t i = 0; i < changes.size(); ++i) {

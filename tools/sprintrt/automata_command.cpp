@@ -36,7 +36,7 @@ int run(const automata_options& cli) {
   if (!tags)
     return fail(render(tags.error()));
   size_t batch_size = tags->size();
-  sprint_runtime rt;
+  sprint_runtime rt{runtime_settings_for(*opts)};
   pool_client client{rt, *opts};
   progress_bar bar{"automata", batch_size, "segments"};
   caf::expected<batch_automata> merged = make_error(errc::cancelled, "not computed");

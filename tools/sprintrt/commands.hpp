@@ -27,7 +27,8 @@ void add_demo_command(CLI::App& app, int& exit_code);
 void add_doctor_command(CLI::App& app, int& exit_code);
 
 /// `sprintrt serve --config OPTIONS.json --port P [--bind ADDR] [--insecure]
-/// [--port-file F] [--json]`: a worker pool for trainers on other machines.
+/// [--tls-cert C --tls-key K --tls-ca A] [--port-file F] [--json]`: a worker
+/// pool for trainers on other machines.
 void add_serve_command(CLI::App& app, int& exit_code);
 
 } // namespace sprintrt::cli

@@ -46,7 +46,7 @@ int run(const loss_options& cli) {
   auto shape = input->log_posteriors.shape();
   auto tags = input->tags;
   auto lengths = input->seq_lengths;
-  sprint_runtime rt;
+  sprint_runtime rt{runtime_settings_for(*opts)};
   pool_client client{rt, *opts};
   auto start = std::chrono::steady_clock::now();
   // The pool counts finished segments: poll it for the progress bar.

@@ -1,15 +1,19 @@
 // `sprintrt serve`: a worker pool on this machine, published through CAF's
 // middleman for trainers on other machines (their option `remote`).
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/publish.hpp>
 #include <nlohmann/json.hpp>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "actors/remote_server.hpp"
 #include "sprintrt/sprint_runtime.hpp"
@@ -24,6 +28,7 @@ struct serve_options {
   uint16_t port = 0;
   std::string bind = "127.0.0.1";
   bool insecure = false;
+  tls_files tls;
   std::string port_file;
   bool json_output = false;
 };
@@ -47,11 +52,17 @@ int run(const serve_options& cli) {
                              "remote pools ('remote')");
   if (opts->num_instances == 0)
     return fail(cli.config + ": a server needs at least one worker ('numInstances')");
-  if (!is_loopback(cli.bind) && !cli.insecure)
+  const auto& tls = cli.tls;
+  bool some_tls = !tls.certificate.empty() || !tls.key.empty() || !tls.ca.empty();
+  if (some_tls && (tls.certificate.empty() || tls.key.empty() || tls.ca.empty()))
+    return fail("TLS needs all of --tls-cert, --tls-key and --tls-ca");
+  for (const auto& file : {tls.certificate, tls.key, tls.ca})
+    if (!file.empty() && ::access(file.c_str(), R_OK) != 0)
+      return fail("cannot read " + file + ": " + std::strerror(errno));
+  if (!is_loopback(cli.bind) && tls.empty() && !cli.insecure)
     return fail("--bind " + cli.bind +
-                " would let other machines in without TLS, which this "
-                "build does not offer yet; pass --insecure on a network you trust, or bind "
-                "to 127.0.0.1 and tunnel (ssh -L)");
+                " would let other machines in without TLS: give "
+                "--tls-cert, --tls-key and --tls-ca, or --insecure on a network you trust");
   // SIGINT and SIGTERM wait for the main thread: blocked here, before any
   // other thread starts, so every thread inherits the mask (children get an
   // empty mask and default dispositions when they are spawned).
@@ -61,22 +72,27 @@ int run(const serve_options& cli) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  sprint_runtime rt;
+  sprint_runtime::settings settings;
+  settings.tls = tls;
+  sprint_runtime rt{settings};
   auto pool = rt.pool(*opts);
   auto server =
       spawn_remote_server(rt.system(), pool, opts->num_instances, *opts, "sprintrt serve");
-  auto port = rt.system().middleman().publish(server, cli.port, cli.bind.c_str(), true);
+  auto port = tls.empty()
+                  ? rt.system().middleman().publish(server, cli.port, cli.bind.c_str(), true)
+                  : caf::openssl::publish(server, cli.port, cli.bind.c_str(), true);
   if (!port)
     return fail("cannot listen on " + cli.bind + ":" + std::to_string(cli.port) + ": " +
                 rt.system().render(port.error()));
-  spdlog::info("sprintrt serve: {} workers for {} listening on {}:{}", opts->num_instances,
-               cli.config, cli.bind, *port);
+  spdlog::info("sprintrt serve: {} workers for {} listening on {}:{}{}", opts->num_instances,
+               cli.config, cli.bind, *port, tls.empty() ? "" : " (TLS)");
   if (!cli.port_file.empty()) {
     // Written whole under another name, then renamed: a reader never sees
     // half of it.
     std::string partial = cli.port_file + ".partial";
     std::ofstream{partial} << *port << "\n";
-    std::rename(partial.c_str(), cli.port_file.c_str());
+    if (std::rename(partial.c_str(), cli.port_file.c_str()) != 0)
+      return fail("cannot write --port-file " + cli.port_file + ": " + std::strerror(errno));
   }
   if (cli.json_output)
     std::cout << nlohmann::json{{"bind", cli.bind},
@@ -88,6 +104,9 @@ int run(const serve_options& cli) {
     std::cout << "listening on " << cli.bind << ":" << *port << std::endl;
   int signal = 0;
   sigwait(&stop_signals, &signal);
+  // A second signal ends the process at once, if stopping gets stuck (the
+  // children then see their pipes close and exit).
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
   spdlog::info("sprintrt serve: {}: stopping the workers", strsignal(signal));
   rt.system().middleman().unpublish(server, *port);
   caf::anon_send_exit(server, caf::exit_reason::user_shutdown);
@@ -109,6 +128,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--bind", cli->bind, "the address to listen on")->capture_default_str();
   cmd->add_flag("--insecure", cli->insecure,
                 "allow an address other machines can reach, without TLS");
+  cmd->add_option("--tls-cert", cli->tls.certificate,
+                  "TLS: this server's certificate (PEM); trainers must trust its CA");
+  cmd->add_option("--tls-key", cli->tls.key, "TLS: its private key (PEM, unencrypted)");
+  cmd->add_option("--tls-ca", cli->tls.ca,
+                  "TLS: the CA that trainers' certificates must be signed by (PEM)");
   cmd->add_option("--port-file", cli->port_file, "write the port listened on to this file");
   cmd->add_flag("--json", cli->json_output, "print where it listens as one JSON line");
   cmd->callback([cli, &exit_code, &app] {

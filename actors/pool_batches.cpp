@@ -66,6 +66,8 @@ struct streamed_request {
   size_t pending = 0;
   std::vector<std::string> failures;
   caf::error first_error;
+  /// A failure listed the unavailable workers already.
+  bool listed_unavailable = false;
   /// Its id in the pool's tracked requests.
   uint64_t id = 0;
 
@@ -283,12 +285,16 @@ void place(pool_pointer self, std::shared_ptr<Progress> progress,
       progress->lists[w].push_back(std::move(segments[k]));
     }
   if (!placed && !segments.empty()) {
-    // The unavailable workers are listed once, with the first segment.
-    auto err = no_worker_available(self);
+    // The unavailable workers are listed once per request, with the first
+    // segment that found none.
     for (auto& segment : segments) {
       kind::count_failed(self->state.stats);
-      progress->record_failure(segment.index, err);
-      err = make_error(errc::worker_unavailable, "no worker can take it (see above)");
+      progress->record_failure(segment.index,
+                               progress->listed_unavailable
+                                   ? make_error(errc::worker_unavailable,
+                                                "no worker can take it (see above)")
+                                   : no_worker_available(self));
+      progress->listed_unavailable = true;
     }
     progress->pending -= segments.size();
     if (progress->pending == 0) {

@@ -18,6 +18,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/blocking_ask.hpp"
+#include "actors/remote_worker.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 
@@ -304,4 +305,130 @@ TEST_CASE("a pool that stops closes a single job's output gate before it answers
   CHECK(result.error() == errc::cancelled);
   // Whatever the worker does with the job from now on, it cannot write.
   CHECK(gate->closed());
+}
+
+namespace {
+
+/// Slot states a test sets (the pool reads them as a remote source's).
+struct test_slots {
+  std::vector<std::shared_ptr<remote_slot>> slots;
+
+  explicit test_slots(size_t count) {
+    for (size_t i = 0; i < count; ++i)
+      slots.push_back(std::make_shared<remote_slot>());
+  }
+};
+
+/// A worker whose pool went away: it marks its slot unavailable and answers
+/// every request with `worker_unavailable`, as a remote worker that lost its
+/// connection does.
+sprint_worker_actor::behavior_type unavailable_worker(sprint_worker_actor::pointer self,
+                                                      std::shared_ptr<remote_slot> slot,
+                                                      std::string why) {
+  auto refuse = [slot, why] {
+    slot->set({1, why});
+    return make_error(errc::worker_unavailable, why);
+  };
+  return {
+      [refuse](compute_atom, segment_job&) -> caf::result<double> { return refuse(); },
+      [refuse](fsa_atom, std::string&) -> caf::result<segment_fsa> { return refuse(); },
+      [](stats_atom) { return worker_stats{}; },
+      [self](stop_atom) {
+        self->quit();
+        return int32_t{0};
+      },
+  };
+}
+
+/// A source whose slot `i` is a test worker, or an unavailable one where
+/// `gone[i]`; slot states come from `slots`.
+worker_source slotted_source(std::shared_ptr<worker_log> log, std::shared_ptr<test_slots> slots,
+                             std::vector<bool> gone) {
+  auto source = test_source(log, slots->slots.size());
+  source.make = [log, slots, gone](caf::actor_system& system, size_t index,
+                                   const std::string&) -> sprint_worker_actor {
+    ++log->made;
+    if (gone[index])
+      return system.spawn(unavailable_worker, slots->slots[index],
+                          "slot " + std::to_string(index) + " is gone");
+    return system.spawn(test_worker, log);
+  };
+  source.slot_state = [slots](size_t index) { return slots->slots[index]->get(); };
+  return source;
+}
+
+} // namespace
+
+TEST_CASE("a pool sends the work of an unavailable worker to the others, exactly") {
+  sprint_runtime rt;
+  auto log = std::make_shared<worker_log>();
+  auto slots = std::make_shared<test_slots>(3);
+  auto pool = rt.pool(slotted_source(log, slots, {false, true, false}));
+  // Made at once (workers that come and go connect early).
+  auto stats = ask<pool_stats>(rt.system(), pool, stats_atom::value);
+  REQUIRE(stats);
+  CHECK(log->made == 3);
+
+  auto result = compute(rt.system(), pool, uniform_batch(6, {6, 5, 4, 3, 2, 1}));
+  REQUIRE(result);
+  CHECK(result->loss == std::vector<float>{6.25f, 5.25f, 4.25f, 3.25f, 2.25f, 1.25f});
+  segment_job job{"single", matrix_slice::dense(2, 2), matrix_slice::dense(2, 2)};
+  auto loss = ask<double>(rt.system(), pool, compute_atom::value, job);
+  REQUIRE(loss);
+  CHECK(*loss == 2.25);
+  auto automata = ask<batch_automata>(rt.system(), pool, automata_atom::value,
+                                      std::vector<std::string>{"a", "bb", "ccc"});
+  REQUIRE(automata);
+  CHECK(automata->weights.size() == 3);
+
+  stats = ask<pool_stats>(rt.system(), pool, stats_atom::value);
+  REQUIRE(stats);
+  CHECK(stats->failed_segments == 0);
+  CHECK(stats->segments == 7);
+  REQUIRE(stats->workers.size() == 3);
+  CHECK(stats->workers[1].requests_served == 0);
+  CHECK(stats->workers[0].requests_served + stats->workers[2].requests_served == 10);
+}
+
+TEST_CASE("a pool without an available worker fails requests at once, listing the workers once") {
+  sprint_runtime rt;
+  auto log = std::make_shared<worker_log>();
+  auto slots = std::make_shared<test_slots>(2);
+  auto pool = rt.pool(slotted_source(log, slots, {true, true}), "lost pool");
+
+  auto result = compute(rt.system(), pool, uniform_batch(3, {3, 2, 1}));
+  REQUIRE_FALSE(result);
+  CHECK(result.error() == errc::worker_unavailable);
+  auto text = render(result.error());
+  INFO(text);
+  CHECK(text.find("3 of 3 segments failed") != std::string::npos);
+  for (const char* slot : {"worker 0: slot 0 is gone", "worker 1: slot 1 is gone"}) {
+    auto first = text.find(slot);
+    CHECK(first != std::string::npos);
+    CHECK(text.find(slot, first + 1) == std::string::npos);
+  }
+  // A single request fails too, instead of waiting for a worker.
+  segment_job job{"single", matrix_slice::dense(2, 2), matrix_slice::dense(2, 2)};
+  auto loss = ask<double>(rt.system(), pool, compute_atom::value, job);
+  REQUIRE_FALSE(loss);
+  CHECK(loss.error() == errc::worker_unavailable);
+  CHECK_THAT(render(loss.error()), Catch::Contains("lost pool: no worker can take it"));
+}
+
+TEST_CASE("a pool gives a worker that computes three at once three times the work") {
+  sprint_runtime rt;
+  auto log = std::make_shared<worker_log>();
+  auto slots = std::make_shared<test_slots>(2);
+  slots->slots[1]->set({3, ""});
+  auto pool = rt.pool(slotted_source(log, slots, {false, false}));
+  // Eight equal segments, nothing measured yet: rates 1 and 3. By finish
+  // time: 1 -> w1, 2 -> w1, 3 -> w0 (a tie at 1), 4..6 -> w1, 7 -> w0 (a tie
+  // at 2), 8 -> w1.
+  auto result = compute(rt.system(), pool, uniform_batch(4, std::vector<int64_t>(8, 4)));
+  REQUIRE(result);
+  auto stats = ask<pool_stats>(rt.system(), pool, stats_atom::value);
+  REQUIRE(stats);
+  REQUIRE(stats->workers.size() == 2);
+  CHECK(stats->workers[0].requests_served == 2);
+  CHECK(stats->workers[1].requests_served == 6);
 }

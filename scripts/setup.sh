@@ -9,6 +9,7 @@ packages=(
   libcaf-dev libboost-dev libeigen3-dev libspdlog-dev
   catch2 libcli11-dev nlohmann-json3-dev
   libbenchmark-dev
+  pybind11-dev python3-dev python3-numpy python3-pytest
   "$@"
 )
 

@@ -1,0 +1,71 @@
+"""Shared set-up: a CTC corpus for sprint-sim, options, random batches, and
+the C++ facade's results for the same batch through the `sprintrt` tool."""
+
+import json
+import os
+import subprocess
+
+import numpy
+import pytest
+
+SPRINT_SIM = os.environ["SPRINTRT_SPRINT_SIM"]
+CLI = os.environ["SPRINTRT_CLI"]
+DIM = 5
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """Twelve segments "seg-<i>" of 1-3 labels in 1..DIM-1 (0 is the blank)."""
+    rng = numpy.random.default_rng(7)
+    names = []
+    with open(tmp_path / "corpus.txt", "w") as out:
+        for i in range(12):
+            labels = rng.integers(1, DIM, size=rng.integers(1, 4))
+            names.append("seg-%d" % i)
+            out.write("seg-%d\t%s\n" % (i, " ".join(str(x) for x in labels)))
+    return str(tmp_path / "corpus.txt"), names
+
+
+def sim_options(corpus_path, extra=(), **keys):
+    opts = {"sprintExecPath": SPRINT_SIM,
+            "sprintConfigStr": ["--*.corpus=" + corpus_path, "--*.topology=ctc"] + list(extra)}
+    opts.update(keys)
+    return opts
+
+
+def random_batch(names, seed=3):
+    """A time-major batch: log-softmax of random logits, lengths 4..9, zero padding."""
+    rng = numpy.random.default_rng(seed)
+    lengths = numpy.array([4 + i % 6 for i in range(len(names))], dtype=numpy.int32)
+    frames = int(lengths.max())
+    logits = rng.normal(0, 2, size=(frames, len(names), DIM)).astype(numpy.float32)
+    lp = logits - numpy.log(numpy.exp(logits).sum(axis=2, keepdims=True))
+    for b, n in enumerate(lengths):
+        lp[n:, b] = 0
+    return lp.astype(numpy.float32), lengths
+
+
+def cli_loss(tmp_path, opts, lp, lengths, names):
+    """The C++ facade's loss and error signal (`sprintrt loss`) for the batch."""
+    numpy.save(tmp_path / "lp.npy", lp)
+    numpy.save(tmp_path / "len.npy", lengths)
+    (tmp_path / "tags.txt").write_text("".join(n + "\n" for n in names))
+    (tmp_path / "opts.json").write_text(json.dumps(opts))
+    subprocess.run([CLI, "loss", "--config", str(tmp_path / "opts.json"),
+                    "--log-posteriors", str(tmp_path / "lp.npy"),
+                    "--seq-lengths", str(tmp_path / "len.npy"), "--tags", str(tmp_path / "tags.txt"),
+                    "--loss-out", str(tmp_path / "loss.npy"),
+                    "--error-signal-out", str(tmp_path / "es.npy")], check=True)
+    return numpy.load(tmp_path / "loss.npy"), numpy.load(tmp_path / "es.npy")
+
+
+def cli_automata(tmp_path, opts, names):
+    """The C++ facade's merged automata (`sprintrt automata`)."""
+    (tmp_path / "tags.txt").write_text("".join(n + "\n" for n in names))
+    (tmp_path / "opts.json").write_text(json.dumps(opts))
+    out = tmp_path / "automata"
+    out.mkdir()
+    subprocess.run([CLI, "automata", "--config", str(tmp_path / "opts.json"),
+                    "--tags", str(tmp_path / "tags.txt"), "--out-dir", str(out)], check=True)
+    return tuple(numpy.load(out / name) for name in
+                 ("edges.npy", "weights.npy", "start_end_states.npy"))

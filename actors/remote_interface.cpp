@@ -18,22 +18,22 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "remote pools send raw little-endian floats (remote_interface_version)");
 
 float_storage make_float_storage(size_t count) {
-  auto storage = std::make_shared<std::vector<float>>();
-  storage->reserve(count);
+  std::vector<float> values;
+  values.reserve(count);
   // glibc maps blocks this large afresh each time: without huge pages, the
   // first touch of a 48 MB segment costs ~100 ms of page faults here, more
   // than sending it. Asked before the first touch (resize zeroes it).
   constexpr size_t huge_page = 2 << 20;
   size_t bytes = count * sizeof(float);
   if (bytes >= 4 * huge_page) {
-    auto begin = reinterpret_cast<uintptr_t>(storage->data());
+    auto begin = reinterpret_cast<uintptr_t>(values.data());
     auto first = (begin + huge_page - 1) & ~(huge_page - 1);
     auto last = (begin + bytes) & ~(huge_page - 1);
     if (last > first)
       ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
   }
-  storage->resize(count);
-  return storage;
+  values.resize(count);
+  return make_storage(std::move(values));
 }
 
 caf::error save_raw(caf::serializer& sink, const void* data, size_t count, size_t size) {

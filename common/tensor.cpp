@@ -22,23 +22,30 @@ std::optional<size_t> element_count(const std::vector<size_t>& shape) {
 
 tensor tensor::zeros(std::vector<size_t> shape) {
   auto n = element_count(shape);
-  auto storage = std::make_shared<std::vector<float>>(n ? *n : 0, 0.0f);
+  auto storage = make_storage(n ? *n : 0);
   return tensor{std::move(shape), std::move(storage)};
 }
 
 caf::expected<tensor> tensor::from_vector(std::vector<float> data, std::vector<size_t> shape) {
+  return from_storage(make_storage(std::move(data)), std::move(shape));
+}
+
+caf::expected<tensor> tensor::from_storage(float_storage storage, std::vector<size_t> shape) {
+  if (!storage)
+    return make_error(errc::invalid_input,
+                      "tensor of shape " + sprintrt::shape_string(shape) + " has no storage");
   auto n = element_count(shape);
-  if (!n || *n != data.size()) {
+  if (!n || *n != storage->size()) {
     return make_error(errc::invalid_input, "tensor of shape " + sprintrt::shape_string(shape) +
                                                " needs " +
                                                (n ? std::to_string(*n) : std::string{"too many"}) +
-                                               " elements, got " + std::to_string(data.size()));
+                                               " elements, got " + std::to_string(storage->size()));
   }
-  return tensor{std::move(shape), std::make_shared<std::vector<float>>(std::move(data))};
+  return tensor{std::move(shape), std::move(storage)};
 }
 
 tensor tensor::clone() const {
-  return tensor{shape_, std::make_shared<std::vector<float>>(*storage_)};
+  return tensor{shape_, make_storage(std::vector<float>(storage_->begin(), storage_->end()))};
 }
 
 std::string shape_string(const std::vector<size_t>& shape) {

@@ -12,12 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "sprintrt/float_buffer.hpp"
 #include "sprintrt/output_gate.hpp"
 
 namespace sprintrt {
-
-/// Shared float32 storage (a batch's input or output buffer).
-using float_storage = std::shared_ptr<std::vector<float>>;
 
 /// A `rows` x `cols` matrix inside shared storage: element (r, c) is
 /// `(*storage)[offset + r * row_stride + c]`. Segment b of a time-major
@@ -31,7 +29,7 @@ struct matrix_slice {
 
   /// A whole contiguous rows x cols matrix in new zeroed storage.
   static matrix_slice dense(size_t rows, size_t cols) {
-    return {std::make_shared<std::vector<float>>(rows * cols, 0.0f), 0, rows, cols, cols};
+    return {make_storage(rows * cols), 0, rows, cols, cols};
   }
 
   /// Returns the first element of row `r`.

@@ -21,7 +21,7 @@ namespace sprintrt {
 class tensor {
 public:
   /// An empty tensor of shape [0].
-  tensor() : shape_{0}, storage_(std::make_shared<std::vector<float>>()) {}
+  tensor() : shape_{0}, storage_(make_storage(0)) {}
 
   /// A tensor of `shape` filled with zeros.
   static tensor zeros(std::vector<size_t> shape);
@@ -29,6 +29,11 @@ public:
   /// Adopts `data` (moved, not copied) as a tensor of `shape`. Fails with
   /// `invalid_input` if the sizes differ.
   static caf::expected<tensor> from_vector(std::vector<float> data, std::vector<size_t> shape);
+
+  /// A tensor of `shape` over `storage`, shared and not copied (e.g.
+  /// memory borrowed from a numpy array). Fails with `invalid_input` if the
+  /// sizes differ.
+  static caf::expected<tensor> from_storage(float_storage storage, std::vector<size_t> shape);
 
   /// Returns the extents.
   const std::vector<size_t>& shape() const noexcept { return shape_; }

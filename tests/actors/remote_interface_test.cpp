@@ -46,7 +46,7 @@ float_rows odd_rows() {
   float_rows x;
   x.rows = 3;
   x.cols = 4;
-  x.values = std::make_shared<std::vector<float>>(std::vector<float>{
+  x.values = make_storage(std::vector<float>{
       1.5f, -0.0f, float_bits(0x00000001), // the smallest subnormal
       float_bits(0x7fc00001),              // quiet NaN with a payload
       float_bits(0x7f800001),              // signalling NaN
@@ -158,7 +158,7 @@ TEST_CASE("an empty float_rows round-trips its shape with null storage") {
 TEST_CASE("a float_rows is serialized as its raw bytes plus a small header") {
   const uint64_t rows = 1000;
   const uint64_t cols = 100;
-  float_rows x{rows, cols, std::make_shared<std::vector<float>>(rows * cols, 0.25f)};
+  float_rows x{rows, cols, make_storage(rows * cols, 0.25f)};
   auto buf = save(x);
   CHECK(buf.size() >= rows * cols * sizeof(float));
   CHECK(buf.size() < rows * cols * sizeof(float) + 64);
@@ -308,7 +308,7 @@ TEST_CASE("an automaton without three edge values per weight is refused") {
 TEST_CASE("saving a float_rows whose values do not fill its shape fails with invalid_input") {
   std::vector<char> buf;
   caf::binary_serializer sink{nullptr, buf};
-  float_rows short_rows{2, 3, std::make_shared<std::vector<float>>(5, 1.0f)};
+  float_rows short_rows{2, 3, make_storage(5, 1.0f)};
   auto err = sink(short_rows);
   CHECK(err == errc::invalid_input);
   CHECK(error_message(err) == "float_rows: 2 x 3 with 5 values");
@@ -316,7 +316,7 @@ TEST_CASE("saving a float_rows whose values do not fill its shape fails with inv
   err = sink(no_storage);
   CHECK(err == errc::invalid_input);
   CHECK(error_message(err) == "float_rows: 1 x 1 with 0 values");
-  remote_loss loss{1.0, float_rows{1, 2, std::make_shared<std::vector<float>>(3, 0.0f)}};
+  remote_loss loss{1.0, float_rows{1, 2, make_storage(3, 0.0f)}};
   CHECK(sink(loss) == errc::invalid_input);
   remote_segment segment{"seg", float_rows{4, 1, nullptr}};
   CHECK(sink(segment) == errc::invalid_input);

@@ -33,7 +33,7 @@ segment_job job_2x3() {
   job.segment = "seg";
   job.log_posteriors = matrix_slice::dense(2, 3);
   // The error signal goes to rows 1 and 3 of a 4 x 3 buffer (stride 6 = two rows).
-  job.error_signal = {std::make_shared<std::vector<float>>(12, -1.0f), 3, 2, 3, 6};
+  job.error_signal = {make_storage(12, -1.0f), 3, 2, 3, 6};
   return job;
 }
 
@@ -62,7 +62,8 @@ TEST_CASE("a loss reply's error signal goes into the job's strided slice") {
   auto loss = store_loss_reply(unframe(wire), job);
   REQUIRE(loss);
   CHECK(*loss == 2.5);
-  CHECK(*job.error_signal.storage == std::vector<float>{-1, -1, -1, 1, 2, 3, -1, -1, -1, 4, 5, 6});
+  CHECK(job.error_signal.storage->to_vector() ==
+        std::vector<float>{-1, -1, -1, 1, 2, 3, -1, -1, -1, 4, 5, 6});
 }
 
 TEST_CASE("an exception or misshapen loss reply writes nothing") {
@@ -75,7 +76,7 @@ TEST_CASE("an exception or misshapen loss reply writes nothing") {
   wire.clear();
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 1.0, 1, 3, es));
   CHECK(store_loss_reply(unframe(wire), job).error() == errc::invalid_message);
-  CHECK(*job.error_signal.storage == std::vector<float>(12, -1.0f));
+  CHECK(job.error_signal.storage->to_vector() == std::vector<float>(12, -1.0f));
 }
 
 TEST_CASE("a valid loss reply for a job whose gate is closed writes nothing and is cancelled") {
@@ -90,7 +91,7 @@ TEST_CASE("a valid loss reply for a job whose gate is closed writes nothing and 
   REQUIRE_FALSE(loss);
   CHECK(loss.error() == errc::cancelled);
   CHECK_THAT(render(loss.error()), Catch::Contains("segment 'seg': its caller stopped waiting"));
-  CHECK(*job.error_signal.storage == std::vector<float>(12, -1.0f));
+  CHECK(job.error_signal.storage->to_vector() == std::vector<float>(12, -1.0f));
   // A broken reply is still reported as broken, gate or not.
   float short_es[3] = {1, 2, 3};
   wire.clear();

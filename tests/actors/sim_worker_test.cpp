@@ -109,8 +109,8 @@ struct test_batch {
   float_storage output;
 
   test_batch(size_t t, size_t b, uint64_t seed)
-      : frames(t), width(b), input(std::make_shared<std::vector<float>>(t * b * dim)),
-        output(std::make_shared<std::vector<float>>(t * b * dim, 7.0f)) {
+      : frames(t), width(b), input(make_storage(t * b * dim)),
+        output(make_storage(t * b * dim, 7.0f)) {
     std::mt19937_64 gen{seed};
     std::normal_distribution<float> logit{0.0f, 2.0f};
     for (size_t r = 0; r < t * b; ++r) {
@@ -312,7 +312,7 @@ TEST_CASE("a sim worker exports the criterion's FSA, and fails unknown segments 
   CHECK(error_message(results[0].error()) ==
         "sim worker 0: get_loss_and_error_signal of segment 'rec/nope': " + sprint_message);
   // Nothing written for a failed request.
-  CHECK(*batch.output == std::vector<float>(4 * dim, 7.0f));
+  CHECK(batch.output->to_vector() == std::vector<float>(4 * dim, 7.0f));
   auto stats = stats_of(self, worker);
   CHECK(stats.requests_served == 1);
   CHECK(stats.requests_failed == 2);
@@ -449,7 +449,7 @@ TEST_CASE("random delays answer every request once, in order, with the same resu
     jobs.push_back(batch.job(b % 3 == 0 ? "rec/a" : b % 3 == 1 ? "rec/b" : "rec/c", b, 3 + b % 6));
   auto plain = make_worker(ts.system, fx.options_with(""));
   auto expected = compute_all(self, plain, jobs);
-  auto expected_output = *batch.output;
+  auto expected_output = batch.output->to_vector();
   std::fill(batch.output->begin(), batch.output->end(), 7.0f);
   sim_worker_behavior behavior;
   behavior.min_delay = 0us;
@@ -499,7 +499,7 @@ TEST_CASE("stop replies 0, cancels what is pending and terminates") {
     h.receive([&](double) { FAIL("served after stop"); },
               [&](caf::error& err) { CHECK(err == errc::cancelled); });
   self->wait_for(worker);
-  CHECK(*batch.output == std::vector<float>(4 * 3 * dim, 7.0f));
+  CHECK(batch.output->to_vector() == std::vector<float>(4 * 3 * dim, 7.0f));
 }
 
 TEST_CASE("sim_worker_source expands variables like a child and names bad parameters") {
@@ -543,7 +543,7 @@ namespace {
 batch pool_batch() {
   test_batch data{6, 4, 11};
   batch b;
-  b.log_posteriors = *tensor::from_vector(*data.input, {6, 4, dim});
+  b.log_posteriors = *tensor::from_vector(data.input->to_vector(), {6, 4, dim});
   b.seq_lengths = {6, 3, 5, 2};
   b.tags = {"rec/a", "rec/b", "rec/c", "rec/a"};
   return b;

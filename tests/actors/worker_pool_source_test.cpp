@@ -158,7 +158,7 @@ TEST_CASE("a pool serves batches, automata and single segments from a custom wor
   auto loss = ask<double>(rt.system(), pool, compute_atom::value, job);
   REQUIRE(loss);
   CHECK(*loss == 4.25);
-  CHECK(*job.error_signal.storage == std::vector<float>(8, 1.0f));
+  CHECK(job.error_signal.storage->to_vector() == std::vector<float>(8, 1.0f));
 
   auto fsa = ask<segment_fsa>(rt.system(), pool, fsa_atom::value, std::string{"dddd"});
   REQUIRE(fsa);

@@ -169,7 +169,7 @@ segment_job make_job(const std::string& segment, const std::vector<float>& log_p
   size_t frames = log_posteriors.size() / dim;
   segment_job job;
   job.segment = segment;
-  job.log_posteriors = {std::make_shared<std::vector<float>>(log_posteriors), 0, frames, dim, dim};
+  job.log_posteriors = {make_storage(log_posteriors), 0, frames, dim, dim};
   job.error_signal = matrix_slice::dense(frames, dim);
   return job;
 }

@@ -44,22 +44,21 @@ const std::vector<size_t> frames{13, 7, 20, 4, 2};
 
 /// One [T, B, D] batch and one output per worker kind.
 struct parity_batch {
-  float_storage input = std::make_shared<std::vector<float>>();
+  float_storage input = make_storage(max_frames * entries.size() * dim);
   float_storage child_out;
   float_storage sim_out;
 
   parity_batch() {
     const size_t width = entries.size();
     // Column b holds frames[b] frames of random log-posteriors, then padding.
-    input->assign(max_frames * width * dim, 0.0f);
     for (size_t b = 0; b < width; ++b) {
       auto lp = test::random_log_posteriors(frames[b], dim, 100 + b);
       for (size_t t = 0; t < frames[b]; ++t)
         std::memcpy(input->data() + (t * width + b) * dim, lp.data() + t * dim,
                     dim * sizeof(float));
     }
-    child_out = std::make_shared<std::vector<float>>(input->size(), 5.0f);
-    sim_out = std::make_shared<std::vector<float>>(input->size(), 5.0f);
+    child_out = make_storage(input->size(), 5.0f);
+    sim_out = make_storage(input->size(), 5.0f);
   }
 
   segment_job job(size_t b, const float_storage& out) const {

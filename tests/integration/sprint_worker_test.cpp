@@ -69,11 +69,11 @@ TEST_CASE("a worker computes many segments in order, equal to the in-process cri
       INFO(jobs[i].segment << ": " << message_of(errors[i]));
       REQUIRE_FALSE(errors[i]);
       auto expected = test::reference_loss(test::corpus_path(dir), jobs[i].segment,
-                                           *jobs[i].log_posteriors.storage, dim);
+                                           jobs[i].log_posteriors.storage->to_vector(), dim);
       // Bit-exact: the same code computes it, and the wire carries the
       // error signal's float32 bits and the loss's double bits unchanged.
       CHECK(losses[i] == expected.loss);
-      CHECK(*jobs[i].error_signal.storage == expected.error_signal);
+      CHECK(jobs[i].error_signal.storage->to_vector() == expected.error_signal);
     }
     caf::expected<worker_stats> stats = make_error(errc::cancelled, "");
     self->request(worker, caf::infinite, stats_atom::value)
@@ -103,11 +103,11 @@ TEST_CASE("a worker writes the error signal into a strided slice of a batch") {
     caf::scoped_actor self{rt.system()};
     // Batch [T=7, B=2, D]: segment 1 of the batch, 5 frames long.
     auto lp = random_log_posteriors(5, dim, 42);
-    auto batch_in = std::make_shared<std::vector<float>>(7 * 2 * dim, 99.0f);
+    auto batch_in = make_storage(7 * 2 * dim, 99.0f);
     for (size_t t = 0; t < 5; ++t)
       std::copy(lp.begin() + t * dim, lp.begin() + (t + 1) * dim,
                 batch_in->begin() + (t * 2 + 1) * dim);
-    auto batch_out = std::make_shared<std::vector<float>>(7 * 2 * dim, 0.0f);
+    auto batch_out = make_storage(7 * 2 * dim, 0.0f);
     segment_job job{
         segments[1].name, {batch_in, dim, 5, dim, 2 * dim}, {batch_out, dim, 5, dim, 2 * dim}};
     auto loss = compute(self, worker, job);

@@ -94,10 +94,10 @@ void compute_exact(worker_env& env, size_t i, uint64_t seed) {
   auto r = compute(env.self, env.worker, job);
   INFO(env.segments[i].name);
   REQUIRE(r);
-  auto expected =
-      test::reference_loss(env.corpus, env.segments[i].name, *job.log_posteriors.storage, dim);
+  auto expected = test::reference_loss(env.corpus, env.segments[i].name,
+                                       job.log_posteriors.storage->to_vector(), dim);
   CHECK(*r == expected.loss);
-  CHECK(*job.error_signal.storage == expected.error_signal);
+  CHECK(job.error_signal.storage->to_vector() == expected.error_signal);
 }
 
 /// Checks that the worker's current child `pid` is this process's only
@@ -287,7 +287,8 @@ TEST_CASE(
     CHECK(err == errc::cancelled);
     CHECK_THAT(render(err), Catch::Contains("segment 'corpus/rec/seg-0'") &&
                                 Catch::Contains("the error signal was not written"));
-    CHECK(*job.error_signal.storage == std::vector<float>(job.error_signal.storage->size(), 0.0f));
+    CHECK(job.error_signal.storage->to_vector() ==
+          std::vector<float>(job.error_signal.storage->size(), 0.0f));
     // A valid reply that nobody wanted breaks nothing: no restart.
     compute_exact(env, 1, 2);
     auto stats = stats_of(env.self, env.worker);
@@ -451,9 +452,9 @@ TEST_CASE("replies written behind a broken one are never taken as answers") {
         INFO("request " << i);
         REQUIRE(results[i]);
         auto expected = test::reference_loss(env.corpus, env.segments[i].name,
-                                             *jobs[i].log_posteriors.storage, dim);
+                                             jobs[i].log_posteriors.storage->to_vector(), dim);
         CHECK(*results[i] == expected.loss);
-        CHECK(*jobs[i].error_signal.storage == expected.error_signal);
+        CHECK(jobs[i].error_signal.storage->to_vector() == expected.error_signal);
       }
       // Every child breaks its second request: the first breaks request 1,
       // its successor request 2, the next request 3; the fourth child ends it.

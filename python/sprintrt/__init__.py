@@ -3,8 +3,15 @@
 ``SprintInstancePool`` has the class method and the methods RETURNN's
 callers use (``returnn.sprint.error_signals``): one pool per equal
 ``sprint_opts``, ``get_batch_loss_and_error_signal``,
-``get_automata_for_batch`` and ``lock``. Errors raise ``sprintrt.Error``
-(its ``code`` is the C++ error code's name, its text the C++ message).
+``get_automata_for_batch`` and ``lock``. ``SeqTrainScheduler`` is the
+sequence-training scheduler over such a pool, with the operations of the C++
+facade ``seqtrain_client``. Errors raise ``sprintrt.Error`` (its ``code`` is
+the C++ error code's name, its text the C++ message); bad arguments raise
+``TypeError`` or ``ValueError`` naming the argument.
+
+Arrays are handed to C++ as they are when they are C-contiguous float32
+(``get_batch_loss_and_error_signal`` reads them in place while it computes:
+do not change them from another thread meanwhile), converted otherwise.
 """
 
 import atexit
@@ -13,9 +20,11 @@ import threading
 
 import numpy
 
-from ._sprintrt import Error, Pool, canonical_options, shutdown, version
+from ._sprintrt import (Error, Pool, Scheduler, SeqTrainBatch, SeqTrainPart, canonical_options,
+                        seqtrain_error_signal, shutdown, version)
 
-__all__ = ["Error", "SprintInstancePool", "version"]
+__all__ = ["Error", "SeqTrainBatch", "SeqTrainPart", "SeqTrainScheduler", "SprintInstancePool",
+           "seqtrain_error_signal", "version"]
 
 atexit.register(shutdown)
 
@@ -94,3 +103,59 @@ class SprintInstancePool:
         """The batch's automata merged into one: edges uint32 [4, E] (from, to,
         emission, segment), weights float32 [E], start_end_states uint32 [2, B]."""
         return self._pool.automata(_tag_list(tags))
+
+
+class SeqTrainScheduler:
+    """The sequence-training scheduler over ``pool`` (a ``SprintInstancePool``):
+    it computes the loss of forwarded sequences while the trainer trains on
+    earlier ones, with at most ``forward_seq_delay`` sequences forwarded and
+    not yet trained on. The operations are those of the C++ facade
+    ``seqtrain_client`` (see ``include/sprintrt/seqtrain_client.hpp`` for the
+    loop a trainer runs and every error). ``max_in_flight`` 0 means one
+    sequence per worker; ``record_timeline`` keeps each computation's interval
+    in the statistics. Calls block (the GIL released) and must come from one
+    training loop at a time."""
+
+    def __init__(self, pool, forward_seq_delay=5, max_in_flight=0, record_timeline=False):
+        if not isinstance(pool, SprintInstancePool):
+            raise TypeError("pool must be a SprintInstancePool, got %s" % type(pool).__name__)
+        self.pool = pool
+        self._scheduler = Scheduler(pool._pool, forward_seq_delay, max_in_flight,
+                                    record_timeline)
+
+    def start_epoch(self, epoch):
+        """Starts epoch ``epoch`` with empty queues."""
+        self._scheduler.start_epoch(epoch)
+
+    def finish_epoch(self):
+        """Ends the epoch; returns its statistics (a dict, as ``stats``)."""
+        return self._scheduler.finish_epoch()
+
+    def have_space(self, num_seqs):
+        """Whether ``num_seqs`` more sequences may be forwarded now."""
+        return self._scheduler.have_space(num_seqs)
+
+    def forward(self, seq_indices, log_posteriors, seq_lengths, tags):
+        """Queues forwarded sequences: ``log_posteriors`` float32 [T, B, D]
+        (copied: the array may be reused afterwards), ``seq_lengths`` [B],
+        ``tags`` [B] and ``seq_indices`` [B], strictly increasing over the
+        epoch."""
+        tags = _tag_list(tags)
+        log_posteriors = numpy.asarray(log_posteriors)
+        if log_posteriors.ndim == 3 and len(tags) != log_posteriors.shape[1]:
+            raise ValueError("tags has %d names for a batch of %d"
+                             % (len(tags), log_posteriors.shape[1]))
+        self._scheduler.forward(numpy.asarray(seq_indices), log_posteriors,
+                                numpy.asarray(seq_lengths), tags)
+
+    def train(self, batches):
+        """Declares the current training batches (``SeqTrainBatch``es); waits
+        for their loss data and returns (loss float32 [n_batch], hat_y float32
+        [n_time, n_batch, D]), the batches side by side. The trainer's error
+        signal is then ``seqtrain_error_signal(log_posteriors, hat_y,
+        seq_lengths)``."""
+        return self._scheduler.train(list(batches))
+
+    def stats(self):
+        """The scheduler's counters and queue depths now (a dict)."""
+        return self._scheduler.stats()

@@ -4,7 +4,9 @@ one pool per equal options, tags as str, bytes or arrays), errors, and the
 GIL released while a batch computes."""
 
 import threading
+
 import time
+import weakref
 
 import numpy
 import pytest
@@ -145,3 +147,33 @@ def test_the_gil_is_released_while_a_batch_computes(corpus):
     # The other thread ran all along (about one tick per 10 ms).
     assert end - start > 0.5
     assert len(during) > 20
+
+
+def test_c_contiguous_float32_input_is_read_in_place(corpus):
+    from sprintrt import _sprintrt
+    path, names = corpus
+    lp, _ = random_batch(names[:3])
+    assert _sprintrt._log_posteriors_address(lp) == lp.ctypes.data
+    read_only = lp.copy()
+    read_only.flags.writeable = False
+    assert _sprintrt._log_posteriors_address(read_only) == read_only.ctypes.data
+    # Anything else is converted first.
+    assert _sprintrt._log_posteriors_address(lp.astype(numpy.float64)) != lp.ctypes.data
+    wide = numpy.zeros(lp.shape[:2] + (2 * DIM,), dtype=numpy.float32)
+    assert _sprintrt._log_posteriors_address(wide[:, :, ::2]) != wide.ctypes.data
+
+
+def test_a_borrowed_input_is_released_once_the_pool_is_done(corpus):
+    path, names = corpus
+    pool = sprintrt.SprintInstancePool.get_global_instance(sim_options(path))
+    lp, lengths = random_batch(names[:3])
+    alive = weakref.ref(lp)
+    pool.get_batch_loss_and_error_signal(lp, lengths, names[:3])
+    del lp
+    # The last reference may go on an actor thread just after the reply; it
+    # is released by the next call into the module.
+    for _ in range(5):
+        pool.get_batch_loss_and_error_signal(*random_batch(names[:3]), names[:3])
+        if alive() is None:
+            break
+    assert alive() is None

@@ -1,0 +1,187 @@
+#include "binding_support.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "sprintrt/sprint_runtime.hpp"
+
+namespace sprintrt::python {
+
+namespace {
+
+// --- the process's runtime ---------------------------------------------------
+
+std::mutex runtime_mutex;
+std::unique_ptr<sprint_runtime> runtime;
+bool runtime_shut_down = false;
+
+/// Every live `runtime_user`. Only touched with the GIL held.
+std::vector<runtime_user*> runtime_users;
+
+// --- Python objects held by C++ ------------------------------------------------
+//
+// A borrowed array must stay alive while any worker may read it, and the last
+// reader may be an actor thread, long after the call that lent it returned
+// (a segment that timed out is still being written to its child). That
+// thread must not take the GIL: it would wait for Python, and a Python thread
+// waiting for the actor system would never give it back. So the last owner
+// only queues the object, and Python threads release the queue when they
+// next call in, holding the GIL anyway.
+
+std::mutex release_mutex;
+std::vector<PyObject*> release_queue;
+
+/// An owner for `object`: the last copy queues it for release.
+std::shared_ptr<const void> hold_until_released(py::object object) {
+  PyObject* held = object.release().ptr();
+  return std::shared_ptr<const void>(held, [](PyObject* p) {
+    std::lock_guard<std::mutex> guard{release_mutex};
+    release_queue.push_back(p);
+  });
+}
+
+using float32_array = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
+/// `array` as a C-contiguous float32 array: itself if it is one, else a
+/// converted copy.
+float32_array as_float32(const py::array& array, const char* name) {
+  auto values = float32_array::ensure(array);
+  if (!values)
+    throw py::type_error(std::string{name} + " must be a float array, got dtype " +
+                         py::str(array.dtype()).cast<std::string>());
+  return values;
+}
+
+std::vector<size_t> shape_of(const py::array& array) {
+  return {array.shape(), array.shape() + array.ndim()};
+}
+
+} // namespace
+
+[[noreturn]] void raise(const caf::error& err) {
+  auto code = err.category() == error_category ? to_string(static_cast<errc>(err.code()))
+                                               : std::string{"unknown_error"};
+  throw error_exception{code, render(err)};
+}
+
+void bind_errors(py::module_& m) {
+  static py::exception<error_exception> error_type(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr thrown) {
+    try {
+      if (thrown)
+        std::rethrow_exception(thrown);
+    } catch (const error_exception& e) {
+      py::object err = py::reinterpret_borrow<py::object>(error_type.ptr())(e.message);
+      err.attr("code") = e.code;
+      PyErr_SetObject(error_type.ptr(), err.ptr());
+    }
+  });
+}
+
+sprint_runtime& process_runtime(const sprint_options& opts) {
+  std::lock_guard<std::mutex> guard{runtime_mutex};
+  if (runtime_shut_down)
+    raise_shut_down("a pool");
+  if (!runtime)
+    runtime = std::make_unique<sprint_runtime>(runtime_settings_for(opts));
+  return *runtime;
+}
+
+void shutdown_process_runtime() {
+  // Handles first: pools in `SprintInstancePool.global_instances` live until
+  // the interpreter ends, after the actor system. (Destroying the system
+  // later, with the other statics, crashes in CAF's own destructors.)
+  for (auto* user : std::vector<runtime_user*>{runtime_users})
+    user->detach();
+  std::unique_ptr<sprint_runtime> stopping;
+  {
+    std::lock_guard<std::mutex> guard{runtime_mutex};
+    stopping = std::move(runtime);
+    runtime_shut_down = true;
+  }
+  if (stopping) {
+    py::gil_scoped_release unlocked;
+    stopping.reset();
+  }
+  release_deferred_objects();
+}
+
+runtime_user::runtime_user() {
+  runtime_users.push_back(this);
+}
+
+runtime_user::~runtime_user() {
+  runtime_users.erase(std::find(runtime_users.begin(), runtime_users.end(), this));
+}
+
+[[noreturn]] void raise_shut_down(const char* what) {
+  raise(make_error(errc::cancelled, std::string{what} +
+                                        " cannot be used: sprintrt was shut down (at interpreter "
+                                        "exit, or by sprintrt._sprintrt.shutdown())"));
+}
+
+sprint_options parse_options_json(const std::string& options_json) {
+  auto opts = parse_options(options_json);
+  if (!opts)
+    raise(opts.error());
+  return std::move(*opts);
+}
+
+void release_deferred_objects() {
+  std::vector<PyObject*> released;
+  {
+    std::lock_guard<std::mutex> guard{release_mutex};
+    released.swap(release_queue);
+  }
+  // Outside the lock: a decref may run arbitrary Python code.
+  for (PyObject* p : released)
+    Py_DECREF(p);
+}
+
+tensor borrow_float32(const py::array& array, const char* name) {
+  auto values = as_float32(array, name);
+  // numpy's memory is only read (a read-only array is fine): the error
+  // signal always goes into storage of its own.
+  auto* data = const_cast<float*>(values.data());
+  auto count = static_cast<size_t>(values.size());
+  auto shape = shape_of(values);
+  auto storage = std::make_shared<float_buffer>(data, count, hold_until_released(values));
+  return *tensor::from_storage(std::move(storage), std::move(shape));
+}
+
+tensor copy_float32(const py::array& array, const char* name) {
+  auto values = as_float32(array, name);
+  auto result = tensor::zeros(shape_of(values));
+  std::copy(values.data(), values.data() + values.size(), result.data());
+  return result;
+}
+
+py::array_t<float> to_numpy(tensor t) {
+  auto storage = std::make_unique<float_storage>(t.storage());
+  float* data = (*storage)->data();
+  py::capsule owner{storage.release(), [](void* p) { delete static_cast<float_storage*>(p); }};
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  return py::array_t<float>(shape, data, owner);
+}
+
+std::vector<int64_t> integers_1d(const py::array& array, const char* name, const char* axis) {
+  require_rank(array, 1, name, axis);
+  // numpy makes an empty list float64: its dtype says nothing.
+  char kind = array.dtype().kind();
+  if (array.size() > 0 && kind != 'i' && kind != 'u')
+    throw py::type_error(std::string{name} + " must be an integer array, got dtype " +
+                         py::str(array.dtype()).cast<std::string>());
+  auto values = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
+  if (!values)
+    throw py::type_error(std::string{name} + " must be an integer array");
+  return {values.data(), values.data() + values.size()};
+}
+
+void require_rank(const py::array& array, py::ssize_t rank, const char* name, const char* axes) {
+  if (array.ndim() != rank)
+    throw py::value_error(std::string{name} + " must be " + std::to_string(rank) + "-D (" + axes +
+                          "), got " + std::to_string(array.ndim()) + "-D");
+}
+
+} // namespace sprintrt::python

@@ -1,0 +1,104 @@
+#pragma once
+
+// What the bindings of `_sprintrt` share: errors on their way to Python, the
+// process's runtime, numpy arrays in and out of tensors, and the release of
+// Python objects that C++ held.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <string>
+
+#include "sprintrt/error.hpp"
+#include "sprintrt/options.hpp"
+#include "sprintrt/tensor.hpp"
+
+namespace sprintrt {
+class sprint_runtime;
+} // namespace sprintrt
+
+namespace sprintrt::python {
+
+namespace py = pybind11;
+
+/// A sprintrt error on its way to Python as `sprintrt.Error`.
+struct error_exception {
+  /// The errc's name, e.g. "invalid_input" ("unknown_error" outside
+  /// sprintrt's category).
+  std::string code;
+  /// The C++ message, as `render` gives it.
+  std::string message;
+};
+
+/// Throws `err` as `sprintrt.Error`.
+[[noreturn]] void raise(const caf::error& err);
+
+/// Registers `sprintrt.Error` in `m` and the translation of
+/// `error_exception` to it.
+void bind_errors(py::module_& m);
+
+/// The process's runtime, made with the first pool's settings (CAF sets TLS
+/// up once per process) and shut down by `shutdown_process_runtime` (at
+/// interpreter exit). Throws `sprintrt.Error` (`cancelled`) after that.
+sprint_runtime& process_runtime(const sprint_options& opts);
+
+/// Stops every pool, scheduler and child of this process: detaches every
+/// `runtime_user`, then stops and destroys the runtime. Called with the GIL
+/// held; releases it while waiting.
+void shutdown_process_runtime();
+
+/// A binding object that holds actor handles of the process's runtime. It
+/// lets go of them when the runtime shuts down, since a handle must not
+/// outlive its actor system and Python may keep the object until the
+/// interpreter ends. Made and destroyed with the GIL held.
+class runtime_user {
+public:
+  runtime_user();
+  virtual ~runtime_user();
+
+  runtime_user(const runtime_user&) = delete;
+  runtime_user& operator=(const runtime_user&) = delete;
+
+  /// Drops every actor handle (with the GIL held); calls after it raise
+  /// `sprintrt.Error`.
+  virtual void detach() = 0;
+};
+
+/// Throws `sprintrt.Error` (`cancelled`) saying that `what` cannot be used
+/// because the runtime was shut down.
+[[noreturn]] void raise_shut_down(const char* what);
+
+/// Returns `options_json` parsed, or throws `sprintrt.Error`.
+sprint_options parse_options_json(const std::string& options_json);
+
+/// Releases the Python objects whose last C++ user has gone (see
+/// `borrow_float32`). Called with the GIL held, on every call into the
+/// module that computes, and at shutdown.
+void release_deferred_objects();
+
+/// `array` as a float32 tensor of the same shape. A C-contiguous float32
+/// array is borrowed, not copied: the tensor reads numpy's memory and keeps
+/// the array alive until C++ is done with it. Any other array (another
+/// dtype, strided) is first converted into a new C-contiguous one, which is
+/// borrowed the same way. The tensor must only be read. Throws `TypeError`
+/// naming `name` if `array` cannot be converted to float32.
+tensor borrow_float32(const py::array& array, const char* name);
+
+/// `array` as a new float32 tensor of the same shape (for data C++ keeps
+/// after the call returns, which the caller may then change).
+tensor copy_float32(const py::array& array, const char* name);
+
+/// A numpy array over a tensor's storage, without a copy: the array keeps
+/// the storage alive.
+py::array_t<float> to_numpy(tensor t);
+
+/// The values of the 1-D integer array `array`; throws `ValueError` or
+/// `TypeError` naming the argument `name` and its axis `axis`.
+std::vector<int64_t> integers_1d(const py::array& array, const char* name, const char* axis);
+
+/// Throws `ValueError` unless `array` has `rank` dimensions, naming the
+/// argument `name` and its `axes`, e.g. "time, batch, dim".
+void require_rank(const py::array& array, py::ssize_t rank, const char* name, const char* axes);
+
+} // namespace sprintrt::python

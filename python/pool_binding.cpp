@@ -1,0 +1,86 @@
+#include "pool_binding.hpp"
+
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "binding_support.hpp"
+
+namespace sprintrt::python {
+
+pool::pool(const std::string& options_json)
+    : opts_(parse_options_json(options_json)),
+      client_(std::make_shared<const pool_client>(process_runtime(opts_), opts_)) {}
+
+std::shared_ptr<const pool_client> pool::client() const {
+  if (!client_)
+    raise_shut_down("this pool");
+  return client_;
+}
+
+py::tuple pool::compute(const py::array& log_posteriors, const py::array& seq_lengths,
+                        std::vector<std::string> tags) {
+  release_deferred_objects();
+  require_rank(log_posteriors, 3, "log_posteriors", "time, batch, dim");
+  batch b;
+  b.seq_lengths = integers_1d(seq_lengths, "seq_lengths", "batch");
+  b.log_posteriors = borrow_float32(log_posteriors, "log_posteriors");
+  b.tags = std::move(tags);
+  auto facade = client();
+  caf::expected<batch_result> result = make_error(errc::cancelled, "not computed");
+  {
+    py::gil_scoped_release unlocked;
+    result = facade->compute(std::move(b));
+  }
+  release_deferred_objects();
+  if (!result)
+    raise(result.error());
+  py::array_t<float> loss(static_cast<py::ssize_t>(result->loss.size()));
+  std::copy(result->loss.begin(), result->loss.end(), loss.mutable_data());
+  return py::make_tuple(loss, to_numpy(std::move(result->error_signal)));
+}
+
+py::tuple pool::automata(std::vector<std::string> tags) {
+  auto batch_size = static_cast<py::ssize_t>(tags.size());
+  auto facade = client();
+  caf::expected<batch_automata> result = make_error(errc::cancelled, "not computed");
+  {
+    py::gil_scoped_release unlocked;
+    result = facade->automata(std::move(tags));
+  }
+  if (!result)
+    raise(result.error());
+  auto edges_count = static_cast<py::ssize_t>(result->num_edges());
+  py::array_t<uint32_t> edges({py::ssize_t{4}, edges_count});
+  std::copy(result->edges.begin(), result->edges.end(), edges.mutable_data());
+  py::array_t<float> weights(edges_count);
+  std::copy(result->weights.begin(), result->weights.end(), weights.mutable_data());
+  py::array_t<uint32_t> start_end({py::ssize_t{2}, batch_size});
+  std::copy(result->start_end_states.begin(), result->start_end_states.end(),
+            start_end.mutable_data());
+  return py::make_tuple(edges, weights, start_end);
+}
+
+void bind_pool(py::module_& m) {
+  py::class_<pool>(m, "Pool", "A worker pool for one options value (JSON).")
+      .def(py::init<const std::string&>(), py::arg("options_json"))
+      .def("compute", &pool::compute, py::arg("log_posteriors"), py::arg("seq_lengths"),
+           py::arg("tags"),
+           "(loss float32 [B], error_signal float32 [T, B, D]) of a time-major batch.")
+      .def("automata", &pool::automata, py::arg("tags"),
+           "(edges uint32 [4, E], weights float32 [E], start_end_states uint32 [2, B]).")
+      .def_property_readonly("num_instances",
+                             [](const pool& p) { return p.options().num_instances; });
+  m.def(
+      "_log_posteriors_address",
+      [](const py::array& array) {
+        auto t = borrow_float32(array, "log_posteriors");
+        return reinterpret_cast<uintptr_t>(t.data());
+      },
+      py::arg("array"),
+      "The address of the float32 values `Pool.compute` reads for `array` (for tests: "
+      "numpy's own for a C-contiguous float32 array).");
+}
+
+} // namespace sprintrt::python

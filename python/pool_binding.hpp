@@ -1,0 +1,59 @@
+#pragma once
+
+// `_sprintrt.Pool`: one worker pool for one options value, over the blocking
+// facade `pool_client`.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "binding_support.hpp"
+
+#include "sprintrt/options.hpp"
+#include "sprintrt/pool_client.hpp"
+
+namespace sprintrt::python {
+
+namespace py = pybind11;
+
+/// One worker pool for one options value (the process's runtime keeps the
+/// pool; this is a client of it).
+class pool : public runtime_user {
+public:
+  /// The pool for `options_json` (sprintrt's options as JSON).
+  explicit pool(const std::string& options_json);
+
+  /// (loss float32 [B], error signal float32 [T, B, D]) of a time-major
+  /// batch; C-contiguous float32 log-posteriors are read in place.
+  py::tuple compute(const py::array& log_posteriors, const py::array& seq_lengths,
+                    std::vector<std::string> tags);
+
+  /// (edges uint32 [4, E], weights float32 [E], start_end_states uint32
+  /// [2, B]) of the segments `tags`.
+  py::tuple automata(std::vector<std::string> tags);
+
+  /// Returns the options the pool was made with.
+  const sprint_options& options() const noexcept { return opts_; }
+
+  /// Returns the pool's actor (for schedulers over it), or throws
+  /// `sprintrt.Error` after shutdown.
+  worker_pool_actor actor() const { return client()->pool(); }
+
+  void detach() override { client_.reset(); }
+
+private:
+  /// The facade, or throws `sprintrt.Error` after shutdown. A copy keeps it
+  /// for a call that releases the GIL.
+  std::shared_ptr<const pool_client> client() const;
+
+  sprint_options opts_;
+  std::shared_ptr<const pool_client> client_;
+};
+
+/// Registers `Pool` in `m`.
+void bind_pool(py::module_& m);
+
+} // namespace sprintrt::python

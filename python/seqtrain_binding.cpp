@@ -1,0 +1,163 @@
+// `_sprintrt.Scheduler`, `SeqTrainPart`, `SeqTrainBatch` and
+// `seqtrain_error_signal`: the sequence-training scheduler over the blocking
+// facade `seqtrain_client`, one method per facade call.
+
+#include "seqtrain_binding.hpp"
+
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <type_traits>
+#include <utility>
+
+#include "binding_support.hpp"
+#include "pool_binding.hpp"
+#include "sprintrt/seqtrain_client.hpp"
+
+namespace sprintrt::python {
+
+namespace {
+
+py::dict to_dict(const seqtrain_stats& s) {
+  py::list timeline;
+  for (const auto& x : s.timeline)
+    timeline.append(py::dict(py::arg("seq_idx") = x.seq_idx, py::arg("lane") = x.lane,
+                             py::arg("start_ns") = x.start_ns, py::arg("end_ns") = x.end_ns));
+  return py::dict(
+      py::arg("epoch") = s.epoch, py::arg("forward_queue") = s.forward_queue,
+      py::arg("in_flight") = s.in_flight, py::arg("loss_data") = s.loss_data,
+      py::arg("forwarded") = s.forwarded, py::arg("computed") = s.computed,
+      py::arg("skipped") = s.skipped, py::arg("failed") = s.failed,
+      py::arg("train_requests") = s.train_requests, py::arg("trainer_wait_ns") = s.trainer_wait_ns,
+      py::arg("worker_busy_ns") = s.worker_busy_ns, py::arg("elapsed_ns") = s.elapsed_ns,
+      py::arg("seqs_per_second") = s.seqs_per_second, py::arg("timeline") = timeline);
+}
+
+/// The value of `result`, or `sprintrt.Error`.
+template <class T>
+T value_of(caf::expected<T> result) {
+  if (!result)
+    raise(result.error());
+  return std::move(*result);
+}
+
+/// One scheduler over one pool; the Python object keeps its pool alive.
+class scheduler : public runtime_user {
+public:
+  scheduler(const pool& p, size_t forward_seq_delay, size_t max_in_flight, bool record_timeline)
+      : client_(std::make_shared<seqtrain_client>(
+            process_runtime(p.options()), p.actor(),
+            seqtrain_options{forward_seq_delay, max_in_flight, record_timeline})) {}
+
+  void detach() override { client_.reset(); }
+
+  void start_epoch(uint64_t epoch) {
+    release_deferred_objects();
+    if (auto err = unlocked([&](seqtrain_client& c) { return c.start_epoch(epoch); }))
+      raise(err);
+  }
+
+  py::dict finish_epoch() {
+    return to_dict(value_of(unlocked([&](seqtrain_client& c) { return c.finish_epoch(); })));
+  }
+
+  bool have_space(uint64_t num_seqs) {
+    return value_of(unlocked([&](seqtrain_client& c) { return c.have_space(num_seqs); }));
+  }
+
+  // Copied, not borrowed: the scheduler keeps the sequences after the call
+  // returns, and a trainer may reuse its array for the next forward pass.
+  void forward(const py::array& seq_indices, const py::array& log_posteriors,
+               const py::array& seq_lengths, std::vector<std::string> tags) {
+    release_deferred_objects();
+    require_rank(log_posteriors, 3, "log_posteriors", "time, batch, dim");
+    forward_sequences sequences;
+    for (int64_t index : integers_1d(seq_indices, "seq_indices", "batch")) {
+      if (index < 0)
+        throw py::value_error("seq_indices must not be negative, got " + std::to_string(index));
+      sequences.seq_indices.push_back(static_cast<uint64_t>(index));
+    }
+    sequences.data.seq_lengths = integers_1d(seq_lengths, "seq_lengths", "batch");
+    sequences.data.log_posteriors = copy_float32(log_posteriors, "log_posteriors");
+    sequences.data.tags = std::move(tags);
+    if (auto err = unlocked([&](seqtrain_client& c) { return c.forward(std::move(sequences)); }))
+      raise(err);
+  }
+
+  py::tuple train(std::vector<seqtrain_batch> batches) {
+    auto result =
+        value_of(unlocked([&](seqtrain_client& c) { return c.train(std::move(batches)); }));
+    py::array_t<float> loss(static_cast<py::ssize_t>(result.loss.size()));
+    std::copy(result.loss.begin(), result.loss.end(), loss.mutable_data());
+    return py::make_tuple(loss, to_numpy(std::move(result.hat_y)));
+  }
+
+  py::dict stats() {
+    return to_dict(value_of(unlocked([&](seqtrain_client& c) { return c.stats(); })));
+  }
+
+private:
+  /// Calls `f` with the facade, without the GIL; a copy of the pointer keeps
+  /// the facade for the call. Throws `sprintrt.Error` after shutdown.
+  template <class F>
+  std::invoke_result_t<F, seqtrain_client&> unlocked(F&& f) {
+    if (!client_)
+      raise_shut_down("this scheduler");
+    auto facade = client_;
+    py::gil_scoped_release released;
+    return f(*facade);
+  }
+
+  std::shared_ptr<seqtrain_client> client_;
+};
+
+py::array_t<float> error_signal(const py::array& log_posteriors, const py::array& hat_y,
+                                const py::array& seq_lengths) {
+  require_rank(log_posteriors, 3, "log_posteriors", "time, batch, dim");
+  require_rank(hat_y, 3, "hat_y", "time, batch, dim");
+  auto lengths = integers_1d(seq_lengths, "seq_lengths", "batch");
+  auto lp = borrow_float32(log_posteriors, "log_posteriors");
+  auto target = borrow_float32(hat_y, "hat_y");
+  auto result = seqtrain_error_signal(lp, target, lengths);
+  release_deferred_objects();
+  return to_numpy(value_of(std::move(result)));
+}
+
+} // namespace
+
+void bind_seqtrain(py::module_& m) {
+  py::class_<seqtrain_part>(m, "SeqTrainPart",
+                            "Frames [seq_start_frame, seq_end_frame) of sequence seq_idx, in "
+                            "column batch_slice of a training batch from row batch_frame_offset.")
+      .def(py::init<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>(), py::arg("seq_idx"),
+           py::arg("batch_slice"), py::arg("batch_frame_offset"), py::arg("seq_start_frame"),
+           py::arg("seq_end_frame"))
+      .def_readwrite("seq_idx", &seqtrain_part::seq_idx)
+      .def_readwrite("batch_slice", &seqtrain_part::batch_slice)
+      .def_readwrite("batch_frame_offset", &seqtrain_part::batch_frame_offset)
+      .def_readwrite("seq_start_frame", &seqtrain_part::seq_start_frame)
+      .def_readwrite("seq_end_frame", &seqtrain_part::seq_end_frame);
+  py::class_<seqtrain_batch>(m, "SeqTrainBatch",
+                             "A training batch of num_frames x num_slices and the parts in it.")
+      .def(py::init<uint64_t, uint64_t, std::vector<seqtrain_part>>(), py::arg("num_frames"),
+           py::arg("num_slices"), py::arg("parts"))
+      .def_readwrite("num_frames", &seqtrain_batch::num_frames)
+      .def_readwrite("num_slices", &seqtrain_batch::num_slices)
+      .def_readwrite("parts", &seqtrain_batch::parts);
+  py::class_<scheduler>(m, "Scheduler", "A sequence-training scheduler over a Pool.")
+      .def(py::init<const pool&, size_t, size_t, bool>(), py::arg("pool"),
+           py::arg("forward_seq_delay"), py::arg("max_in_flight"), py::arg("record_timeline"),
+           py::keep_alive<1, 2>())
+      .def("start_epoch", &scheduler::start_epoch, py::arg("epoch"))
+      .def("finish_epoch", &scheduler::finish_epoch)
+      .def("have_space", &scheduler::have_space, py::arg("num_seqs"))
+      .def("forward", &scheduler::forward, py::arg("seq_indices"), py::arg("log_posteriors"),
+           py::arg("seq_lengths"), py::arg("tags"))
+      .def("train", &scheduler::train, py::arg("batches"))
+      .def("stats", &scheduler::stats);
+  m.def("seqtrain_error_signal", &error_signal, py::arg("log_posteriors"), py::arg("hat_y"),
+        py::arg("seq_lengths"),
+        "exp(log_posteriors) - hat_y in frames t < seq_lengths[b] of column b, zero elsewhere.");
+}
+
+} // namespace sprintrt::python

@@ -1,0 +1,70 @@
+"""The process's end: `sprintrt` shuts its runtime down at interpreter exit
+with pools and schedulers still referenced, leaves no child behind, and
+objects used after the shutdown raise `sprintrt.Error`. Run in a separate
+interpreter, since the runtime is one per process."""
+
+import json
+import subprocess
+import sys
+
+from conftest import sim_options
+
+SCRIPT = r"""
+import json, os, sys
+import numpy
+import sprintrt
+from sprintrt import _sprintrt
+
+opts, names = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+pool = sprintrt.SprintInstancePool.get_global_instance(opts)
+sched = sprintrt.SeqTrainScheduler(pool)
+lp = numpy.full((4, 2, 5), numpy.log(0.2), dtype=numpy.float32)
+batch = (lp, [4, 3], names[:2])
+pool.get_batch_loss_and_error_signal(*batch)
+
+
+def children():
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == os.getpid():
+                found.append(int(entry))
+    return found
+
+
+before = children()
+_sprintrt.shutdown()
+after = children()
+errors = []
+for call in (lambda: pool.get_batch_loss_and_error_signal(*batch),
+             lambda: pool.get_automata_for_batch(names[:1]),
+             lambda: sched.stats(),
+             lambda: sprintrt.SprintInstancePool(dict(opts, numInstances=3))):
+    try:
+        call()
+        errors.append(None)
+    except sprintrt.Error as e:
+        errors.append([e.code, str(e)])
+print(json.dumps({"before": before, "after": after, "errors": errors}))
+# The pool and the scheduler are still referenced when the interpreter ends.
+"""
+
+
+def test_shutdown_stops_everything_and_later_calls_raise(corpus):
+    path, names = corpus
+    run = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(sim_options(path)),
+                          json.dumps(names)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.splitlines()[-1])
+    assert len(result["before"]) == 1  # the pool's one sprint-sim child
+    assert result["after"] == []  # stopped and reaped: not even a zombie
+    for error in result["errors"]:
+        assert error is not None
+        code, text = error
+        assert code == "cancelled"
+        assert "cannot be used: sprintrt was shut down" in text

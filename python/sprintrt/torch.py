@@ -1,0 +1,94 @@
+"""sprintrt for PyTorch: a Sprint loss as an autograd function, ``sprint_loss``.
+
+Import it explicitly (``import sprintrt.torch``); ``import sprintrt`` does
+not import PyTorch.
+
+The gradient follows RETURNN's ``generic_loss_and_error_signal``: Sprint's
+error signal (softmax - occupancy, per frame) is the gradient of the loss with
+respect to the pre-softmax activations z, and it is returned as the gradient
+with respect to ``log_probs = log_softmax(z)``. log_softmax's backward maps a
+gradient g to g - softmax * sum_d g, and the error signal sums to zero over d
+in each frame, so the gradient that reaches z is exactly the error signal.
+(The true gradient with respect to log_probs is -occupancy; it differs by
+softmax, which log_softmax's backward maps to zero. PyTorch's own
+``ctc_loss`` returns its gradient the same way.) ``log_probs`` must therefore
+be the output of a log_softmax over its last axis; the gradient with respect
+to anything else computed from them is not the loss's.
+"""
+
+import numpy
+import torch
+
+from . import SprintInstancePool
+
+__all__ = ["SprintLoss", "sprint_loss"]
+
+
+def _lengths_numpy(seq_lengths, batch):
+    """``seq_lengths`` (a tensor on any device, a numpy array or a list of
+    ints) as a 1-D integer numpy array of ``batch`` entries."""
+    if isinstance(seq_lengths, torch.Tensor):
+        seq_lengths = seq_lengths.detach().cpu().numpy()
+    lengths = numpy.asarray(seq_lengths)
+    if lengths.ndim != 1:
+        raise ValueError("seq_lengths must be 1-D (batch), got %d-D" % lengths.ndim)
+    if lengths.dtype.kind not in "iu":
+        raise TypeError("seq_lengths must be integers, got %s" % lengths.dtype)
+    if len(lengths) != batch:
+        raise ValueError("seq_lengths has %d entries for a batch of %d" % (len(lengths), batch))
+    return lengths
+
+
+class SprintLoss(torch.autograd.Function):
+    """The per-sequence Sprint loss of a time-major batch of log-posteriors;
+    its gradient is Sprint's error signal (see the module's docstring).
+    Called through ``sprint_loss``, which checks the arguments."""
+
+    @staticmethod
+    def forward(ctx, log_probs, seq_lengths, tags, pool):
+        # CPU float32 contiguous input is handed to the pool as is (no copy).
+        log_posteriors = log_probs.detach().to("cpu", torch.float32).contiguous().numpy()
+        with pool.lock:
+            loss, error_signal = pool.get_batch_loss_and_error_signal(
+                log_posteriors, seq_lengths, tags)
+        like_input = {"device": log_probs.device, "dtype": log_probs.dtype}
+        ctx.save_for_backward(torch.from_numpy(error_signal).to(**like_input))
+        return torch.from_numpy(loss).to(**like_input)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_loss):
+        (error_signal,) = ctx.saved_tensors
+        return error_signal * grad_loss[None, :, None], None, None, None
+
+
+def sprint_loss(log_probs, seq_lengths, tags, pool):
+    """The Sprint loss [B] of each sequence of a batch, on ``log_probs``'
+    device and of its dtype (inf for a segment Sprint skipped).
+
+    ``log_probs``: float tensor [T, B, D] (time-major) of log-posteriors, the
+    output of a log_softmax over D, on any device; only the first
+    ``seq_lengths[b]`` frames of sequence b are read. ``seq_lengths``: B
+    lengths (a tensor, a numpy array or a list of ints). ``tags``: the B
+    segment names, as ``SprintInstancePool.get_batch_loss_and_error_signal``
+    takes them. ``pool``: the ``sprintrt.SprintInstancePool`` that computes
+    the batch (holding its ``lock`` meanwhile, as RETURNN does).
+
+    The gradient with respect to ``log_probs`` is Sprint's error signal times
+    the loss's gradient (zero in the padding frames): RETURNN's
+    ``generic_loss_and_error_signal``, the loss's gradient with respect to the
+    activations z of ``log_probs = log_softmax(z)`` once log_softmax's backward
+    has run (see the module's docstring). Bad arguments raise ``TypeError`` or
+    ``ValueError`` naming the argument; the pool's errors raise
+    ``sprintrt.Error``."""
+    if not isinstance(log_probs, torch.Tensor):
+        raise TypeError("log_probs must be a torch.Tensor, got %s" % type(log_probs).__name__)
+    if log_probs.dim() != 3:
+        raise ValueError("log_probs must be 3-D (time, batch, dim), got %d-D" % log_probs.dim())
+    if not log_probs.is_floating_point():
+        raise TypeError("log_probs must be a floating-point tensor, got %s" % log_probs.dtype)
+    if not isinstance(pool, SprintInstancePool):
+        raise TypeError("pool must be a sprintrt.SprintInstancePool, got %s"
+                        % type(pool).__name__)
+    lengths = _lengths_numpy(seq_lengths, log_probs.shape[1])
+    return SprintLoss.apply(log_probs, lengths, tags, pool)

@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 
 #include "binding_support.hpp"
@@ -41,6 +42,35 @@ py::tuple pool::compute(const py::array& log_posteriors, const py::array& seq_le
   return py::make_tuple(loss, to_numpy(std::move(result->error_signal)));
 }
 
+std::vector<double> pool::time_facade(const py::array& log_posteriors, const py::array& seq_lengths,
+                                      std::vector<std::string> tags, size_t repeats) {
+  require_rank(log_posteriors, 3, "log_posteriors", "time, batch, dim");
+  batch b;
+  b.seq_lengths = integers_1d(seq_lengths, "seq_lengths", "batch");
+  b.log_posteriors = borrow_float32(log_posteriors, "log_posteriors");
+  b.tags = std::move(tags);
+  auto facade = client();
+  std::vector<double> seconds;
+  caf::error failed;
+  {
+    py::gil_scoped_release unlocked;
+    for (size_t i = 0; i < repeats && !failed; ++i) {
+      batch call = b; // shares the tensor, as a C++ trainer's batch would
+      auto start = std::chrono::steady_clock::now();
+      auto result = facade->compute(std::move(call));
+      seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (!result)
+        failed = std::move(result.error());
+    }
+  }
+  b = batch{};
+  release_deferred_objects();
+  if (failed)
+    raise(failed);
+  return seconds;
+}
+
 py::tuple pool::automata(std::vector<std::string> tags) {
   auto batch_size = static_cast<py::ssize_t>(tags.size());
   auto facade = client();
@@ -68,6 +98,9 @@ void bind_pool(py::module_& m) {
       .def("compute", &pool::compute, py::arg("log_posteriors"), py::arg("seq_lengths"),
            py::arg("tags"),
            "(loss float32 [B], error_signal float32 [T, B, D]) of a time-major batch.")
+      .def("_time_facade", &pool::time_facade, py::arg("log_posteriors"), py::arg("seq_lengths"),
+           py::arg("tags"), py::arg("repeats"),
+           "Seconds per pool_client::compute of this batch, timed in C++ (for the benchmark).")
       .def("automata", &pool::automata, py::arg("tags"),
            "(edges uint32 [4, E], weights float32 [E], start_end_states uint32 [2, B]).")
       .def_property_readonly("num_instances",

@@ -31,6 +31,12 @@ public:
   py::tuple compute(const py::array& log_posteriors, const py::array& seq_lengths,
                     std::vector<std::string> tags);
 
+  /// The seconds each of `repeats` calls of `pool_client::compute` on this
+  /// batch takes, timed in C++ with no Python in the loop (the baseline of
+  /// the Python module's benchmark, scripts/bench/python_module.py).
+  std::vector<double> time_facade(const py::array& log_posteriors, const py::array& seq_lengths,
+                                  std::vector<std::string> tags, size_t repeats);
+
   /// (edges uint32 [4, E], weights float32 [E], start_end_states uint32
   /// [2, B]) of the segments `tags`.
   py::tuple automata(std::vector<std::string> tags);

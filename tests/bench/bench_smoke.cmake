@@ -1,8 +1,9 @@
 # Smoke test of `sprintrt-bench all`: runs it with --quick --json and checks
-# that every figure of the issue (a-f) is in the document with finite numbers
+# that every figure of the issues (a-g) is in the document with finite numbers
 # (JSON has no NaN or infinity: nlohmann writes them as null) and a status,
-# not what the numbers are. Only the Python-dependent figures (c, e.torch)
-# may be "skipped" (no /usr/bin/python3 with NumPy or PyTorch).
+# not what the numbers are. Only the Python-dependent figures (c, e.torch, g)
+# may be "skipped" (no /usr/bin/python3 with NumPy or PyTorch, or no Python
+# module built).
 #
 #   cmake -DBENCH=<sprintrt-bench> [-DNO_PYTHON=ON] -P bench_smoke.cmake
 #
@@ -16,11 +17,11 @@ endif()
 
 set(args all --quick --json)
 set(required a b c d.transport d.faults_parent d.faults_child d.peak_rss e.speedup e.serial
-    e.torch f)
-set(may_skip c e.torch)
+    e.torch f g)
+set(may_skip c e.torch g)
 if(NO_PYTHON)
-  list(APPEND args --python /nonexistent/python3 --only c e)
-  set(required c e.speedup e.serial e.torch)
+  list(APPEND args --python /nonexistent/python3 --only c e g)
+  set(required c e.speedup e.serial e.torch g)
 endif()
 
 execute_process(COMMAND ${BENCH} ${args}

@@ -1,4 +1,4 @@
-// `sprintrt-bench all`: the figures a-f with their baselines,
+// `sprintrt-bench all`: the issues' figures a-g with their baselines,
 // targets and met/missed, as a table, JSON or markdown rows.
 
 #include <algorithm>
@@ -16,6 +16,9 @@
 
 #ifndef SPRINTRT_BENCH_SCRIPTS
 #define SPRINTRT_BENCH_SCRIPTS "scripts/bench"
+#endif
+#ifndef SPRINTRT_BENCH_PYTHON_MODULE
+#define SPRINTRT_BENCH_PYTHON_MODULE "build/python"
 #endif
 
 namespace sprintrt::bench {
@@ -59,6 +62,8 @@ void run_all(const all_options& o, const std::string& argv0) {
     add(ctc_figures(cx));
   if (o.runs("f"))
     add(seqtrain_figures(cx));
+  if (o.runs("g"))
+    add(python_figures(cx));
   live.stop();
   std::stable_sort(figures.begin(), figures.end(),
                    [](const figure& x, const figure& y) { return x.id[0] < y.id[0]; });
@@ -78,21 +83,28 @@ void run_all(const all_options& o, const std::string& argv0) {
 void add_all_bench(CLI::App& app, std::string argv0) {
   auto options = std::make_shared<all_options>();
   options->scripts = SPRINTRT_BENCH_SCRIPTS;
+  options->python_module = SPRINTRT_BENCH_PYTHON_MODULE;
   auto* command = app.add_subcommand(
-      "all", "the issue's figures a-f, each against a baseline from the same run, with its "
-             "target: small-segment transport (a), one tiny segment (b), RETURNN's Python parent "
-             "(c), 48 MB segments, page faults and peak RSS (d), a CTC batch over 1 and 2 "
-             "workers and PyTorch (e), the seqtrain scheduler's cost (f)");
+      "all",
+      "the issues' figures a-g, each against a baseline from the same run, with its "
+      "target: small-segment transport (a), one tiny segment (b), RETURNN's Python parent "
+      "(c), 48 MB segments, page faults and peak RSS (d), a CTC batch over 1 and 2 "
+      "workers and PyTorch (e), the seqtrain scheduler's cost (f), the Python module against "
+      "the C++ facade (g)");
   command->add_flag("--quick", options->quick, "few repeats, small counts (the smoke test)");
   command->add_flag("--json", options->json, "print one JSON document");
   command->add_flag("--markdown", options->markdown, "print the table as markdown rows");
   command->add_option("--json-out", options->json_file,
                       "also write the JSON document to this file");
   command->add_option("--only", options->only, "run only these groups")
-      ->check(CLI::IsMember({"a", "b", "c", "d", "e", "f"}));
+      ->check(CLI::IsMember({"a", "b", "c", "d", "e", "f", "g"}));
   command->add_option("--sprint-sim", options->sprint_sim,
                       "the sprint-sim executable [<dir of this program>/../sprint-sim/sprint-sim]");
-  command->add_option("--python", options->python, "Python with NumPy (c) and PyTorch (e)")
+  command->add_option("--python", options->python, "Python with NumPy (c, g) and PyTorch (e)")
+      ->capture_default_str();
+  command
+      ->add_option("--python-module", options->python_module,
+                   "the directory holding the Python package sprintrt (g)")
       ->capture_default_str();
   command->add_option("--scripts", options->scripts, "the directory of the comparison scripts")
       ->capture_default_str();

@@ -1,14 +1,14 @@
 #pragma once
 
 /// @file
-/// `sprintrt-bench all`: the issue's figures a-f, each against a baseline
-/// measured in the same run. One function per group of figures, each in its
-/// own file: transport_figures.cpp (a: a batch of small segments through one
-/// worker against the store-and-forward pipe echo; b: one tiny segment
-/// through the facade against the raw echo; c: RETURNN's Python parent),
-/// large_figures.cpp (d: 48 MB segments, page faults, peak RSS),
+/// `sprintrt-bench all`: the issues' figures a-g (a-f: issue 10; g: issue 13), each against a
+/// baseline measured in the same run. One function per group of figures, each in its own file:
+/// transport_figures.cpp (a: a batch of small segments through one worker against the
+/// store-and-forward pipe echo; b: one tiny segment through the facade against the raw echo; c:
+/// RETURNN's Python parent), large_figures.cpp (d: 48 MB segments, page faults, peak RSS),
 /// ctc_figures.cpp (e: a CPU-bound CTC batch over 1 and 2 workers, PyTorch),
-/// seqtrain_figures.cpp (f: the sequence-training scheduler's own cost).
+/// seqtrain_figures.cpp (f: the sequence-training scheduler's own cost),
+/// python_figures.cpp (g: the Python module against the C++ facade).
 
 #include <string>
 #include <vector>
@@ -29,13 +29,16 @@ struct all_options {
   bool markdown = false;
   /// Also write the JSON document here.
   std::string json_file;
-  /// The figure groups to run (all if empty): a, b, c, d, e, f.
+  /// The figure groups to run (all if empty): a, b, c, d, e, f, g.
   std::vector<std::string> only;
   std::string sprint_sim;
   /// The Python with NumPy (and PyTorch) for the comparison scripts.
   std::string python = "/usr/bin/python3";
-  /// The directory of returnn_parent.py and torch_ctc.py.
+  /// The directory of returnn_parent.py, torch_ctc.py and python_module.py.
   std::string scripts;
+  /// The directory holding the Python package `sprintrt` (the build tree's
+  /// python/).
+  std::string python_module;
 
   /// Returns whether group `letter` runs.
   bool runs(const std::string& letter) const;
@@ -69,6 +72,9 @@ std::vector<figure> ctc_figures(figure_context& cx);
 
 /// f.
 std::vector<figure> seqtrain_figures(figure_context& cx);
+
+/// g.
+std::vector<figure> python_figures(figure_context& cx);
 
 /// Adds the hidden `large-rss` subcommand: one large batch in this fresh
 /// process, printing its peak RSS increase as JSON (d.peak_rss runs it).

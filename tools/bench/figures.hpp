@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// The figures of `sprintrt-bench all` (the issue's list a-f): each one a
+/// The figures of `sprintrt-bench all` (the issues' lists: a-f, issue 10; g, issue 13): each one a
 /// measurement over repeats (median, min, max) next to its baseline measured
 /// in the same run, their ratio, and the target the ratio (or the value) is
 /// held to, with "met" or "missed". Printed as a table, as JSON (`--json`) or

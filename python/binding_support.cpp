@@ -178,6 +178,12 @@ std::vector<int64_t> integers_1d(const py::array& array, const char* name, const
   return {values.data(), values.data() + values.size()};
 }
 
+py::array_t<float> to_numpy(const std::vector<float>& values) {
+  py::array_t<float> array(static_cast<py::ssize_t>(values.size()));
+  std::copy(values.begin(), values.end(), array.mutable_data());
+  return array;
+}
+
 void require_rank(const py::array& array, py::ssize_t rank, const char* name, const char* axes) {
   if (array.ndim() != rank)
     throw py::value_error(std::string{name} + " must be " + std::to_string(rank) + "-D (" + axes +

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sprintrt/error.hpp"
 #include "sprintrt/options.hpp"
@@ -92,6 +93,9 @@ tensor copy_float32(const py::array& array, const char* name);
 /// A numpy array over a tensor's storage, without a copy: the array keeps
 /// the storage alive.
 py::array_t<float> to_numpy(tensor t);
+
+/// A new 1-D numpy array of `values`.
+py::array_t<float> to_numpy(const std::vector<float>& values);
 
 /// The values of the 1-D integer array `array`; throws `ValueError` or
 /// `TypeError` naming the argument `name` and its axis `axis`.

@@ -20,14 +20,25 @@ std::shared_ptr<const pool_client> pool::client() const {
   return client_;
 }
 
-py::tuple pool::compute(const py::array& log_posteriors, const py::array& seq_lengths,
-                        std::vector<std::string> tags) {
-  release_deferred_objects();
+namespace {
+
+/// The batch of the arguments, its log-posteriors borrowed.
+batch batch_of(const py::array& log_posteriors, const py::array& seq_lengths,
+               std::vector<std::string> tags) {
   require_rank(log_posteriors, 3, "log_posteriors", "time, batch, dim");
   batch b;
   b.seq_lengths = integers_1d(seq_lengths, "seq_lengths", "batch");
   b.log_posteriors = borrow_float32(log_posteriors, "log_posteriors");
   b.tags = std::move(tags);
+  return b;
+}
+
+} // namespace
+
+py::tuple pool::compute(const py::array& log_posteriors, const py::array& seq_lengths,
+                        std::vector<std::string> tags) {
+  release_deferred_objects();
+  batch b = batch_of(log_posteriors, seq_lengths, std::move(tags));
   auto facade = client();
   caf::expected<batch_result> result = make_error(errc::cancelled, "not computed");
   {
@@ -37,18 +48,12 @@ py::tuple pool::compute(const py::array& log_posteriors, const py::array& seq_le
   release_deferred_objects();
   if (!result)
     raise(result.error());
-  py::array_t<float> loss(static_cast<py::ssize_t>(result->loss.size()));
-  std::copy(result->loss.begin(), result->loss.end(), loss.mutable_data());
-  return py::make_tuple(loss, to_numpy(std::move(result->error_signal)));
+  return py::make_tuple(to_numpy(result->loss), to_numpy(std::move(result->error_signal)));
 }
 
 std::vector<double> pool::time_facade(const py::array& log_posteriors, const py::array& seq_lengths,
                                       std::vector<std::string> tags, size_t repeats) {
-  require_rank(log_posteriors, 3, "log_posteriors", "time, batch, dim");
-  batch b;
-  b.seq_lengths = integers_1d(seq_lengths, "seq_lengths", "batch");
-  b.log_posteriors = borrow_float32(log_posteriors, "log_posteriors");
-  b.tags = std::move(tags);
+  batch b = batch_of(log_posteriors, seq_lengths, std::move(tags));
   auto facade = client();
   std::vector<double> seconds;
   caf::error failed;

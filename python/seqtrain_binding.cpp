@@ -87,9 +87,7 @@ public:
   py::tuple train(std::vector<seqtrain_batch> batches) {
     auto result =
         value_of(unlocked([&](seqtrain_client& c) { return c.train(std::move(batches)); }));
-    py::array_t<float> loss(static_cast<py::ssize_t>(result.loss.size()));
-    std::copy(result.loss.begin(), result.loss.end(), loss.mutable_data());
-    return py::make_tuple(loss, to_numpy(std::move(result.hat_y)));
+    return py::make_tuple(to_numpy(result.loss), to_numpy(std::move(result.hat_y)));
   }
 
   py::dict stats() {

@@ -1,8 +1,12 @@
 # The package test: installs the build tree to a temporary prefix, then
 # configures, builds and runs tests/package/consumer against it (one batch
-# through pool_client with the installed sprint-sim).
+# through pool_client with the installed sprint-sim), and with PYTHON runs
+# tests/package/consumer.py against the installed Python module (the same
+# batch through SprintInstancePool).
 #
-# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -P package_test.cmake
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=...
+#       [-DPYTHON=<python3> -DPYTHON_DIR=<dir of the package below the prefix>]
+#       -P package_test.cmake
 
 foreach(var BUILD_DIR SOURCE_DIR WORK_DIR)
   if(NOT DEFINED ${var})
@@ -38,4 +42,20 @@ run("configure the consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/con
     -B ${WORK_DIR}/consumer-build -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
 run("build the consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build)
 run("run the consumer" ${WORK_DIR}/consumer-build/consumer ${prefix}/bin/sprint-sim ${WORK_DIR})
+
+if(PYTHON)
+  set(package ${prefix}/${PYTHON_DIR}/sprintrt)
+  file(GLOB extension ${package}/_sprintrt*.so)
+  if(NOT extension)
+    message(FATAL_ERROR "not installed: ${PYTHON_DIR}/sprintrt/_sprintrt*.so")
+  endif()
+  foreach(installed __init__.py returnn.py torch.py)
+    if(NOT EXISTS ${package}/${installed})
+      message(FATAL_ERROR "not installed: ${PYTHON_DIR}/sprintrt/${installed}")
+    endif()
+  endforeach()
+  run("run the Python consumer" ${CMAKE_COMMAND} -E env PYTHONPATH=${prefix}/${PYTHON_DIR}
+      ${PYTHON} ${SOURCE_DIR}/tests/package/consumer.py ${prefix} ${prefix}/bin/sprint-sim
+      ${WORK_DIR})
+endif()
 file(REMOVE_RECURSE ${WORK_DIR})

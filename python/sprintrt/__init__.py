@@ -16,6 +16,8 @@ do not change them from another thread meanwhile), converted otherwise.
 
 import atexit
 import json
+import os
+import shlex
 import threading
 
 import numpy
@@ -55,9 +57,76 @@ def _tag_list(tags, name="tags"):
     return result
 
 
+def _returnn_config_value(key):
+    """``config.typed_dict[key]`` of RETURNN's global config (what a
+    ``sprintConfigStr`` of "config:<key>" names)."""
+    try:
+        from returnn.config import get_global_config
+    except ImportError as e:
+        raise ValueError("sprintConfigStr 'config:%s' names RETURNN's config, but RETURNN cannot "
+                         "be imported (%s)" % (key, e))
+    config = get_global_config()
+    if config is None or key not in config.typed_dict:
+        raise ValueError("sprintConfigStr 'config:%s': RETURNN's global config has no %r"
+                         % (key, key))
+    return config.typed_dict[key]
+
+
+def _sprint_args(value):
+    """Sprint's arguments from ``sprintConfigStr`` as RETURNN evaluates it
+    (``returnn.util.basic.eval_shell_str``, after the "config:" lookup of
+    ``SprintSubprocessInstance``): a string is split like a shell (``shlex``),
+    a list or tuple is taken as it is, either may be a callable returning one,
+    and so may each element; an element starting with "$" is the environment
+    variable of that name (unset: empty), itself split the same way. Nothing
+    else is expanded: "--a=$HOME" stays as it is."""
+    if isinstance(value, str) and value.startswith("config:"):
+        value = _returnn_config_value(value[len("config:"):])
+    if callable(value):
+        value = value()
+    if isinstance(value, (list, tuple)):
+        tokens = value
+    elif isinstance(value, str):
+        tokens = shlex.split(value)
+    else:
+        raise TypeError("sprintConfigStr must be a str, a list of str or a callable returning "
+                        "one, got %s" % type(value).__name__)
+    args = []
+    for token in tokens:
+        if callable(token):
+            token = token()
+        if not isinstance(token, str):
+            raise TypeError("sprintConfigStr: an argument must be a str, got %s"
+                            % type(token).__name__)
+        if token.startswith("$"):
+            args += _sprint_args(os.environ.get(token[1:], ""))
+        else:
+            args.append(token)
+    return args
+
+
+def _options_json(sprint_opts):
+    """``sprint_opts`` as sprintrt's options JSON. ``sprintConfigStr`` is
+    evaluated here, as RETURNN does (``_sprint_args``), and handed over as a
+    list in which "$" is escaped, so that sprintrt takes every argument
+    literally."""
+    if not isinstance(sprint_opts, dict):
+        raise TypeError("sprint_opts must be a dict, got %s" % type(sprint_opts).__name__)
+    opts = dict(sprint_opts)
+    if "sprintConfigStr" in opts:
+        opts["sprintConfigStr"] = [arg.replace("$", "$$")
+                                   for arg in _sprint_args(opts["sprintConfigStr"])]
+    try:
+        return json.dumps(opts)
+    except TypeError as e:
+        raise TypeError("sprint_opts must hold JSON values (str, numbers, bools, lists, dicts): %s"
+                        % e)
+
+
 class SprintInstancePool:
     """The worker pool for one ``sprint_opts`` (a dict of RETURNN's keys and
-    sprintrt's, as in RETURNN's config)."""
+    sprintrt's, as in RETURNN's config). ``sprintConfigStr`` means what it
+    means to RETURNN (see ``_sprint_args``)."""
 
     class_lock = threading.RLock()
     global_instances = {}  # canonical options JSON -> SprintInstancePool
@@ -65,25 +134,22 @@ class SprintInstancePool:
     @classmethod
     def get_global_instance(cls, sprint_opts):
         """The pool for ``sprint_opts``: the same one for equal options."""
-        key = canonical_options(cls._options_json(sprint_opts))
+        options_json = _options_json(sprint_opts)
+        key = canonical_options(options_json)
         with cls.class_lock:
             instance = cls.global_instances.get(key)
             if instance is None:
-                instance = cls(sprint_opts)
+                instance = cls(sprint_opts, options_json)
                 cls.global_instances[key] = instance
             return instance
 
-    @staticmethod
-    def _options_json(sprint_opts):
-        if not isinstance(sprint_opts, dict):
-            raise TypeError("sprint_opts must be a dict, got %s" % type(sprint_opts).__name__)
-        return json.dumps(sprint_opts)
-
-    def __init__(self, sprint_opts):
+    def __init__(self, sprint_opts, options_json=None):
+        """A new pool for ``sprint_opts`` (``options_json``: the options as
+        ``_options_json`` gave them, if the caller has them already)."""
         # As RETURNN's: callers that share the pool between threads hold it.
         self.lock = threading.RLock()
         self.sprint_opts = dict(sprint_opts)
-        self._pool = Pool(self._options_json(sprint_opts))
+        self._pool = Pool(options_json or _options_json(sprint_opts))
         self.max_num_instances = self._pool.num_instances
 
     def get_batch_loss_and_error_signal(self, log_posteriors, seq_lengths, tags=None):

@@ -108,6 +108,10 @@ detail::caller_actors& sprint_runtime::callers() noexcept {
   return impl_->callers;
 }
 
+void sprint_runtime::stop_pools() {
+  impl_->registry.stop_all();
+}
+
 void sprint_runtime::shutdown() {
   if (impl_->shut_down)
     return;

@@ -85,6 +85,12 @@ public:
   /// ask, one per calling thread. Internal to sprintrt's facades.
   detail::caller_actors& callers() noexcept;
 
+  /// Stops every pool and worker (and so the schedulers over them) without
+  /// waiting: blocking calls that wait for them on other threads return
+  /// with an error, after which `shutdown` may run. Idempotent; no pool is
+  /// made after it.
+  void stop_pools();
+
   /// Stops every pool and worker, waits until all actors are done, then
   /// stops the io thread, which kills and reaps any child still running.
   /// Idempotent. Blocking calls on other threads must have returned first.

@@ -1,23 +1,14 @@
 #include "binding_support.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <vector>
-
-#include "sprintrt/sprint_runtime.hpp"
 
 namespace sprintrt::python {
 
 namespace {
-
-// --- the process's runtime ---------------------------------------------------
-
-std::mutex runtime_mutex;
-std::unique_ptr<sprint_runtime> runtime;
-bool runtime_shut_down = false;
-
-/// Every live `runtime_user`. Only touched with the GIL held.
-std::vector<runtime_user*> runtime_users;
 
 // --- Python objects held by C++ ------------------------------------------------
 //
@@ -30,26 +21,42 @@ std::vector<runtime_user*> runtime_users;
 // next call in, holding the GIL anyway.
 
 std::mutex release_mutex;
-std::vector<PyObject*> release_queue;
+
+/// Never destroyed: an actor thread may still queue into it at exit.
+std::vector<PyObject*>& release_queue() {
+  static auto* queue = new std::vector<PyObject*>;
+  return *queue;
+}
 
 /// An owner for `object`: the last copy queues it for release.
 std::shared_ptr<const void> hold_until_released(py::object object) {
   PyObject* held = object.release().ptr();
   return std::shared_ptr<const void>(held, [](PyObject* p) {
     std::lock_guard<std::mutex> guard{release_mutex};
-    release_queue.push_back(p);
+    try {
+      release_queue().push_back(p);
+    } catch (const std::bad_alloc&) {
+      // Out of memory in a destructor: leak the object rather than end the
+      // process (or touch it without the GIL).
+    }
   });
 }
 
 using float32_array = py::array_t<float, py::array::c_style | py::array::forcecast>;
 
-/// `array` as a C-contiguous float32 array: itself if it is one, else a
-/// converted copy.
+/// `array` as an aligned C-contiguous float32 array: itself if it is one,
+/// else a converted copy.
 float32_array as_float32(const py::array& array, const char* name) {
   auto values = float32_array::ensure(array);
   if (!values)
     throw py::type_error(std::string{name} + " must be a float array, got dtype " +
                          py::str(array.dtype()).cast<std::string>());
+  // numpy marks a buffer at an odd offset unaligned; a float* must not be.
+  if (reinterpret_cast<uintptr_t>(values.data()) % alignof(float) != 0) {
+    float32_array aligned{std::vector<py::ssize_t>(values.shape(), values.shape() + values.ndim())};
+    std::memcpy(aligned.mutable_data(), values.data(), values.nbytes());
+    return aligned;
+  }
   return values;
 }
 
@@ -79,48 +86,6 @@ void bind_errors(py::module_& m) {
   });
 }
 
-sprint_runtime& process_runtime(const sprint_options& opts) {
-  std::lock_guard<std::mutex> guard{runtime_mutex};
-  if (runtime_shut_down)
-    raise_shut_down("a pool");
-  if (!runtime)
-    runtime = std::make_unique<sprint_runtime>(runtime_settings_for(opts));
-  return *runtime;
-}
-
-void shutdown_process_runtime() {
-  // Handles first: pools in `SprintInstancePool.global_instances` live until
-  // the interpreter ends, after the actor system. (Destroying the system
-  // later, with the other statics, crashes in CAF's own destructors.)
-  for (auto* user : std::vector<runtime_user*>{runtime_users})
-    user->detach();
-  std::unique_ptr<sprint_runtime> stopping;
-  {
-    std::lock_guard<std::mutex> guard{runtime_mutex};
-    stopping = std::move(runtime);
-    runtime_shut_down = true;
-  }
-  if (stopping) {
-    py::gil_scoped_release unlocked;
-    stopping.reset();
-  }
-  release_deferred_objects();
-}
-
-runtime_user::runtime_user() {
-  runtime_users.push_back(this);
-}
-
-runtime_user::~runtime_user() {
-  runtime_users.erase(std::find(runtime_users.begin(), runtime_users.end(), this));
-}
-
-[[noreturn]] void raise_shut_down(const char* what) {
-  raise(make_error(errc::cancelled, std::string{what} +
-                                        " cannot be used: sprintrt was shut down (at interpreter "
-                                        "exit, or by sprintrt._sprintrt.shutdown())"));
-}
-
 sprint_options parse_options_json(const std::string& options_json) {
   auto opts = parse_options(options_json);
   if (!opts)
@@ -132,7 +97,7 @@ void release_deferred_objects() {
   std::vector<PyObject*> released;
   {
     std::lock_guard<std::mutex> guard{release_mutex};
-    released.swap(release_queue);
+    released.swap(release_queue());
   }
   // Outside the lock: a decref may run arbitrary Python code.
   for (PyObject* p : released)
@@ -182,6 +147,13 @@ py::array_t<float> to_numpy(const std::vector<float>& values) {
   py::array_t<float> array(static_cast<py::ssize_t>(values.size()));
   std::copy(values.begin(), values.end(), array.mutable_data());
   return array;
+}
+
+uint64_t non_negative(int64_t value, const char* name) {
+  if (value < 0)
+    throw py::value_error(std::string{name} + " must not be negative, got " +
+                          std::to_string(value));
+  return static_cast<uint64_t>(value);
 }
 
 void require_rank(const py::array& array, py::ssize_t rank, const char* name, const char* axes) {

@@ -1,8 +1,9 @@
 #pragma once
 
-// What the bindings of `_sprintrt` share: errors on their way to Python, the
-// process's runtime, numpy arrays in and out of tensors, and the release of
-// Python objects that C++ held.
+/// @file
+/// What the bindings of `_sprintrt` share: errors on their way to Python,
+/// numpy arrays in and out of tensors, and the release of Python objects
+/// that C++ held. (The runtime's lifetime: process_runtime.hpp.)
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -14,10 +15,6 @@
 #include "sprintrt/error.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/tensor.hpp"
-
-namespace sprintrt {
-class sprint_runtime;
-} // namespace sprintrt
 
 namespace sprintrt::python {
 
@@ -39,51 +36,22 @@ struct error_exception {
 /// `error_exception` to it.
 void bind_errors(py::module_& m);
 
-/// The process's runtime, made with the first pool's settings (CAF sets TLS
-/// up once per process) and shut down by `shutdown_process_runtime` (at
-/// interpreter exit). Throws `sprintrt.Error` (`cancelled`) after that.
-sprint_runtime& process_runtime(const sprint_options& opts);
-
-/// Stops every pool, scheduler and child of this process: detaches every
-/// `runtime_user`, then stops and destroys the runtime. Called with the GIL
-/// held; releases it while waiting.
-void shutdown_process_runtime();
-
-/// A binding object that holds actor handles of the process's runtime. It
-/// lets go of them when the runtime shuts down, since a handle must not
-/// outlive its actor system and Python may keep the object until the
-/// interpreter ends. Made and destroyed with the GIL held.
-class runtime_user {
-public:
-  runtime_user();
-  virtual ~runtime_user();
-
-  runtime_user(const runtime_user&) = delete;
-  runtime_user& operator=(const runtime_user&) = delete;
-
-  /// Drops every actor handle (with the GIL held); calls after it raise
-  /// `sprintrt.Error`.
-  virtual void detach() = 0;
-};
-
-/// Throws `sprintrt.Error` (`cancelled`) saying that `what` cannot be used
-/// because the runtime was shut down.
-[[noreturn]] void raise_shut_down(const char* what);
-
 /// Returns `options_json` parsed, or throws `sprintrt.Error`.
 sprint_options parse_options_json(const std::string& options_json);
 
 /// Releases the Python objects whose last C++ user has gone (see
-/// `borrow_float32`). Called with the GIL held, on every call into the
-/// module that computes, and at shutdown.
+/// `borrow_float32`). Called with the GIL held: before and after every call
+/// that waits for the runtime (`call_without_gil`), and at shutdown.
 void release_deferred_objects();
 
-/// `array` as a float32 tensor of the same shape. A C-contiguous float32
-/// array is borrowed, not copied: the tensor reads numpy's memory and keeps
-/// the array alive until C++ is done with it. Any other array (another
-/// dtype, strided) is first converted into a new C-contiguous one, which is
-/// borrowed the same way. The tensor must only be read. Throws `TypeError`
-/// naming `name` if `array` cannot be converted to float32.
+/// `array` as a float32 tensor of the same shape. An aligned C-contiguous
+/// float32 array is borrowed, not copied: the tensor reads numpy's memory
+/// and keeps the array alive until C++ is done with it, which may be after
+/// the call that lent it (a segment that timed out is still being written
+/// to its child). Any other array (another dtype, strided, misaligned) is
+/// first converted into a new C-contiguous one, which is borrowed the same
+/// way. The tensor must only be read. Throws `TypeError` naming `name` if
+/// `array` cannot be converted to float32.
 tensor borrow_float32(const py::array& array, const char* name);
 
 /// `array` as a new float32 tensor of the same shape (for data C++ keeps
@@ -100,6 +68,10 @@ py::array_t<float> to_numpy(const std::vector<float>& values);
 /// The values of the 1-D integer array `array`; throws `ValueError` or
 /// `TypeError` naming the argument `name` and its axis `axis`.
 std::vector<int64_t> integers_1d(const py::array& array, const char* name, const char* axis);
+
+/// `value` as unsigned; throws `ValueError` naming the argument `name` if it
+/// is negative.
+uint64_t non_negative(int64_t value, const char* name);
 
 /// Throws `ValueError` unless `array` has `rank` dimensions, naming the
 /// argument `name` and its `axes`, e.g. "time, batch, dim".

@@ -7,12 +7,13 @@
 #include <cstdint>
 
 #include "binding_support.hpp"
+#include "process_runtime.hpp"
 
 namespace sprintrt::python {
 
 pool::pool(const std::string& options_json)
     : opts_(parse_options_json(options_json)),
-      client_(std::make_shared<const pool_client>(process_runtime(opts_), opts_)) {}
+      client_(std::make_shared<const pool_client>(process_runtime(opts_, "a new pool"), opts_)) {}
 
 std::shared_ptr<const pool_client> pool::client() const {
   if (!client_)
@@ -37,15 +38,9 @@ batch batch_of(const py::array& log_posteriors, const py::array& seq_lengths,
 
 py::tuple pool::compute(const py::array& log_posteriors, const py::array& seq_lengths,
                         std::vector<std::string> tags) {
-  release_deferred_objects();
-  batch b = batch_of(log_posteriors, seq_lengths, std::move(tags));
-  auto facade = client();
-  caf::expected<batch_result> result = make_error(errc::cancelled, "not computed");
-  {
-    py::gil_scoped_release unlocked;
-    result = facade->compute(std::move(b));
-  }
-  release_deferred_objects();
+  auto result = call_without_gil(
+      client(), [b = batch_of(log_posteriors, seq_lengths, std::move(tags))](
+                    const pool_client& facade) mutable { return facade.compute(std::move(b)); });
   if (!result)
     raise(result.error());
   return py::make_tuple(to_numpy(result->loss), to_numpy(std::move(result->error_signal)));
@@ -53,24 +48,21 @@ py::tuple pool::compute(const py::array& log_posteriors, const py::array& seq_le
 
 std::vector<double> pool::time_facade(const py::array& log_posteriors, const py::array& seq_lengths,
                                       std::vector<std::string> tags, size_t repeats) {
-  batch b = batch_of(log_posteriors, seq_lengths, std::move(tags));
-  auto facade = client();
   std::vector<double> seconds;
-  caf::error failed;
-  {
-    py::gil_scoped_release unlocked;
-    for (size_t i = 0; i < repeats && !failed; ++i) {
-      batch call = b; // shares the tensor, as a C++ trainer's batch would
-      auto start = std::chrono::steady_clock::now();
-      auto result = facade->compute(std::move(call));
-      seconds.push_back(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      if (!result)
-        failed = std::move(result.error());
-    }
-  }
-  b = batch{};
-  release_deferred_objects();
+  auto failed =
+      call_without_gil(client(), [&, b = batch_of(log_posteriors, seq_lengths, std::move(tags))](
+                                     const pool_client& facade) mutable {
+        for (size_t i = 0; i < repeats; ++i) {
+          batch call = b; // shares the tensor, as a C++ trainer's batch would
+          auto start = std::chrono::steady_clock::now();
+          auto result = facade.compute(std::move(call));
+          seconds.push_back(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+          if (!result)
+            return std::move(result.error());
+        }
+        return caf::error{};
+      });
   if (failed)
     raise(failed);
   return seconds;
@@ -78,12 +70,8 @@ std::vector<double> pool::time_facade(const py::array& log_posteriors, const py:
 
 py::tuple pool::automata(std::vector<std::string> tags) {
   auto batch_size = static_cast<py::ssize_t>(tags.size());
-  auto facade = client();
-  caf::expected<batch_automata> result = make_error(errc::cancelled, "not computed");
-  {
-    py::gil_scoped_release unlocked;
-    result = facade->automata(std::move(tags));
-  }
+  auto result = call_without_gil(
+      client(), [&tags](const pool_client& facade) { return facade.automata(std::move(tags)); });
   if (!result)
     raise(result.error());
   auto edges_count = static_cast<py::ssize_t>(result->num_edges());

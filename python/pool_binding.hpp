@@ -1,7 +1,8 @@
 #pragma once
 
-// `_sprintrt.Pool`: one worker pool for one options value, over the blocking
-// facade `pool_client`.
+/// @file
+/// `_sprintrt.Pool`: one worker pool for one options value, over the
+/// blocking facade `pool_client`.
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -10,8 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "binding_support.hpp"
-
+#include "process_runtime.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/pool_client.hpp"
 
@@ -48,6 +48,7 @@ public:
   /// `sprintrt.Error` after shutdown.
   worker_pool_actor actor() const { return client()->pool(); }
 
+  /// Drops the facade (at shutdown).
   void detach() override { client_.reset(); }
 
 private:

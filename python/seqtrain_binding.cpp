@@ -1,6 +1,8 @@
 // `_sprintrt.Scheduler`, `SeqTrainPart`, `SeqTrainBatch` and
 // `seqtrain_error_signal`: the sequence-training scheduler over the blocking
-// facade `seqtrain_client`, one method per facade call.
+// facade `seqtrain_client`, one method per facade call. Counts are taken as
+// signed integers so that a negative one is named (pybind11 would only say
+// that no overload matched).
 
 #include "seqtrain_binding.hpp"
 
@@ -12,6 +14,7 @@
 
 #include "binding_support.hpp"
 #include "pool_binding.hpp"
+#include "process_runtime.hpp"
 #include "sprintrt/seqtrain_client.hpp"
 
 namespace sprintrt::python {
@@ -44,66 +47,62 @@ T value_of(caf::expected<T> result) {
 /// One scheduler over one pool; the Python object keeps its pool alive.
 class scheduler : public runtime_user {
 public:
-  scheduler(const pool& p, size_t forward_seq_delay, size_t max_in_flight, bool record_timeline)
+  scheduler(const pool& p, int64_t forward_seq_delay, int64_t max_in_flight, bool record_timeline)
       : client_(std::make_shared<seqtrain_client>(
-            process_runtime(p.options()), p.actor(),
-            seqtrain_options{forward_seq_delay, max_in_flight, record_timeline})) {}
+            process_runtime(p.options(), "a new scheduler"), p.actor(),
+            seqtrain_options{non_negative(forward_seq_delay, "forward_seq_delay"),
+                             non_negative(max_in_flight, "max_in_flight"), record_timeline})) {}
 
+  /// Drops the facade, which stops the scheduler (at shutdown).
   void detach() override { client_.reset(); }
 
-  void start_epoch(uint64_t epoch) {
-    release_deferred_objects();
-    if (auto err = unlocked([&](seqtrain_client& c) { return c.start_epoch(epoch); }))
+  void start_epoch(int64_t epoch) {
+    auto number = non_negative(epoch, "epoch");
+    if (auto err = call([&](seqtrain_client& c) { return c.start_epoch(number); }))
       raise(err);
   }
 
   py::dict finish_epoch() {
-    return to_dict(value_of(unlocked([&](seqtrain_client& c) { return c.finish_epoch(); })));
+    return to_dict(value_of(call([](seqtrain_client& c) { return c.finish_epoch(); })));
   }
 
-  bool have_space(uint64_t num_seqs) {
-    return value_of(unlocked([&](seqtrain_client& c) { return c.have_space(num_seqs); }));
+  bool have_space(int64_t num_seqs) {
+    auto count = non_negative(num_seqs, "num_seqs");
+    return value_of(call([&](seqtrain_client& c) { return c.have_space(count); }));
   }
 
   // Copied, not borrowed: the scheduler keeps the sequences after the call
   // returns, and a trainer may reuse its array for the next forward pass.
   void forward(const py::array& seq_indices, const py::array& log_posteriors,
                const py::array& seq_lengths, std::vector<std::string> tags) {
-    release_deferred_objects();
     require_rank(log_posteriors, 3, "log_posteriors", "time, batch, dim");
     forward_sequences sequences;
-    for (int64_t index : integers_1d(seq_indices, "seq_indices", "batch")) {
-      if (index < 0)
-        throw py::value_error("seq_indices must not be negative, got " + std::to_string(index));
-      sequences.seq_indices.push_back(static_cast<uint64_t>(index));
-    }
+    for (int64_t index : integers_1d(seq_indices, "seq_indices", "batch"))
+      sequences.seq_indices.push_back(non_negative(index, "seq_indices"));
     sequences.data.seq_lengths = integers_1d(seq_lengths, "seq_lengths", "batch");
     sequences.data.log_posteriors = copy_float32(log_posteriors, "log_posteriors");
     sequences.data.tags = std::move(tags);
-    if (auto err = unlocked([&](seqtrain_client& c) { return c.forward(std::move(sequences)); }))
+    if (auto err = call([&](seqtrain_client& c) { return c.forward(std::move(sequences)); }))
       raise(err);
   }
 
   py::tuple train(std::vector<seqtrain_batch> batches) {
-    auto result =
-        value_of(unlocked([&](seqtrain_client& c) { return c.train(std::move(batches)); }));
+    auto result = value_of(call([&](seqtrain_client& c) { return c.train(std::move(batches)); }));
     return py::make_tuple(to_numpy(result.loss), to_numpy(std::move(result.hat_y)));
   }
 
   py::dict stats() {
-    return to_dict(value_of(unlocked([&](seqtrain_client& c) { return c.stats(); })));
+    return to_dict(value_of(call([](seqtrain_client& c) { return c.stats(); })));
   }
 
 private:
-  /// Calls `f` with the facade, without the GIL; a copy of the pointer keeps
-  /// the facade for the call. Throws `sprintrt.Error` after shutdown.
+  /// `f(facade)` through `call_without_gil`; throws `sprintrt.Error` after
+  /// shutdown.
   template <class F>
-  std::invoke_result_t<F, seqtrain_client&> unlocked(F&& f) {
+  std::invoke_result_t<F, seqtrain_client&> call(F&& f) {
     if (!client_)
       raise_shut_down("this scheduler");
-    auto facade = client_;
-    py::gil_scoped_release released;
-    return f(*facade);
+    return call_without_gil(client_, std::forward<F>(f));
   }
 
   std::shared_ptr<seqtrain_client> client_;
@@ -114,9 +113,13 @@ py::array_t<float> error_signal(const py::array& log_posteriors, const py::array
   require_rank(log_posteriors, 3, "log_posteriors", "time, batch, dim");
   require_rank(hat_y, 3, "hat_y", "time, batch, dim");
   auto lengths = integers_1d(seq_lengths, "seq_lengths", "batch");
-  auto lp = borrow_float32(log_posteriors, "log_posteriors");
-  auto target = borrow_float32(hat_y, "hat_y");
-  auto result = seqtrain_error_signal(lp, target, lengths);
+  caf::expected<tensor> result = tensor{};
+  {
+    // Borrowed only for this call: released below, not at some later one.
+    auto lp = borrow_float32(log_posteriors, "log_posteriors");
+    auto target = borrow_float32(hat_y, "hat_y");
+    result = seqtrain_error_signal(lp, target, lengths);
+  }
   release_deferred_objects();
   return to_numpy(value_of(std::move(result)));
 }
@@ -127,9 +130,16 @@ void bind_seqtrain(py::module_& m) {
   py::class_<seqtrain_part>(m, "SeqTrainPart",
                             "Frames [seq_start_frame, seq_end_frame) of sequence seq_idx, in "
                             "column batch_slice of a training batch from row batch_frame_offset.")
-      .def(py::init<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>(), py::arg("seq_idx"),
-           py::arg("batch_slice"), py::arg("batch_frame_offset"), py::arg("seq_start_frame"),
-           py::arg("seq_end_frame"))
+      .def(py::init([](int64_t seq_idx, int64_t batch_slice, int64_t batch_frame_offset,
+                       int64_t seq_start_frame, int64_t seq_end_frame) {
+             return seqtrain_part{non_negative(seq_idx, "seq_idx"),
+                                  non_negative(batch_slice, "batch_slice"),
+                                  non_negative(batch_frame_offset, "batch_frame_offset"),
+                                  non_negative(seq_start_frame, "seq_start_frame"),
+                                  non_negative(seq_end_frame, "seq_end_frame")};
+           }),
+           py::arg("seq_idx"), py::arg("batch_slice"), py::arg("batch_frame_offset"),
+           py::arg("seq_start_frame"), py::arg("seq_end_frame"))
       .def_readwrite("seq_idx", &seqtrain_part::seq_idx)
       .def_readwrite("batch_slice", &seqtrain_part::batch_slice)
       .def_readwrite("batch_frame_offset", &seqtrain_part::batch_frame_offset)
@@ -137,13 +147,19 @@ void bind_seqtrain(py::module_& m) {
       .def_readwrite("seq_end_frame", &seqtrain_part::seq_end_frame);
   py::class_<seqtrain_batch>(m, "SeqTrainBatch",
                              "A training batch of num_frames x num_slices and the parts in it.")
-      .def(py::init<uint64_t, uint64_t, std::vector<seqtrain_part>>(), py::arg("num_frames"),
-           py::arg("num_slices"), py::arg("parts"))
+      .def(py::init([](int64_t num_frames, int64_t num_slices, std::vector<seqtrain_part> parts) {
+             return seqtrain_batch{non_negative(num_frames, "num_frames"),
+                                   non_negative(num_slices, "num_slices"), std::move(parts)};
+           }),
+           py::arg("num_frames"), py::arg("num_slices"), py::arg("parts"))
       .def_readwrite("num_frames", &seqtrain_batch::num_frames)
       .def_readwrite("num_slices", &seqtrain_batch::num_slices)
-      .def_readwrite("parts", &seqtrain_batch::parts);
+      // A tuple: a list would invite `parts.append`, which would change a copy.
+      .def_property(
+          "parts", [](const seqtrain_batch& b) { return py::tuple(py::cast(b.parts)); },
+          [](seqtrain_batch& b, std::vector<seqtrain_part> parts) { b.parts = std::move(parts); });
   py::class_<scheduler>(m, "Scheduler", "A sequence-training scheduler over a Pool.")
-      .def(py::init<const pool&, size_t, size_t, bool>(), py::arg("pool"),
+      .def(py::init<const pool&, int64_t, int64_t, bool>(), py::arg("pool"),
            py::arg("forward_seq_delay"), py::arg("max_in_flight"), py::arg("record_timeline"),
            py::keep_alive<1, 2>())
       .def("start_epoch", &scheduler::start_epoch, py::arg("epoch"))

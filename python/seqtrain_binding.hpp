@@ -1,6 +1,7 @@
 #pragma once
 
-// The sequence-training scheduler's bindings (see seqtrain_binding.cpp).
+/// @file
+/// The sequence-training scheduler's bindings (see seqtrain_binding.cpp).
 
 #include <pybind11/pybind11.h>
 

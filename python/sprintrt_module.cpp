@@ -9,6 +9,7 @@
 
 #include "binding_support.hpp"
 #include "pool_binding.hpp"
+#include "process_runtime.hpp"
 #include "seqtrain_binding.hpp"
 #include "sprintrt/version.hpp"
 

@@ -6,6 +6,7 @@
 /// numpy array handed in by the Python module, so that a trainer's batch
 /// reaches the workers without being copied first.
 
+#include <cassert>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -24,10 +25,12 @@ public:
   explicit float_buffer(std::vector<float> values)
       : owned_(std::move(values)), data_(owned_.data()), size_(owned_.size()) {}
 
-  /// Borrows `[data, data + count)`, which `owner` keeps alive: the buffer
-  /// holds `owner` until it is destroyed.
+  /// Borrows `[data, data + count)`, which `owner` (not null) keeps alive:
+  /// the buffer holds `owner` until it is destroyed.
   float_buffer(float* data, size_t count, std::shared_ptr<const void> owner)
-      : owner_(std::move(owner)), data_(data), size_(count) {}
+      : owner_(std::move(owner)), data_(data), size_(count) {
+    assert(owner_ != nullptr);
+  }
 
   float_buffer(const float_buffer&) = delete;
   float_buffer& operator=(const float_buffer&) = delete;

@@ -9,9 +9,11 @@ facade ``seqtrain_client``. Errors raise ``sprintrt.Error`` (its ``code`` is
 the C++ error code's name, its text the C++ message); bad arguments raise
 ``TypeError`` or ``ValueError`` naming the argument.
 
-Arrays are handed to C++ as they are when they are C-contiguous float32
-(``get_batch_loss_and_error_signal`` reads them in place while it computes:
-do not change them from another thread meanwhile), converted otherwise.
+Arrays are handed to C++ as they are when they are aligned C-contiguous
+float32, converted otherwise. ``get_batch_loss_and_error_signal`` reads such
+an array in place: do not change it from another thread until the call
+returns (after a failed batch, a segment that timed out may still be read a
+little later; the array is kept alive until then).
 """
 
 import atexit
@@ -73,15 +75,21 @@ def _returnn_config_value(key):
 
 
 def _sprint_args(value):
-    """Sprint's arguments from ``sprintConfigStr`` as RETURNN evaluates it
-    (``returnn.util.basic.eval_shell_str``, after the "config:" lookup of
-    ``SprintSubprocessInstance``): a string is split like a shell (``shlex``),
-    a list or tuple is taken as it is, either may be a callable returning one,
-    and so may each element; an element starting with "$" is the environment
-    variable of that name (unset: empty), itself split the same way. Nothing
-    else is expanded: "--a=$HOME" stays as it is."""
+    """Sprint's arguments from ``sprintConfigStr`` as RETURNN evaluates it:
+    "config:<key>" is looked up in RETURNN's config (as
+    ``SprintSubprocessInstance`` does), then ``_eval_shell_str``."""
     if isinstance(value, str) and value.startswith("config:"):
         value = _returnn_config_value(value[len("config:"):])
+    return _eval_shell_str(value)
+
+
+def _eval_shell_str(value):
+    """RETURNN's ``returnn.util.basic.eval_shell_str``: a string is split
+    like a shell (``shlex``), a list or tuple is taken as it is, either may
+    be a callable returning one, and so may each element; an element starting
+    with "$" is the environment variable of that name (unset: empty), itself
+    evaluated the same way. Nothing else is expanded: "--a=$HOME" stays as it
+    is."""
     if callable(value):
         value = value()
     if isinstance(value, (list, tuple)):
@@ -99,10 +107,20 @@ def _sprint_args(value):
             raise TypeError("sprintConfigStr: an argument must be a str, got %s"
                             % type(token).__name__)
         if token.startswith("$"):
-            args += _sprint_args(os.environ.get(token[1:], ""))
+            args += _eval_shell_str(os.environ.get(token[1:], ""))
         else:
             args.append(token)
     return args
+
+
+def _hashable(value):
+    """``value`` as a hashable key, as RETURNN's ``make_hashable``: dicts
+    and lists become tuples (dicts sorted by key), anything else stays."""
+    if isinstance(value, dict):
+        return tuple(sorted((_hashable(k), _hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(x) for x in value)
+    return value
 
 
 def _options_json(sprint_opts):
@@ -130,17 +148,33 @@ class SprintInstancePool:
 
     class_lock = threading.RLock()
     global_instances = {}  # canonical options JSON -> SprintInstancePool
+    # RETURNN's key (make_hashable(sprint_opts)) -> SprintInstancePool: RETURNN
+    # asks for the pool on every batch, and this finds it without evaluating
+    # sprintConfigStr again (its callables, variables and config lookups are
+    # evaluated once per pool, as RETURNN does).
+    _instances_by_opts = {}
 
     @classmethod
     def get_global_instance(cls, sprint_opts):
-        """The pool for ``sprint_opts``: the same one for equal options."""
-        options_json = _options_json(sprint_opts)
-        key = canonical_options(options_json)
+        """The pool for ``sprint_opts``: the same one for equal options
+        (equal as RETURNN compares them, or equal once evaluated)."""
+        try:
+            raw_key = _hashable(sprint_opts)
+            hash(raw_key)
+        except TypeError:
+            raw_key = None  # not hashable: found by its evaluated options only
         with cls.class_lock:
+            instance = cls._instances_by_opts.get(raw_key) if raw_key is not None else None
+            if instance is not None:
+                return instance
+            options_json = _options_json(sprint_opts)
+            key = canonical_options(options_json)
             instance = cls.global_instances.get(key)
             if instance is None:
                 instance = cls(sprint_opts, options_json)
                 cls.global_instances[key] = instance
+            if raw_key is not None:
+                cls._instances_by_opts[raw_key] = instance
             return instance
 
     def __init__(self, sprint_opts, options_json=None):

@@ -75,3 +75,28 @@ def test_options_that_cannot_be_read_are_named(corpus):
     with pytest.raises(TypeError, match="sprint_opts must hold JSON values"):
         sprintrt.SprintInstancePool.get_global_instance(
             sim_options(path, sprintControlConfig={"x": object()}))
+
+
+def test_sprint_config_str_is_evaluated_once_per_pool_as_returnn_does(corpus):
+    path, _ = corpus
+    calls = []
+
+    def config_str():
+        calls.append(1)
+        return "--*.corpus=%s --*.topology=ctc" % path
+
+    opts = {"sprintExecPath": SPRINT_SIM, "sprintConfigStr": config_str}
+    # RETURNN asks for the pool on every batch.
+    pools = [sprintrt.SprintInstancePool.get_global_instance(opts) for _ in range(3)]
+    assert pools[0] is pools[1] is pools[2]
+    assert len(calls) == 1
+    # The same options evaluated: the same pool, whatever spelling.
+    spelled_out = {"sprintExecPath": SPRINT_SIM,
+                   "sprintConfigStr": ["--*.corpus=" + path, "--*.topology=ctc"]}
+    assert sprintrt.SprintInstancePool.get_global_instance(spelled_out) is pools[0]
+
+
+def test_only_the_top_level_value_may_name_returnns_config(monkeypatch):
+    # RETURNN looks "config:" up before eval_shell_str, not in a variable's value.
+    monkeypatch.setenv("SPRINTRT_TEST_ARGS", "config:x")
+    assert sprint_args("$SPRINTRT_TEST_ARGS") == ["config:x"]

@@ -3,6 +3,7 @@ sprint-sim (bit for bit), RETURNN's contract (shapes, dtypes, zero padding,
 one pool per equal options, tags as str, bytes or arrays), errors, and the
 GIL released while a batch computes."""
 
+import sys
 import threading
 
 import time
@@ -161,6 +162,42 @@ def test_c_contiguous_float32_input_is_read_in_place(corpus):
     assert _sprintrt._log_posteriors_address(lp.astype(numpy.float64)) != lp.ctypes.data
     wide = numpy.zeros(lp.shape[:2] + (2 * DIM,), dtype=numpy.float32)
     assert _sprintrt._log_posteriors_address(wide[:, :, ::2]) != wide.ctypes.data
+    # A float* must be aligned: an array at an odd offset is copied.
+    raw = numpy.zeros(lp.nbytes + 1, dtype=numpy.uint8)
+    odd = numpy.frombuffer(raw.data, dtype=numpy.float32, count=lp.size, offset=1).reshape(lp.shape)
+    assert not odd.flags.aligned
+    address = _sprintrt._log_posteriors_address(odd)
+    assert address != odd.ctypes.data and address % 4 == 0
+
+
+def test_compute_holds_the_callers_array_itself_while_it_computes(corpus):
+    # Borrowed: C++ holds a reference to the caller's float32 array during the
+    # call (and none to a float64 one, whose converted copy it holds instead).
+    path, names = corpus
+    pool = sprintrt.SprintInstancePool.get_global_instance(
+        sim_options(path, extra=["--*.delay-ms=300"]))
+    lp32, lengths = random_batch(names[:1])
+    lp64 = lp32.astype(numpy.float64)
+
+    def references_held_during_a_call(array):
+        idle = sys.getrefcount(array)
+        started = threading.Event()
+
+        def call():
+            started.set()
+            pool.get_batch_loss_and_error_signal(array, lengths, names[:1])
+
+        worker = threading.Thread(target=call)
+        worker.start()
+        started.wait()
+        time.sleep(0.15)  # well inside the 300 ms the segment takes
+        during = sys.getrefcount(array)
+        worker.join()
+        return during - idle
+
+    held32 = references_held_during_a_call(lp32)
+    held64 = references_held_during_a_call(lp64)
+    assert held32 == held64 + 1
 
 
 def test_a_borrowed_input_is_released_once_the_pool_is_done(corpus):

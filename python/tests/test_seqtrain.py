@@ -98,7 +98,10 @@ def test_a_sequence_in_chunks_is_laid_out_part_by_part(corpus):
 
 def test_forwarded_data_is_copied(corpus):
     path, names = corpus
-    pool = sprintrt.SprintInstancePool.get_global_instance(sim_options(path))
+    # 100 ms per segment: the second sequence is still waiting to be sent when
+    # the trainer overwrites its array.
+    pool = sprintrt.SprintInstancePool.get_global_instance(
+        sim_options(path, extra=["--*.delay-ms=100"]))
     lp, lengths = random_batch(names[:2])
     want_loss, _ = pool.get_batch_loss_and_error_signal(lp, lengths, names[:2])
     sched = sprintrt.SeqTrainScheduler(pool, forward_seq_delay=5, max_in_flight=1)
@@ -131,6 +134,17 @@ def test_errors_name_what_was_wrong(corpus):
         sched.forward([0, 1], lp, lengths, names[:1])
     with pytest.raises(TypeError, match="pool must be a SprintInstancePool, got dict"):
         sprintrt.SeqTrainScheduler({})
+    with pytest.raises(ValueError, match="forward_seq_delay must not be negative, got -1"):
+        sprintrt.SeqTrainScheduler(pool, forward_seq_delay=-1)
+    with pytest.raises(ValueError, match="num_seqs must not be negative, got -2"):
+        sched.have_space(-2)
+    with pytest.raises(ValueError, match="seq_end_frame must not be negative, got -4"):
+        sprintrt.SeqTrainPart(0, 0, 0, 0, -4)
+    # A batch's parts are a tuple: appending to a copy would do nothing.
+    batch = whole_sequences(0, lengths)
+    assert isinstance(batch.parts, tuple) and len(batch.parts) == 2
+    with pytest.raises(AttributeError):
+        batch.parts.append(batch.parts[0])
     with pytest.raises(sprintrt.Error, match="hat_y") as shapes:
         sprintrt.seqtrain_error_signal(lp, lp[:, :1], lengths)
     assert shapes.value.code == "invalid_input"

@@ -4,6 +4,7 @@ objects used after the shutdown raise `sprintrt.Error`. Run in a separate
 interpreter, since the runtime is one per process."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -68,3 +69,60 @@ def test_shutdown_stops_everything_and_later_calls_raise(corpus):
         code, text = error
         assert code == "cancelled"
         assert "cannot be used: sprintrt was shut down" in text
+
+
+EXIT_SCRIPT = r"""
+import json, sys, threading, time
+import numpy
+import sprintrt
+
+opts, names = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+pool = sprintrt.SprintInstancePool.get_global_instance(opts)
+sched = sprintrt.SeqTrainScheduler(pool, forward_seq_delay=8)
+lp = numpy.full((4, 2, 5), numpy.log(0.2), dtype=numpy.float32)
+sched.start_epoch(0)
+sched.forward([0, 1], lp, [4, 3], names[:2])  # mid-epoch at exit
+outcome = []
+
+
+def trainer():
+    try:
+        pool.get_batch_loss_and_error_signal(lp, [4, 3], names[2:4])
+        outcome.append("returned")
+    except sprintrt.Error as e:
+        outcome.append(e.code)
+
+
+# A daemon thread still waiting in a batch when the interpreter ends.
+threading.Thread(target=trainer, daemon=True).start()
+time.sleep(0.5)
+print("exiting", flush=True)
+"""
+
+
+def processes_mentioning(text):
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % entry, "rb") as f:
+                    if text.encode() in f.read():
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def test_exit_with_a_call_in_flight_stops_it_and_leaves_nothing(corpus):
+    path, names = corpus
+    # 5 s a segment: the daemon thread's batch is far from done at exit.
+    opts = sim_options(path, extra=["--*.delay-ms=5000"])
+    run = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, json.dumps(opts), json.dumps(names)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    # sprintrt logs through spdlog's default logger (stdout): no error there,
+    # such as calls still waiting when the runtime was to be destroyed.
+    assert "exiting" in run.stdout.splitlines()
+    assert "[error]" not in run.stdout, run.stdout
+    assert "Traceback" not in run.stderr, run.stderr
+    assert processes_mentioning(path) == []

@@ -1,0 +1,103 @@
+#pragma once
+
+/// @file
+/// The Python module's one runtime per process, and its end. Python keeps
+/// binding objects (pools in `SprintInstancePool.global_instances`) until the
+/// interpreter ends, and other threads may still wait in a call then; yet no
+/// actor handle may outlive its actor system, and destroying the system with
+/// the other statics crashes in CAF's destructors. So `shutdown` (at
+/// interpreter exit) detaches every object holding handles, stops the pools
+/// so that waiting calls return, waits for them, and only then destroys the
+/// runtime.
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <optional>
+#include <type_traits>
+
+#include "binding_support.hpp"
+#include "sprintrt/options.hpp"
+
+namespace sprintrt {
+class sprint_runtime;
+} // namespace sprintrt
+
+namespace sprintrt::python {
+
+/// The process's runtime, made with the first pool's settings (CAF sets TLS
+/// up once per process). After `shutdown_process_runtime`, throws
+/// `sprintrt.Error` (`cancelled`) saying that `what` cannot be made.
+sprint_runtime& process_runtime(const sprint_options& opts, const char* what);
+
+/// Stops every pool, scheduler and child of this process: detaches every
+/// `runtime_user`, stops the pools, waits (up to 10 s) for the calls in
+/// flight on other threads to return, then destroys the runtime (or leaves
+/// it, stopped, if some call never returned). Called with the GIL held;
+/// releases it while waiting. Idempotent.
+void shutdown_process_runtime();
+
+/// A binding object that holds actor handles of the process's runtime, and
+/// lets go of them at shutdown. Made and destroyed with the GIL held.
+class runtime_user {
+public:
+  /// Registers the object for `shutdown_process_runtime`.
+  runtime_user();
+
+  /// Unregisters it.
+  virtual ~runtime_user();
+
+  runtime_user(const runtime_user&) = delete;
+  runtime_user& operator=(const runtime_user&) = delete;
+
+  /// Drops every actor handle (with the GIL held); calls after it raise
+  /// `sprintrt.Error`.
+  virtual void detach() = 0;
+};
+
+/// Throws `sprintrt.Error` (`cancelled`) saying that `what` cannot be used
+/// because the runtime was shut down.
+[[noreturn]] void raise_shut_down(const char* what);
+
+/// A call that waits for the runtime without the GIL, counted so that
+/// shutdown waits for it. Made with the GIL held, before releasing it.
+class call_in_flight {
+public:
+  /// Counts the call.
+  call_in_flight();
+
+  /// Ends it, if `end` did not.
+  ~call_in_flight();
+
+  call_in_flight(const call_in_flight&) = delete;
+  call_in_flight& operator=(const call_in_flight&) = delete;
+
+  /// Ends the call: from now on shutdown may destroy the runtime.
+  void end() noexcept;
+
+private:
+  bool ended_ = false;
+};
+
+/// Calls `f(*facade)` without the GIL, as a call in flight, and returns
+/// what it returns. The facade (a copy of a binding object's, so that a
+/// detach meanwhile does not destroy it under the call) is dropped before
+/// the call ends. Python objects C++ let go of are released before and
+/// after.
+template <class Facade, class F>
+std::invoke_result_t<F, Facade&> call_without_gil(std::shared_ptr<Facade> facade, F&& f) {
+  release_deferred_objects();
+  call_in_flight call;
+  auto kept = std::move(facade);
+  std::optional<std::invoke_result_t<F, Facade&>> result;
+  {
+    pybind11::gil_scoped_release released;
+    result.emplace(f(*kept));
+    kept.reset();
+    call.end();
+  }
+  release_deferred_objects();
+  return std::move(*result);
+}
+
+} // namespace sprintrt::python

@@ -7,8 +7,10 @@ segment ``--labels`` random labels in 1..D-1), one batch of log-posteriors
 as RETURNN passes them: a numpy array of bytes). The two ways of computing it
 alternate in rounds, on the same pool:
 
-- python: ``SprintInstancePool.get_batch_loss_and_error_signal``, timed
-  around the Python call (tags, argument checks, the borrowed input, the
+- python: what RETURNN's ``returnn/tf/sprint.py`` does per batch:
+  ``SprintInstancePool.get_global_instance(sprint_opts)``, then
+  ``get_batch_loss_and_error_signal`` under ``pool.lock``, timed around all
+  of it (the pool lookup, tags, argument checks, the borrowed input, the
   result arrays);
 - cpp: ``pool_client::compute`` on the same batch, timed in C++ around the
   call with no Python in the loop (``Pool._time_facade``).
@@ -18,7 +20,7 @@ Prints one JSON line: {"python_ms": {"median", "min", "max", "runs"},
 module is missing. Usage:
 
     python_module.py --module-dir build/python --sprint-sim build/tools/sprint-sim/sprint-sim
-                     [--frames 150 --batch 64 --dim 28 --labels 40 --workers 2 --rounds 20
+                     [--frames 150 --batch 64 --dim 28 --labels 40 --workers 2 --rounds 60
                       --per-round 5]
 """
 
@@ -45,7 +47,7 @@ def main():
     parser.add_argument("--dim", type=int, default=28)
     parser.add_argument("--labels", type=int, default=40)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--per-round", type=int, default=5)
     args = parser.parse_args()
     try:
@@ -68,9 +70,9 @@ def main():
             for name in names:
                 labels = rng.integers(1, args.dim, size=args.labels)
                 out.write("%s\t%s\n" % (name, " ".join(str(x) for x in labels)))
-        pool = sprintrt.SprintInstancePool.get_global_instance({
-            "sprintExecPath": args.sprint_sim, "numInstances": args.workers,
-            "sprintConfigStr": ["--*.corpus=" + corpus, "--*.topology=ctc"]})
+        sprint_opts = {"sprintExecPath": args.sprint_sim, "numInstances": args.workers,
+                       "sprintConfigStr": "--*.corpus=%s --*.topology=ctc" % corpus}
+        pool = sprintrt.SprintInstancePool.get_global_instance(sprint_opts)
         logits = rng.normal(0, 2, size=(args.frames, args.batch, args.dim)).astype(numpy.float32)
         log_posteriors = logits - numpy.log(numpy.exp(logits).sum(axis=2, keepdims=True))
         log_posteriors = log_posteriors.astype(numpy.float32)
@@ -79,7 +81,9 @@ def main():
 
         def python_call():
             start = time.perf_counter()
-            loss, _ = pool.get_batch_loss_and_error_signal(log_posteriors, lengths, tags)
+            batch_pool = sprintrt.SprintInstancePool.get_global_instance(sprint_opts)
+            with batch_pool.lock:
+                loss, _ = batch_pool.get_batch_loss_and_error_signal(log_posteriors, lengths, tags)
             elapsed = time.perf_counter() - start
             assert numpy.isfinite(loss).all()
             return elapsed

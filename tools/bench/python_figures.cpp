@@ -25,7 +25,7 @@ std::vector<figure> python_figures(figure_context& cx) {
   const target goal{"<=", 1.05, true, "<= 1.05x (within 5%)"};
   const std::string title = "CTC batch (B=64, T=150, D=28) through the Python module, 2 workers";
   const std::string baseline = "the same batch through pool_client::compute (C++)";
-  const int rounds = cx.options.quick ? 2 : 20;
+  const int rounds = cx.options.quick ? 2 : 60;
   auto outcome =
       run_script(cx.options.python, "python3-numpy", cx.options.scripts + "/python_module.py",
                  {"--module-dir", cx.options.python_module, "--sprint-sim", cx.sprint_sim,
@@ -42,9 +42,10 @@ std::vector<figure> python_figures(figure_context& cx) {
   g.goal = goal;
   g.details = outcome.result;
   g.notes = {"scripts/bench/python_module.py: one pool of 2 sprint-sim children (CTC, 40 "
-             "labels), SprintInstancePool.get_batch_loss_and_error_signal with RETURNN's "
-             "bytes tags against Pool._time_facade (pool_client::compute timed in C++), "
-             "alternating in rounds of 5; ratio = Python / C++ (Python " +
+             "labels), RETURNN's per-batch path (get_global_instance, lock, "
+             "get_batch_loss_and_error_signal with bytes "
+             "tags) against Pool._time_facade (pool_client::compute timed in C++), "
+             "alternating in 60 rounds of 5; ratio = Python / C++ (Python " +
              outcome.result.value("python", std::string{"?"}) + ")."};
   return {std::move(g)};
 }

@@ -39,8 +39,9 @@ batch batch_of(const py::array& log_posteriors, const py::array& seq_lengths,
 py::tuple pool::compute(const py::array& log_posteriors, const py::array& seq_lengths,
                         std::vector<std::string> tags) {
   auto result = call_without_gil(
-      client(), [b = batch_of(log_posteriors, seq_lengths, std::move(tags))](
-                    const pool_client& facade) mutable { return facade.compute(std::move(b)); });
+      client_, "this pool",
+      [b = batch_of(log_posteriors, seq_lengths, std::move(tags))](
+          const pool_client& facade) mutable { return facade.compute(std::move(b)); });
   if (!result)
     raise(result.error());
   return py::make_tuple(to_numpy(result->loss), to_numpy(std::move(result->error_signal)));
@@ -49,11 +50,15 @@ py::tuple pool::compute(const py::array& log_posteriors, const py::array& seq_le
 std::vector<double> pool::time_facade(const py::array& log_posteriors, const py::array& seq_lengths,
                                       std::vector<std::string> tags, size_t repeats) {
   std::vector<double> seconds;
-  auto failed =
-      call_without_gil(client(), [&, b = batch_of(log_posteriors, seq_lengths, std::move(tags))](
-                                     const pool_client& facade) mutable {
+  auto failed = call_without_gil(
+      client_, "this pool",
+      [&, b = batch_of(log_posteriors, seq_lengths, std::move(tags))](
+          const pool_client& facade) mutable {
+        // Dropped inside the call, so that the borrowed array is released
+        // when the call returns.
+        batch timed = std::move(b);
         for (size_t i = 0; i < repeats; ++i) {
-          batch call = b; // shares the tensor, as a C++ trainer's batch would
+          batch call = timed; // shares the tensor, as a C++ trainer's batch would
           auto start = std::chrono::steady_clock::now();
           auto result = facade.compute(std::move(call));
           seconds.push_back(
@@ -70,8 +75,9 @@ std::vector<double> pool::time_facade(const py::array& log_posteriors, const py:
 
 py::tuple pool::automata(std::vector<std::string> tags) {
   auto batch_size = static_cast<py::ssize_t>(tags.size());
-  auto result = call_without_gil(
-      client(), [&tags](const pool_client& facade) { return facade.automata(std::move(tags)); });
+  auto result = call_without_gil(client_, "this pool", [&tags](const pool_client& facade) {
+    return facade.automata(std::move(tags));
+  });
   if (!result)
     raise(result.error());
   auto edges_count = static_cast<py::ssize_t>(result->num_edges());

@@ -52,8 +52,7 @@ public:
   void detach() override { client_.reset(); }
 
 private:
-  /// The facade, or throws `sprintrt.Error` after shutdown. A copy keeps it
-  /// for a call that releases the GIL.
+  /// The facade, or throws `sprintrt.Error` after shutdown.
   std::shared_ptr<const pool_client> client() const;
 
   sprint_options opts_;

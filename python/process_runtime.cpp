@@ -18,11 +18,20 @@ namespace {
 /// (they return at once with `cancelled`; this only bounds a surprise).
 constexpr std::chrono::seconds calls_grace{10};
 
-// Never destroyed with the statics: CAF's own may be gone by then. The
-// runtime is destroyed by shutdown (at interpreter exit), or not at all.
+// Never destroyed with the statics: CAF's own may be gone by then, and a
+// call that outlived shutdown's wait may still end at exit. The runtime is
+// destroyed by shutdown (at interpreter exit), or not at all.
 std::mutex runtime_mutex;
 sprint_runtime* runtime = nullptr;
-bool runtime_shut_down = false;
+
+/// Where shutdown is; guarded by `runtime_mutex`.
+enum class shutdown_stage { not_begun, in_progress, done };
+shutdown_stage stage = shutdown_stage::not_begun;
+
+std::condition_variable& shutdown_done() {
+  static auto* done = new std::condition_variable;
+  return *done;
+}
 
 /// Every live `runtime_user`. Only touched with the GIL held.
 std::vector<runtime_user*>& runtime_users() {
@@ -30,23 +39,33 @@ std::vector<runtime_user*>& runtime_users() {
   return *users;
 }
 
-std::mutex calls_mutex;
-std::condition_variable calls_ended;
-size_t calls = 0;
+/// Calls in flight, and whether new ones are refused (shutdown has begun).
+struct call_count {
+  std::mutex mutex;
+  std::condition_variable ended;
+  size_t calls = 0;
+  bool refused = false;
+};
+
+call_count& calls() {
+  static auto* count = new call_count;
+  return *count;
+}
 
 /// Waits up to `calls_grace` until no call is in flight; returns how many
 /// still are.
 size_t wait_for_calls() {
-  std::unique_lock<std::mutex> lock{calls_mutex};
-  calls_ended.wait_for(lock, calls_grace, [] { return calls == 0; });
-  return calls;
+  auto& count = calls();
+  std::unique_lock<std::mutex> lock{count.mutex};
+  count.ended.wait_for(lock, calls_grace, [&] { return count.calls == 0; });
+  return count.calls;
 }
 
 } // namespace
 
 sprint_runtime& process_runtime(const sprint_options& opts, const char* what) {
   std::lock_guard<std::mutex> guard{runtime_mutex};
-  if (runtime_shut_down)
+  if (stage != shutdown_stage::not_begun)
     raise_shut_down(what);
   if (!runtime)
     runtime = new sprint_runtime(runtime_settings_for(opts));
@@ -54,13 +73,31 @@ sprint_runtime& process_runtime(const sprint_options& opts, const char* what) {
 }
 
 void shutdown_process_runtime() {
+  {
+    std::unique_lock<std::mutex> lock{runtime_mutex};
+    if (stage != shutdown_stage::not_begun) {
+      // Another thread shuts down: wait for it without the GIL, and without
+      // the lock once the GIL is taken back (a Python thread holding the GIL
+      // may want the lock).
+      lock.unlock();
+      pybind11::gil_scoped_release released;
+      std::unique_lock<std::mutex> waiting{runtime_mutex};
+      shutdown_done().wait(waiting, [] { return stage == shutdown_stage::done; });
+      return;
+    }
+    stage = shutdown_stage::in_progress;
+  }
+  // From here no call starts (they are refused, or find their facade gone).
+  {
+    std::lock_guard<std::mutex> guard{calls().mutex};
+    calls().refused = true;
+  }
   for (auto* user : std::vector<runtime_user*>{runtime_users()})
     user->detach();
   sprint_runtime* stopping = nullptr;
   {
     std::lock_guard<std::mutex> guard{runtime_mutex};
     std::swap(stopping, runtime);
-    runtime_shut_down = true;
   }
   if (stopping) {
     pybind11::gil_scoped_release released;
@@ -73,6 +110,11 @@ void shutdown_process_runtime() {
                     left, calls_grace.count());
   }
   release_deferred_objects();
+  {
+    std::lock_guard<std::mutex> guard{runtime_mutex};
+    stage = shutdown_stage::done;
+  }
+  shutdown_done().notify_all();
 }
 
 runtime_user::runtime_user() {
@@ -90,9 +132,12 @@ runtime_user::~runtime_user() {
                                         "exit, or by sprintrt._sprintrt.shutdown())"));
 }
 
-call_in_flight::call_in_flight() {
-  std::lock_guard<std::mutex> guard{calls_mutex};
-  ++calls;
+call_in_flight::call_in_flight(const char* what) {
+  auto& count = calls();
+  std::lock_guard<std::mutex> guard{count.mutex};
+  if (count.refused)
+    raise_shut_down(what);
+  ++count.calls;
 }
 
 call_in_flight::~call_in_flight() {
@@ -103,9 +148,10 @@ void call_in_flight::end() noexcept {
   if (ended_)
     return;
   ended_ = true;
-  std::lock_guard<std::mutex> guard{calls_mutex};
-  if (--calls == 0)
-    calls_ended.notify_all();
+  auto& count = calls();
+  std::lock_guard<std::mutex> guard{count.mutex};
+  if (--count.calls == 0)
+    count.ended.notify_all();
 }
 
 } // namespace sprintrt::python

@@ -30,11 +30,13 @@ namespace sprintrt::python {
 /// `sprintrt.Error` (`cancelled`) saying that `what` cannot be made.
 sprint_runtime& process_runtime(const sprint_options& opts, const char* what);
 
-/// Stops every pool, scheduler and child of this process: detaches every
-/// `runtime_user`, stops the pools, waits (up to 10 s) for the calls in
-/// flight on other threads to return, then destroys the runtime (or leaves
-/// it, stopped, if some call never returned). Called with the GIL held;
-/// releases it while waiting. Idempotent.
+/// Stops every pool, scheduler and child of this process: refuses new
+/// calls, detaches every `runtime_user`, stops the pools (calls waiting on
+/// other threads then fail with `cancelled`), waits up to 10 s for those
+/// calls to return, then destroys the runtime (or leaves it, stopped, if
+/// some call never returned). Called with the GIL held; releases it while
+/// waiting. Idempotent: a second call, from any thread, returns once the
+/// first is done.
 void shutdown_process_runtime();
 
 /// A binding object that holds actor handles of the process's runtime, and
@@ -63,8 +65,9 @@ public:
 /// shutdown waits for it. Made with the GIL held, before releasing it.
 class call_in_flight {
 public:
-  /// Counts the call.
-  call_in_flight();
+  /// Counts the call; throws `sprintrt.Error` (`cancelled`) saying that
+  /// `what` cannot be used once shutdown has begun.
+  explicit call_in_flight(const char* what);
 
   /// Ends it, if `end` did not.
   ~call_in_flight();
@@ -79,16 +82,27 @@ private:
   bool ended_ = false;
 };
 
+/// Releases the Python objects C++ let go of when it goes out of scope.
+struct release_deferred_objects_at_exit {
+  ~release_deferred_objects_at_exit() { release_deferred_objects(); }
+};
+
 /// Calls `f(*facade)` without the GIL, as a call in flight, and returns
-/// what it returns. The facade (a copy of a binding object's, so that a
-/// detach meanwhile does not destroy it under the call) is dropped before
-/// the call ends. Python objects C++ let go of are released before and
-/// after.
+/// what it returns; `facade` is a binding object's member (`what` names
+/// the object), which shutdown resets. Once counted, the call copies the
+/// facade without running any Python code in between (no other thread can
+/// shut down meanwhile), and drops its copy before the call ends. Python
+/// objects C++ let go of are released before and after (and on an
+/// exception).
 template <class Facade, class F>
-std::invoke_result_t<F, Facade&> call_without_gil(std::shared_ptr<Facade> facade, F&& f) {
-  release_deferred_objects();
-  call_in_flight call;
-  auto kept = std::move(facade);
+std::invoke_result_t<F, Facade&> call_without_gil(const std::shared_ptr<Facade>& facade,
+                                                  const char* what, F&& f) {
+  release_deferred_objects(); // may run Python code: before counting
+  release_deferred_objects_at_exit release_after;
+  call_in_flight call{what};
+  if (!facade)
+    raise_shut_down(what);
+  auto kept = facade;
   std::optional<std::invoke_result_t<F, Facade&>> result;
   {
     pybind11::gil_scoped_release released;
@@ -96,7 +110,6 @@ std::invoke_result_t<F, Facade&> call_without_gil(std::shared_ptr<Facade> facade
     kept.reset();
     call.end();
   }
-  release_deferred_objects();
   return std::move(*result);
 }
 

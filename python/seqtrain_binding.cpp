@@ -96,13 +96,10 @@ public:
   }
 
 private:
-  /// `f(facade)` through `call_without_gil`; throws `sprintrt.Error` after
-  /// shutdown.
+  /// `f(facade)` through `call_without_gil`.
   template <class F>
   std::invoke_result_t<F, seqtrain_client&> call(F&& f) {
-    if (!client_)
-      raise_shut_down("this scheduler");
-    return call_without_gil(client_, std::forward<F>(f));
+    return call_without_gil(client_, "this scheduler", std::forward<F>(f));
   }
 
   std::shared_ptr<seqtrain_client> client_;
@@ -140,11 +137,13 @@ void bind_seqtrain(py::module_& m) {
            }),
            py::arg("seq_idx"), py::arg("batch_slice"), py::arg("batch_frame_offset"),
            py::arg("seq_start_frame"), py::arg("seq_end_frame"))
-      .def_readwrite("seq_idx", &seqtrain_part::seq_idx)
-      .def_readwrite("batch_slice", &seqtrain_part::batch_slice)
-      .def_readwrite("batch_frame_offset", &seqtrain_part::batch_frame_offset)
-      .def_readwrite("seq_start_frame", &seqtrain_part::seq_start_frame)
-      .def_readwrite("seq_end_frame", &seqtrain_part::seq_end_frame);
+      // Values, made whole by the constructor: a part inside a batch is a
+      // copy, which a setter would change in vain.
+      .def_readonly("seq_idx", &seqtrain_part::seq_idx)
+      .def_readonly("batch_slice", &seqtrain_part::batch_slice)
+      .def_readonly("batch_frame_offset", &seqtrain_part::batch_frame_offset)
+      .def_readonly("seq_start_frame", &seqtrain_part::seq_start_frame)
+      .def_readonly("seq_end_frame", &seqtrain_part::seq_end_frame);
   py::class_<seqtrain_batch>(m, "SeqTrainBatch",
                              "A training batch of num_frames x num_slices and the parts in it.")
       .def(py::init([](int64_t num_frames, int64_t num_slices, std::vector<seqtrain_part> parts) {
@@ -152,12 +151,12 @@ void bind_seqtrain(py::module_& m) {
                                    non_negative(num_slices, "num_slices"), std::move(parts)};
            }),
            py::arg("num_frames"), py::arg("num_slices"), py::arg("parts"))
-      .def_readwrite("num_frames", &seqtrain_batch::num_frames)
-      .def_readwrite("num_slices", &seqtrain_batch::num_slices)
-      // A tuple: a list would invite `parts.append`, which would change a copy.
-      .def_property(
-          "parts", [](const seqtrain_batch& b) { return py::tuple(py::cast(b.parts)); },
-          [](seqtrain_batch& b, std::vector<seqtrain_part> parts) { b.parts = std::move(parts); });
+      // A value too: `parts` is a tuple, since a list would invite
+      // `parts.append`, which would change a copy.
+      .def_readonly("num_frames", &seqtrain_batch::num_frames)
+      .def_readonly("num_slices", &seqtrain_batch::num_slices)
+      .def_property_readonly("parts",
+                             [](const seqtrain_batch& b) { return py::tuple(py::cast(b.parts)); });
   py::class_<scheduler>(m, "Scheduler", "A sequence-training scheduler over a Pool.")
       .def(py::init<const pool&, int64_t, int64_t, bool>(), py::arg("pool"),
            py::arg("forward_seq_delay"), py::arg("max_in_flight"), py::arg("record_timeline"),

@@ -113,11 +113,26 @@ def _eval_shell_str(value):
     return args
 
 
+class _FrozenDict(tuple):
+    """A dict's items as a hashable key, never equal to a plain tuple (so
+    that a dict and a list of pairs are different options, as in RETURNN's
+    ``make_hashable``)."""
+
+    def __eq__(self, other):
+        return isinstance(other, _FrozenDict) and tuple.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+
 def _hashable(value):
     """``value`` as a hashable key, as RETURNN's ``make_hashable``: dicts
-    and lists become tuples (dicts sorted by key), anything else stays."""
+    become ``_FrozenDict``s of their sorted items, lists tuples, anything
+    else stays."""
     if isinstance(value, dict):
-        return tuple(sorted((_hashable(k), _hashable(v)) for k, v in value.items()))
+        return _FrozenDict(sorted((_hashable(k), _hashable(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):
         return tuple(_hashable(x) for x in value)
     return value
@@ -158,6 +173,8 @@ class SprintInstancePool:
     def get_global_instance(cls, sprint_opts):
         """The pool for ``sprint_opts``: the same one for equal options
         (equal as RETURNN compares them, or equal once evaluated)."""
+        if not isinstance(sprint_opts, dict):
+            raise TypeError("sprint_opts must be a dict, got %s" % type(sprint_opts).__name__)
         try:
             raw_key = _hashable(sprint_opts)
             hash(raw_key)

@@ -96,6 +96,19 @@ def test_sprint_config_str_is_evaluated_once_per_pool_as_returnn_does(corpus):
     assert sprintrt.SprintInstancePool.get_global_instance(spelled_out) is pools[0]
 
 
+def test_a_dict_and_a_list_of_pairs_are_different_options(corpus):
+    path, _ = corpus
+    as_dict = sim_options(path, sprintControlConfig={"k": 1})
+    as_pairs = sim_options(path, sprintControlConfig=[["k", 1]])
+    sprintrt.SprintInstancePool.get_global_instance(as_dict)
+    # RETURNN's make_hashable keeps them apart too; sprintrt's options refuse
+    # a list there.
+    with pytest.raises(sprintrt.Error, match="sprintControlConfig"):
+        sprintrt.SprintInstancePool.get_global_instance(as_pairs)
+    with pytest.raises(TypeError, match="sprint_opts must be a dict, got list"):
+        sprintrt.SprintInstancePool.get_global_instance(list(as_dict.items()))
+
+
 def test_only_the_top_level_value_may_name_returnns_config(monkeypatch):
     # RETURNN looks "config:" up before eval_shell_str, not in a variable's value.
     monkeypatch.setenv("SPRINTRT_TEST_ARGS", "config:x")

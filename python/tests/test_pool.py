@@ -175,7 +175,7 @@ def test_compute_holds_the_callers_array_itself_while_it_computes(corpus):
     # call (and none to a float64 one, whose converted copy it holds instead).
     path, names = corpus
     pool = sprintrt.SprintInstancePool.get_global_instance(
-        sim_options(path, extra=["--*.delay-ms=300"]))
+        sim_options(path, extra=["--*.delay-ms=1500"]))
     lp32, lengths = random_batch(names[:1])
     lp64 = lp32.astype(numpy.float64)
 
@@ -190,7 +190,7 @@ def test_compute_holds_the_callers_array_itself_while_it_computes(corpus):
         worker = threading.Thread(target=call)
         worker.start()
         started.wait()
-        time.sleep(0.15)  # well inside the 300 ms the segment takes
+        time.sleep(0.5)  # well inside the 1.5 s the segment takes
         during = sys.getrefcount(array)
         worker.join()
         return during - idle

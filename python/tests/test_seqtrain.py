@@ -140,11 +140,15 @@ def test_errors_name_what_was_wrong(corpus):
         sched.have_space(-2)
     with pytest.raises(ValueError, match="seq_end_frame must not be negative, got -4"):
         sprintrt.SeqTrainPart(0, 0, 0, 0, -4)
-    # A batch's parts are a tuple: appending to a copy would do nothing.
+    # Batches and parts are values: changing a copy inside would do nothing.
     batch = whole_sequences(0, lengths)
     assert isinstance(batch.parts, tuple) and len(batch.parts) == 2
     with pytest.raises(AttributeError):
         batch.parts.append(batch.parts[0])
+    with pytest.raises(AttributeError):
+        batch.parts[0].seq_end_frame = 7
+    with pytest.raises(AttributeError):
+        batch.num_frames = 3
     with pytest.raises(sprintrt.Error, match="hat_y") as shapes:
         sprintrt.seqtrain_error_signal(lp, lp[:, :1], lengths)
     assert shapes.value.code == "invalid_input"

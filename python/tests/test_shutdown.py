@@ -72,8 +72,21 @@ def test_shutdown_stops_everything_and_later_calls_raise(corpus):
 
 
 EXIT_SCRIPT = r"""
-import json, sys, threading, time
+import atexit, json, sys, threading, time
 import numpy
+
+outcome = []
+trainers = []
+
+
+def report():
+    # Registered before sprintrt's own handler, so it runs after it.
+    for t in trainers:
+        t.join(5)
+    print("outcome", json.dumps(outcome), flush=True)
+
+
+atexit.register(report)
 import sprintrt
 
 opts, names = json.loads(sys.argv[1]), json.loads(sys.argv[2])
@@ -82,7 +95,6 @@ sched = sprintrt.SeqTrainScheduler(pool, forward_seq_delay=8)
 lp = numpy.full((4, 2, 5), numpy.log(0.2), dtype=numpy.float32)
 sched.start_epoch(0)
 sched.forward([0, 1], lp, [4, 3], names[:2])  # mid-epoch at exit
-outcome = []
 
 
 def trainer():
@@ -94,7 +106,8 @@ def trainer():
 
 
 # A daemon thread still waiting in a batch when the interpreter ends.
-threading.Thread(target=trainer, daemon=True).start()
+trainers.append(threading.Thread(target=trainer, daemon=True))
+trainers[0].start()
 time.sleep(0.5)
 print("exiting", flush=True)
 """
@@ -123,6 +136,8 @@ def test_exit_with_a_call_in_flight_stops_it_and_leaves_nothing(corpus):
     # sprintrt logs through spdlog's default logger (stdout): no error there,
     # such as calls still waiting when the runtime was to be destroyed.
     assert "exiting" in run.stdout.splitlines()
+    # The call in flight was failed by the shutdown, not left waiting.
+    assert 'outcome ["cancelled"]' in run.stdout.splitlines()
     assert "[error]" not in run.stdout, run.stdout
     assert "Traceback" not in run.stderr, run.stderr
     assert processes_mentioning(path) == []

@@ -27,6 +27,7 @@ module is missing. Usage:
 import argparse
 import json
 import os
+import shlex
 import statistics
 import sys
 import tempfile
@@ -71,7 +72,7 @@ def main():
                 labels = rng.integers(1, args.dim, size=args.labels)
                 out.write("%s\t%s\n" % (name, " ".join(str(x) for x in labels)))
         sprint_opts = {"sprintExecPath": args.sprint_sim, "numInstances": args.workers,
-                       "sprintConfigStr": "--*.corpus=%s --*.topology=ctc" % corpus}
+                       "sprintConfigStr": "--*.corpus=%s --*.topology=ctc" % shlex.quote(corpus)}
         pool = sprintrt.SprintInstancePool.get_global_instance(sprint_opts)
         logits = rng.normal(0, 2, size=(args.frames, args.batch, args.dim)).astype(numpy.float32)
         log_posteriors = logits - numpy.log(numpy.exp(logits).sum(axis=2, keepdims=True))

@@ -25,10 +25,10 @@ import threading
 import numpy
 
 from ._sprintrt import (Error, Pool, Scheduler, SeqTrainBatch, SeqTrainPart, canonical_options,
-                        seqtrain_error_signal, shutdown, version)
+                        seqtrain_error_signal, set_log_level, shutdown, version)
 
 __all__ = ["Error", "SeqTrainBatch", "SeqTrainPart", "SeqTrainScheduler", "SprintInstancePool",
-           "seqtrain_error_signal", "version"]
+           "seqtrain_error_signal", "set_log_level", "version"]
 
 atexit.register(shutdown)
 

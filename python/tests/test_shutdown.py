@@ -1,12 +1,17 @@
-"""The process's end: `sprintrt` shuts its runtime down at interpreter exit
-with pools and schedulers still referenced, leaves no child behind, and
-objects used after the shutdown raise `sprintrt.Error`. Run in a separate
-interpreter, since the runtime is one per process."""
+"""Process-wide behaviour, each in a separate interpreter (the runtime and
+its logger are one per process): `sprintrt` shuts its runtime down at
+interpreter exit with pools, schedulers and calls still in flight, leaves no
+child behind, and objects used after the shutdown raise `sprintrt.Error`;
+`set_log_level` quiets its logs."""
 
 import json
 import os
 import subprocess
 import sys
+
+import pytest
+
+import sprintrt
 
 from conftest import sim_options
 
@@ -141,3 +146,33 @@ def test_exit_with_a_call_in_flight_stops_it_and_leaves_nothing(corpus):
     assert "[error]" not in run.stdout, run.stdout
     assert "Traceback" not in run.stderr, run.stderr
     assert processes_mentioning(path) == []
+
+
+LOG_SCRIPT = r"""
+import json, sys
+import numpy
+import sprintrt
+
+opts, names, level = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+if level != "default":
+    sprintrt.set_log_level(level)
+pool = sprintrt.SprintInstancePool.get_global_instance(opts)
+lp = numpy.full((4, 1, 5), numpy.log(0.2), dtype=numpy.float32)
+pool.get_batch_loss_and_error_signal(lp, [4], names[:1])
+"""
+
+
+def test_set_log_level_quiets_sprintrts_logs(corpus):
+    path, names = corpus
+
+    def stdout_with(level):
+        run = subprocess.run([sys.executable, "-c", LOG_SCRIPT, json.dumps(sim_options(path)),
+                              json.dumps(names), level], capture_output=True, text=True,
+                             timeout=60)
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    assert "[info]" in stdout_with("default")  # "Sprint child ... ready"
+    assert "[info]" not in stdout_with("warning")
+    with pytest.raises(ValueError, match="level must be one of .*; got 'loud'"):
+        sprintrt.set_log_level("loud")

@@ -137,23 +137,25 @@ namespace {
 std::vector<double> slot_rates(pool_pointer self) {
   auto& st = self->state;
   std::vector<worker_slot_state> states;
+  std::vector<double> measured_fps;
   double per_request_sum = 0;
   size_t measured = 0;
   for (size_t i = 0; i < st.workers.size(); ++i) {
     states.push_back(slot_state(self, i));
-    if (double fps = st.workers[i].load->frames_per_second(); fps > 0) {
-      per_request_sum += fps / static_cast<double>(std::max<size_t>(states[i].parallelism, 1));
+    measured_fps.push_back(st.workers[i].load->frames_per_second());
+    if (measured_fps[i] > 0) {
+      per_request_sum +=
+          measured_fps[i] / static_cast<double>(std::max<size_t>(states[i].parallelism, 1));
       ++measured;
     }
   }
   double per_request = measured > 0 ? per_request_sum / static_cast<double>(measured) : 1.0;
   std::vector<double> rates;
   for (size_t i = 0; i < st.workers.size(); ++i) {
-    double fps = st.workers[i].load->frames_per_second();
     if (!states[i].unavailable.empty())
       rates.push_back(0);
-    else if (fps > 0)
-      rates.push_back(fps);
+    else if (measured_fps[i] > 0)
+      rates.push_back(measured_fps[i]);
     else
       rates.push_back(per_request *
                       static_cast<double>(std::max<size_t>(states[i].parallelism, 1)));

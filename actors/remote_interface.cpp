@@ -67,13 +67,23 @@ caf::expected<size_t> begin_raw(caf::deserializer& source, size_t size, const ch
   return bytes / size;
 }
 
+namespace {
+
+/// An error (`code`) unless `rows` x `cols` equals `count` without overflow.
+caf::error check_shape(uint64_t rows, uint64_t cols, size_t count, errc code) {
+  bool overflows = cols != 0 && rows > std::numeric_limits<size_t>::max() / cols;
+  if (overflows || count != rows * cols)
+    return make_error(code, "float_rows: " + std::to_string(rows) + " x " + std::to_string(cols) +
+                                " with " + std::to_string(count) + " values");
+  return {};
+}
+
+} // namespace
+
 caf::error save_float_rows(caf::serializer& sink, float_rows& x) {
   size_t count = x.values ? x.values->size() : 0;
-  bool overflows = x.cols != 0 && x.rows > std::numeric_limits<size_t>::max() / x.cols;
-  if (overflows || count != x.rows * x.cols)
-    return make_error(errc::invalid_input, "float_rows: " + std::to_string(x.rows) + " x " +
-                                               std::to_string(x.cols) + " with " +
-                                               std::to_string(count) + " values");
+  if (auto err = check_shape(x.rows, x.cols, count, errc::invalid_input))
+    return err;
   return caf::error::eval(
       [&] { return sink(x.rows, x.cols); },
       [&] { return save_raw(sink, x.values ? x.values->data() : nullptr, count, sizeof(float)); });
@@ -93,14 +103,8 @@ caf::error load_float_rows(caf::deserializer& source, float_rows& x) {
           },
           [&] { return source.end_sequence(); }))
     return err;
-  if (x.cols != 0 && x.rows > values->size() / x.cols)
-    return make_error(errc::invalid_message, "float_rows: " + std::to_string(x.rows) + " x " +
-                                                 std::to_string(x.cols) + " with " +
-                                                 std::to_string(values->size()) + " values");
-  if (values->size() != x.rows * x.cols)
-    return make_error(errc::invalid_message, "float_rows: " + std::to_string(x.rows) + " x " +
-                                                 std::to_string(x.cols) + " with " +
-                                                 std::to_string(values->size()) + " values");
+  if (auto err = check_shape(x.rows, x.cols, values->size(), errc::invalid_message))
+    return err;
   x.values = values->empty() ? nullptr : std::move(values);
   return {};
 }

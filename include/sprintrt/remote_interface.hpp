@@ -93,16 +93,27 @@ caf::error save_float_rows(caf::serializer& sink, float_rows& x);
 /// Reads a `float_rows` from `source`; the byte count must be rows * cols * 4.
 caf::error load_float_rows(caf::deserializer& source, float_rows& x);
 
+/// CAF inspection through hand-written functions: `load(f, x)` when `f`
+/// deserializes, `save(f, x)` when it serializes, `as_text()` otherwise
+/// (rendering as text).
+template <class Inspector, class T, class Load, class Save, class AsText>
+typename Inspector::result_type inspect_with(Inspector& f, T& x, Load load, Save save,
+                                             AsText as_text) {
+  if constexpr (std::is_base_of_v<caf::deserializer, Inspector>)
+    return load(f, x);
+  else if constexpr (std::is_base_of_v<caf::serializer, Inspector>)
+    return save(f, x);
+  else
+    return as_text();
+}
+
 /// CAF inspection of `float_rows`: the bytes in one piece when serialized,
 /// only the shape when rendered as text.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, float_rows& x) {
-  if constexpr (std::is_base_of_v<caf::deserializer, Inspector>)
-    return load_float_rows(f, x);
-  else if constexpr (std::is_base_of_v<caf::serializer, Inspector>)
-    return save_float_rows(f, x);
-  else
+  return inspect_with(f, x, load_float_rows, save_float_rows, [&] {
     return f(caf::meta::type_name("sprintrt::float_rows"), x.rows, x.cols);
+  });
 }
 
 /// One segment for a remote pool: its name and log-posteriors [T, D].
@@ -145,23 +156,17 @@ typename Inspector::result_type inspect(Inspector& f, remote_segment& x) {
 /// CAF inspection of `remote_loss`.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, remote_loss& x) {
-  if constexpr (std::is_base_of_v<caf::deserializer, Inspector>)
-    return load_remote_loss(f, x);
-  else if constexpr (std::is_base_of_v<caf::serializer, Inspector>)
-    return save_remote_loss(f, x);
-  else
+  return inspect_with(f, x, load_remote_loss, save_remote_loss, [&] {
     return f(caf::meta::type_name("sprintrt::remote_loss"), x.loss, x.error_signal);
+  });
 }
 
 /// CAF inspection of `remote_fsa`.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, remote_fsa& x) {
-  if constexpr (std::is_base_of_v<caf::deserializer, Inspector>)
-    return load_remote_fsa(f, x);
-  else if constexpr (std::is_base_of_v<caf::serializer, Inspector>)
-    return save_remote_fsa(f, x);
-  else
+  return inspect_with(f, x, load_remote_fsa, save_remote_fsa, [&] {
     return f(caf::meta::type_name("sprintrt::remote_fsa"), x.fsa.num_states);
+  });
 }
 
 /// A worker pool published for trainers on other machines.

@@ -163,11 +163,16 @@ void check_identical(const batch_result& got, const batch_result& want) {
                    want.error_signal.data()));
 }
 
-/// The options of the trainer: one local child and the given remote pools.
+/// `opts` with `count` local Sprint children.
+sprint_options with_instances(sprint_options opts, size_t count) {
+  opts.num_instances = count;
+  return opts;
+}
+
+/// The options of the trainer: `local` children and the given remote pools.
 sprint_options trainer_options(const sprint_options& base, std::vector<remote_endpoint> remote,
                                size_t local) {
-  auto opts = base;
-  opts.num_instances = local;
+  auto opts = with_instances(base, local);
   opts.remote = std::move(remote);
   return opts;
 }
@@ -180,13 +185,10 @@ TEST_CASE("two serve processes and a local child give a local run's results bit 
   auto segments = test::write_corpus(dir, 24, dim);
   auto base = test::sim_options(test::corpus_path(dir));
   {
-    auto served = base;
-    served.num_instances = 2;
+    auto served = with_instances(base, 2);
     serve_process a{dir, "a", served}, b{dir, "b", served};
     sprint_runtime rt;
-    auto local_opts = base;
-    local_opts.num_instances = 2;
-    pool_client local{rt, local_opts};
+    pool_client local{rt, with_instances(base, 2)};
     auto opts = trainer_options(base, {a.endpoint(), b.endpoint()}, 1);
     pool_client mixed{rt, opts};
 
@@ -237,13 +239,10 @@ TEST_CASE("a serve process killed mid-batch: the batch completes exactly elsewhe
   auto base = test::sim_options(test::corpus_path(dir));
   {
     // Slow servers (20 ms a segment), so that the kill comes mid-batch.
-    auto slow = test::sim_options(test::corpus_path(dir), {"delay-ms=20"});
-    slow.num_instances = 2;
+    auto slow = with_instances(test::sim_options(test::corpus_path(dir), {"delay-ms=20"}), 2);
     serve_process doomed{dir, "doomed", slow}, survivor{dir, "survivor", slow};
     sprint_runtime rt;
-    auto local_opts = base;
-    local_opts.num_instances = 2;
-    pool_client local{rt, local_opts};
+    pool_client local{rt, with_instances(base, 2)};
     // The trainer's options must equal the servers' (delay included).
     pool_client remote_only{rt, trainer_options(slow, {doomed.endpoint(), survivor.endpoint()}, 0)};
     auto want = local.compute(make_batch(segments, 0, 32));
@@ -281,8 +280,7 @@ TEST_CASE("remote pools that cannot serve are clear errors naming the endpoint a
   auto segments = test::write_corpus(dir, 4, dim);
   auto base = test::sim_options(test::corpus_path(dir));
   {
-    auto served = base;
-    served.num_instances = 1;
+    auto served = with_instances(base, 1);
     serve_process server{dir, "server", served};
     sprint_runtime rt;
 
@@ -334,8 +332,7 @@ TEST_CASE("a server that loses a trainer drops its work and serves the others on
   auto base = test::sim_options(test::corpus_path(dir));
   {
     // One worker at 50 ms a segment: trainer A's 40 segments take 2 s.
-    auto slow = test::sim_options(test::corpus_path(dir), {"delay-ms=50"});
-    slow.num_instances = 1;
+    auto slow = with_instances(test::sim_options(test::corpus_path(dir), {"delay-ms=50"}), 1);
     serve_process server{dir, "server", slow};
     auto trainer_a = trainer_options(slow, {server.endpoint()}, 0);
     std::ofstream{dir.path() + "/a.json"} << to_json_string(trainer_a);
@@ -421,8 +418,7 @@ TEST_CASE("remote pools over TLS: exact results for a trusted trainer, clear ref
   auto segments = test::write_corpus(dir, 8, dim);
   auto base = test::sim_options(test::corpus_path(dir));
   {
-    auto served = base;
-    served.num_instances = 2;
+    auto served = with_instances(base, 2);
     serve_process server{dir,
                          "server",
                          served,

@@ -64,6 +64,17 @@ std::vector<size_t> shape_of(const py::array& array) {
   return {array.shape(), array.shape() + array.ndim()};
 }
 
+/// A tensor over `values`' memory, which it keeps alive. numpy's memory is
+/// only read (a read-only array is fine): the error signal always goes into
+/// storage of its own.
+tensor borrow(float32_array values) {
+  auto* data = const_cast<float*>(values.data());
+  auto count = static_cast<size_t>(values.size());
+  auto shape = shape_of(values);
+  auto storage = std::make_shared<float_buffer>(data, count, hold_until_released(values));
+  return *tensor::from_storage(std::move(storage), std::move(shape));
+}
+
 } // namespace
 
 [[noreturn]] void raise(const caf::error& err) {
@@ -105,21 +116,28 @@ void release_deferred_objects() {
 }
 
 tensor borrow_float32(const py::array& array, const char* name) {
-  auto values = as_float32(array, name);
-  // numpy's memory is only read (a read-only array is fine): the error
-  // signal always goes into storage of its own.
-  auto* data = const_cast<float*>(values.data());
-  auto count = static_cast<size_t>(values.size());
-  auto shape = shape_of(values);
-  auto storage = std::make_shared<float_buffer>(data, count, hold_until_released(values));
-  return *tensor::from_storage(std::move(storage), std::move(shape));
+  return borrow(as_float32(array, name));
 }
 
 tensor copy_float32(const py::array& array, const char* name) {
   auto values = as_float32(array, name);
+  // A converted array is a copy already, which nobody else sees.
+  if (!values.is(array))
+    return borrow(std::move(values));
   auto result = tensor::zeros(shape_of(values));
   std::copy(values.data(), values.data() + values.size(), result.data());
   return result;
+}
+
+batch batch_of(const py::array& log_posteriors, const py::array& seq_lengths,
+               std::vector<std::string> tags, input how) {
+  require_rank(log_posteriors, 3, "log_posteriors", "time, batch, dim");
+  batch b;
+  b.seq_lengths = integers_1d(seq_lengths, "seq_lengths", "batch");
+  b.log_posteriors = how == input::borrowed ? borrow_float32(log_posteriors, "log_posteriors")
+                                            : copy_float32(log_posteriors, "log_posteriors");
+  b.tags = std::move(tags);
+  return b;
 }
 
 py::array_t<float> to_numpy(tensor t) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sprintrt/batch.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/tensor.hpp"
@@ -54,9 +55,24 @@ void release_deferred_objects();
 /// `array` cannot be converted to float32.
 tensor borrow_float32(const py::array& array, const char* name);
 
-/// `array` as a new float32 tensor of the same shape (for data C++ keeps
-/// after the call returns, which the caller may then change).
+/// `array` as a float32 tensor of the same shape that shares no memory with
+/// it (for data C++ keeps after the call returns, which the caller may then
+/// change): a copy, or the converted array if it had to be converted.
 tensor copy_float32(const py::array& array, const char* name);
+
+/// How a batch's log-posteriors reach C++.
+enum class input {
+  /// Read in place (`borrow_float32`), for a call that returns when C++ is
+  /// done with them.
+  borrowed,
+  /// Copied (`copy_float32`), for data C++ keeps after the call returns.
+  copied,
+};
+
+/// The batch of the arguments (log-posteriors [T, B, D], seq_lengths [B],
+/// tags); throws `ValueError`/`TypeError` naming a malformed argument.
+batch batch_of(const py::array& log_posteriors, const py::array& seq_lengths,
+               std::vector<std::string> tags, input how);
 
 /// A numpy array over a tensor's storage, without a copy: the array keeps
 /// the storage alive.

@@ -21,26 +21,11 @@ std::shared_ptr<const pool_client> pool::client() const {
   return client_;
 }
 
-namespace {
-
-/// The batch of the arguments, its log-posteriors borrowed.
-batch batch_of(const py::array& log_posteriors, const py::array& seq_lengths,
-               std::vector<std::string> tags) {
-  require_rank(log_posteriors, 3, "log_posteriors", "time, batch, dim");
-  batch b;
-  b.seq_lengths = integers_1d(seq_lengths, "seq_lengths", "batch");
-  b.log_posteriors = borrow_float32(log_posteriors, "log_posteriors");
-  b.tags = std::move(tags);
-  return b;
-}
-
-} // namespace
-
 py::tuple pool::compute(const py::array& log_posteriors, const py::array& seq_lengths,
                         std::vector<std::string> tags) {
   auto result = call_without_gil(
       client_, "this pool",
-      [b = batch_of(log_posteriors, seq_lengths, std::move(tags))](
+      [b = batch_of(log_posteriors, seq_lengths, std::move(tags), input::borrowed)](
           const pool_client& facade) mutable { return facade.compute(std::move(b)); });
   if (!result)
     raise(result.error());
@@ -52,7 +37,7 @@ std::vector<double> pool::time_facade(const py::array& log_posteriors, const py:
   std::vector<double> seconds;
   auto failed = call_without_gil(
       client_, "this pool",
-      [&, b = batch_of(log_posteriors, seq_lengths, std::move(tags))](
+      [&, b = batch_of(log_posteriors, seq_lengths, std::move(tags), input::borrowed)](
           const pool_client& facade) mutable {
         // Dropped inside the call, so that the borrowed array is released
         // when the call returns.

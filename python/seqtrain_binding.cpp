@@ -75,13 +75,10 @@ public:
   // returns, and a trainer may reuse its array for the next forward pass.
   void forward(const py::array& seq_indices, const py::array& log_posteriors,
                const py::array& seq_lengths, std::vector<std::string> tags) {
-    require_rank(log_posteriors, 3, "log_posteriors", "time, batch, dim");
     forward_sequences sequences;
+    sequences.data = batch_of(log_posteriors, seq_lengths, std::move(tags), input::copied);
     for (int64_t index : integers_1d(seq_indices, "seq_indices", "batch"))
       sequences.seq_indices.push_back(non_negative(index, "seq_indices"));
-    sequences.data.seq_lengths = integers_1d(seq_lengths, "seq_lengths", "batch");
-    sequences.data.log_posteriors = copy_float32(log_posteriors, "log_posteriors");
-    sequences.data.tags = std::move(tags);
     if (auto err = call([&](seqtrain_client& c) { return c.forward(std::move(sequences)); }))
       raise(err);
   }

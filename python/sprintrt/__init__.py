@@ -59,6 +59,18 @@ def _tag_list(tags, name="tags"):
     return result
 
 
+def _batch_with_tags(log_posteriors, tags):
+    """``log_posteriors`` as a numpy array and ``tags`` as a list of str,
+    one per column of a [T, B, D] batch (other shapes are left to C++, which
+    names the argument)."""
+    tags = _tag_list(tags)
+    log_posteriors = numpy.asarray(log_posteriors)
+    if log_posteriors.ndim == 3 and len(tags) != log_posteriors.shape[1]:
+        raise ValueError("tags has %d names for a batch of %d"
+                         % (len(tags), log_posteriors.shape[1]))
+    return log_posteriors, tags
+
+
 def _returnn_config_value(key):
     """``config.typed_dict[key]`` of RETURNN's global config (what a
     ``sprintConfigStr`` of "config:<key>" names)."""
@@ -208,13 +220,8 @@ class SprintInstancePool:
         float32 [T, B, D] (zero in the padding frames) of a time-major batch."""
         if tags is None:
             raise TypeError("tags are required (RETURNN's Device-global tags do not exist here)")
-        tags = _tag_list(tags)
-        log_posteriors = numpy.asarray(log_posteriors)
-        seq_lengths = numpy.asarray(seq_lengths)
-        if log_posteriors.ndim == 3 and len(tags) != log_posteriors.shape[1]:
-            raise ValueError("tags has %d names for a batch of %d"
-                             % (len(tags), log_posteriors.shape[1]))
-        return self._pool.compute(log_posteriors, seq_lengths, tags)
+        log_posteriors, tags = _batch_with_tags(log_posteriors, tags)
+        return self._pool.compute(log_posteriors, numpy.asarray(seq_lengths), tags)
 
     def get_automata_for_batch(self, tags):
         """The batch's automata merged into one: edges uint32 [4, E] (from, to,
@@ -257,11 +264,7 @@ class SeqTrainScheduler:
         (copied: the array may be reused afterwards), ``seq_lengths`` [B],
         ``tags`` [B] and ``seq_indices`` [B], strictly increasing over the
         epoch."""
-        tags = _tag_list(tags)
-        log_posteriors = numpy.asarray(log_posteriors)
-        if log_posteriors.ndim == 3 and len(tags) != log_posteriors.shape[1]:
-            raise ValueError("tags has %d names for a batch of %d"
-                             % (len(tags), log_posteriors.shape[1]))
+        log_posteriors, tags = _batch_with_tags(log_posteriors, tags)
         self._scheduler.forward(numpy.asarray(seq_indices), log_posteriors,
                                 numpy.asarray(seq_lengths), tags)
 

@@ -9,28 +9,52 @@ SprintInstancePool``, which ``returnn.tf.sprint`` imports by name. Call
 
 import importlib
 import sys
+import types
 
 from . import SprintInstancePool
 
 __all__ = ["install"]
 
+# The namespace of a module object, read through ModuleType's own slot: it
+# runs no attribute hook of the object's class. RETURNN puts lazy aliases of
+# its old module names in sys.modules (returnn/__old_mod_loader__.py), module
+# subclasses that import their module on any attribute access, ``__dict__``
+# included; importing one can fail (returnn.tf.* without TensorFlow) or pull
+# in every legacy module.
+_namespace_of = types.ModuleType.__dict__["__dict__"].__get__
+
+
+def _namespace(module):
+    """The namespace of ``module`` if it is a module object (an alias's own,
+    nearly empty one for a lazy alias), else None."""
+    if not isinstance(module, types.ModuleType):
+        return None
+    return _namespace_of(module)
+
 
 def install():
     """Replaces RETURNN's ``SprintInstancePool`` with sprintrt's in
-    ``returnn.sprint.error_signals`` (importing it) and in every loaded
-    ``returnn`` module that imported the class by name. Modules imported
-    later import sprintrt's. Returns the names of the modules changed.
-    Calling it again changes nothing more."""
-    error_signals = importlib.import_module("returnn.sprint.error_signals")
-    original = getattr(error_signals, "SprintInstancePool", None)
+    ``returnn.sprint.error_signals`` (importing it if it is not imported
+    yet) and in every loaded ``returnn`` module that imported the class by
+    name. Modules imported later import sprintrt's. Imports nothing else and
+    never loads one of RETURNN's lazy aliases: it reads only module objects'
+    own namespaces. Returns the names of the modules changed. Calling it
+    again changes nothing more."""
+    error_signals = sys.modules.get("returnn.sprint.error_signals")
+    if _namespace(error_signals) is None:
+        error_signals = importlib.import_module("returnn.sprint.error_signals")
+    original = _namespace(error_signals).get("SprintInstancePool")
     if original is None:
         raise ImportError("returnn.sprint.error_signals has no SprintInstancePool to replace")
     changed = []
     for name, module in list(sys.modules.items()):
         if name != "returnn" and not name.startswith("returnn."):
             continue
-        current = getattr(module, "SprintInstancePool", None)
-        if current is original and current is not SprintInstancePool:
-            setattr(module, "SprintInstancePool", SprintInstancePool)
-            changed.append(name)
+        namespace = _namespace(module)
+        if namespace is None or namespace.get("SprintInstancePool") is not original:
+            continue
+        if original is not SprintInstancePool:
+            # A loaded alias is its module under a second name: report the module's own.
+            namespace["SprintInstancePool"] = SprintInstancePool
+            changed.append(namespace.get("__name__", name))
     return sorted(changed)

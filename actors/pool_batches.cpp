@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <memory>
 
 #include <caf/atom.hpp>
@@ -62,12 +63,19 @@ struct streamed_request {
   std::vector<std::deque<queued_segment>> lists;
   /// Segments sent to each worker and not answered yet.
   std::vector<size_t> outstanding;
+  /// The same by the id of the request to the worker, for telling the
+  /// workers to drop them when the caller cancels.
+  std::map<uint64_t, sprint_worker_actor> at_workers;
   std::vector<std::string> tags;
   size_t pending = 0;
-  std::vector<std::string> failures;
+  /// Failed segments by index (listed in batch order).
+  std::map<size_t, std::string> failures;
   caf::error first_error;
   /// A failure listed the unavailable workers already.
   bool listed_unavailable = false;
+  /// The caller cancelled it (or the pool stopped): nothing more is sent,
+  /// and answers to what was sent only release their workers.
+  bool abandoned = false;
   /// Its id in the pool's tracked requests.
   uint64_t id = 0;
 
@@ -75,21 +83,31 @@ struct streamed_request {
   void record_failure(size_t index, const caf::error& err) {
     if (!first_error)
       first_error = err;
-    failures.push_back("segment " + std::to_string(index) + " ('" + tags[index] +
-                       "'): " + render(err));
+    failures.emplace(index, "segment " + std::to_string(index) + " ('" + tags[index] +
+                                "'): " + render(err));
   }
 
   /// The error the request fails with when some of its segments failed:
-  /// every failure listed, the code of the first one kept.
+  /// every failure listed in batch order, the code of the first one kept.
   caf::error combined_error(const std::string& what) const {
     std::string text = what + ": " + std::to_string(failures.size()) + " of " +
                        std::to_string(tags.size()) + " segments failed";
-    for (const auto& failure : failures)
+    for (const auto& [index, failure] : failures)
       text += "\n  " + failure;
     auto code = first_error && first_error.category() == error_category
                     ? static_cast<errc>(first_error.code())
                     : errc::child_failed;
     return make_error(code, text);
+  }
+
+  /// Stops the request: the segments not sent yet are dropped.
+  void abandon() {
+    abandoned = true;
+    for (auto& list : lists) {
+      for (auto& segment : list)
+        segment.held.withdraw();
+      list.clear();
+    }
   }
 };
 
@@ -207,6 +225,9 @@ void send_first(pool_pointer self, std::shared_ptr<Progress> progress, size_t w)
   list.pop_front();
   ++progress->outstanding[w];
   auto used = self->state.workers[w].handle;
+  auto asked = progress->request(self, used, sent->index);
+  auto worker_request = request_id_of(asked.id());
+  progress->at_workers.emplace(worker_request, used);
   auto answered = [self, progress, w, sent] {
     --progress->outstanding[w];
     release_and_serve(self, sent->held);
@@ -215,41 +236,52 @@ void send_first(pool_pointer self, std::shared_ptr<Progress> progress, size_t w)
     else
       send_next(self, progress, w);
   };
-  progress->request(self, used, sent->index)
-      .then(
-          [self, progress, sent, answered](typename kind::reply_type& reply) {
-            progress->store(sent->index, std::move(reply));
-            kind::count_served(self->state.stats);
-            answered();
-          },
-          [self, progress, w, sent, used, answered](caf::error& err) {
-            if (worker_was_unavailable(err) && sent->reroutes < max_reroutes(self)) {
-              // Not computed: it goes elsewhere, with the rest of this
-              // worker's list (its other sent segments come back likewise).
-              --progress->outstanding[w];
-              std::vector<queued_segment> moved;
-              moved.push_back(std::move(*sent));
-              ++moved.back().reroutes;
-              for (auto& queued : progress->lists[w])
-                moved.push_back(std::move(queued));
-              progress->lists[w].clear();
-              place(self, progress, std::move(moved));
-              return;
-            }
-            if (worker_was_gone(self, w, used, err)) {
-              if (sent->resends < self->state.source.max_resends) {
-                ++sent->resends;
-                --progress->outstanding[w];
-                progress->lists[w].push_front(std::move(*sent));
-                send_next(self, progress, w);
-                return;
-              }
-              err = workers_kept_terminating(self, sent->resends);
-            }
-            kind::count_failed(self->state.stats);
-            progress->record_failure(sent->index, err);
-            answered();
-          });
+  // An answer to an abandoned request only frees its worker.
+  auto settled = [self, progress, w, sent, worker_request] {
+    progress->at_workers.erase(worker_request);
+    if (!progress->abandoned)
+      return false;
+    --progress->outstanding[w];
+    sent->held.withdraw();
+    serve_waiting(self);
+    return true;
+  };
+  asked.then(
+      [self, progress, sent, answered](typename kind::reply_type& reply) {
+        progress->store(sent->index, std::move(reply));
+        kind::count_served(self->state.stats);
+        answered();
+      },
+      [self, progress, w, sent, used, answered, settled](caf::error& err) {
+        if (settled())
+          return;
+        if (worker_was_unavailable(err) && sent->reroutes < max_reroutes(self)) {
+          // Not computed: it goes elsewhere, with the rest of this
+          // worker's list (its other sent segments come back likewise).
+          --progress->outstanding[w];
+          std::vector<queued_segment> moved;
+          moved.push_back(std::move(*sent));
+          ++moved.back().reroutes;
+          for (auto& queued : progress->lists[w])
+            moved.push_back(std::move(queued));
+          progress->lists[w].clear();
+          place(self, progress, std::move(moved));
+          return;
+        }
+        if (worker_was_gone(self, w, used, err)) {
+          if (sent->resends < self->state.source.max_resends) {
+            ++sent->resends;
+            --progress->outstanding[w];
+            progress->lists[w].push_front(std::move(*sent));
+            send_next(self, progress, w);
+            return;
+          }
+          err = workers_kept_terminating(self, sent->resends);
+        }
+        kind::count_failed(self->state.stats);
+        progress->record_failure(sent->index, err);
+        answered();
+      });
 }
 
 /// Sends worker `w` segments of its list until it holds `segments_ahead`
@@ -289,11 +321,10 @@ void place(pool_pointer self, std::shared_ptr<Progress> progress,
     // segment that found none.
     for (auto& segment : segments) {
       kind::count_failed(self->state.stats);
-      progress->record_failure(segment.index,
-                               progress->listed_unavailable
-                                   ? make_error(errc::worker_unavailable,
-                                                "no worker can take it (see above)")
-                                   : no_worker_available(self));
+      progress->record_failure(segment.index, progress->listed_unavailable
+                                                  ? make_error(errc::worker_unavailable,
+                                                               "no worker can take it (see above)")
+                                                  : no_worker_available(self));
       progress->listed_unavailable = true;
     }
     progress->pending -= segments.size();
@@ -306,13 +337,22 @@ void place(pool_pointer self, std::shared_ptr<Progress> progress,
     send_next(self, progress, w);
 }
 
-/// Registers a request with the pool (so that a stopping pool fails it) and
-/// makes its promise.
+/// Registers the request being handled with the pool (so that a stopping
+/// pool or its cancelling caller fails it) and makes its promise.
 template <class Progress>
 void begin_request(pool_pointer self, const std::shared_ptr<Progress>& progress) {
+  auto origin = request_origin::current(self);
   progress->promise = self->make_response_promise<typename Progress::result_type>();
-  progress->id =
-      self->state.track([progress](const caf::error& err) { progress->promise.deliver(err); });
+  progress->id = self->state.track(
+      [progress](const caf::error& err) {
+        progress->abandon();
+        progress->promise.deliver(err);
+      },
+      std::move(origin),
+      [self, progress] {
+        for (auto& [worker_request, worker] : progress->at_workers)
+          self->send(worker, cancel_atom::value, worker_request);
+      });
 }
 
 /// Starts a registered request streaming: spreads its segments over the

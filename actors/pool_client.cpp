@@ -1,5 +1,7 @@
 #include "sprintrt/pool_client.hpp"
 
+#include <memory>
+
 #include "actors/blocking_ask.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 
@@ -22,23 +24,36 @@ pool_client::pool_client(sprint_runtime& rt, const sprint_options& opts)
 pool_client::pool_client(sprint_runtime& rt, worker_pool_actor pool)
     : runtime_(&rt), pool_(std::move(pool)) {}
 
-caf::expected<batch_result> pool_client::compute(batch b) const {
+caf::expected<batch_result> pool_client::compute(batch b, const stop_token& stop) const {
   if (!pool_)
     return no_pool();
-  return detail::blocking_ask<batch_result>(*runtime_, pool_, compute_atom::value, std::move(b));
+  return detail::stoppable_ask<batch_result>(*runtime_, stop, pool_, compute_atom::value,
+                                             std::move(b));
 }
 
-caf::expected<batch_automata> pool_client::automata(std::vector<std::string> tags) const {
+caf::expected<batch_automata> pool_client::automata(std::vector<std::string> tags,
+                                                    const stop_token& stop) const {
   if (!pool_)
     return no_pool();
-  return detail::blocking_ask<batch_automata>(*runtime_, pool_, automata_atom::value,
-                                              std::move(tags));
+  return detail::stoppable_ask<batch_automata>(*runtime_, stop, pool_, automata_atom::value,
+                                               std::move(tags));
 }
 
-caf::expected<double> pool_client::compute_segment(segment_job job) const {
+caf::expected<double> pool_client::compute_segment(segment_job job, const stop_token& stop) const {
   if (!pool_)
     return no_pool();
-  return detail::blocking_ask<double>(*runtime_, pool_, compute_atom::value, std::move(job));
+  if (!stop.stop_possible())
+    return detail::blocking_ask<double>(*runtime_, pool_, compute_atom::value, std::move(job));
+  // The pool closes the gate when it answers `cancelled`; one of our own
+  // makes sure of it here too, since the reply may have been a real one.
+  if (!job.gate)
+    job.gate = std::make_shared<output_gate>();
+  auto gate = job.gate;
+  auto result =
+      detail::stoppable_ask<double>(*runtime_, stop, pool_, compute_atom::value, std::move(job));
+  if (!result && result.error() == errc::cancelled)
+    gate->close();
+  return result;
 }
 
 caf::expected<pool_stats> pool_client::stats() const {

@@ -19,13 +19,24 @@ struct sent_single {
   size_t resends = 0;
   /// How often it went elsewhere because its worker was unavailable.
   size_t reroutes = 0;
+  /// Whose request it is.
+  request_origin origin;
   uint64_t id = 0;
+  /// Its caller cancelled it (or the pool stopped): its answer only
+  /// releases the worker.
+  bool abandoned = false;
+
+  /// It back as a waiting request, first in line again.
+  segment_request requeued(size_t more_resends, size_t more_reroutes) {
+    return {std::move(req), resends + more_resends, reroutes + more_reroutes, std::move(origin)};
+  }
 };
 
 /// Sends one single request to worker `index`. If that worker turns out to
 /// be gone, the request waits again (first in line) for a worker.
 template <class Request>
-void send_single(pool_pointer self, size_t index, Request req, size_t resends, size_t reroutes) {
+void send_single(pool_pointer self, size_t index, Request req, size_t resends, size_t reroutes,
+                 request_origin origin) {
   using kind = kind_of<Request>;
   auto& st = self->state;
   auto used = st.workers[index].handle;
@@ -33,45 +44,62 @@ void send_single(pool_pointer self, size_t index, Request req, size_t resends, s
   // Kept until answered, so that a worker gone before reading it can be
   // given the same request again.
   auto sent = std::make_shared<sent_single<Request>>(
-      sent_single<Request>{std::move(req), std::move(held), resends, reroutes});
-  // Cancelled when the pool stops: the worker may still be writing into the
-  // caller's output, so its gate closes before the caller is answered.
-  sent->id = st.track([sent](const caf::error& err) { sent->req.cancel(err); });
-  kind::ask(self, used, sent->req)
-      .then(
-          [self, sent](typename kind::reply_type& reply) {
-            auto& st = self->state;
-            st.untrack(sent->id);
-            kind::count_served(st.stats);
-            sent->req.promise.deliver(std::move(reply));
-            release_and_serve(self, sent->held);
-          },
-          [self, sent, index, used](caf::error& err) {
-            auto& st = self->state;
-            st.untrack(sent->id);
-            if (worker_was_unavailable(err) && sent->reroutes < max_reroutes(self)) {
-              // Not computed: first in line again, for another worker.
-              sent->held.withdraw();
-              st.waiting.push_front(
-                  segment_request{std::move(sent->req), sent->resends, sent->reroutes + 1});
-              serve_waiting(self);
-              return;
-            }
-            if (worker_was_gone(self, index, used, err)) {
-              if (sent->resends < st.source.max_resends) {
-                sent->held.release();
-                st.waiting.push_front(
-                    segment_request{std::move(sent->req), sent->resends + 1, sent->reroutes});
-                serve_waiting(self);
-                return;
-              }
-              err = with_context("segment '" + sent->req.segment() + "'",
-                                 workers_kept_terminating(self, sent->resends));
-            }
-            kind::count_failed(st.stats);
-            sent->req.fail(err);
-            release_and_serve(self, sent->held);
-          });
+      sent_single<Request>{std::move(req), std::move(held), resends, reroutes, std::move(origin)});
+  auto asked = kind::ask(self, used, sent->req);
+  // Cancelled when the pool stops or its caller cancels it: the worker may
+  // still be writing into the caller's output, so its gate closes before
+  // the caller is answered, and the worker is told to drop it.
+  sent->id = st.track(
+      [sent](const caf::error& err) {
+        sent->abandoned = true;
+        sent->req.cancel(err);
+      },
+      sent->origin,
+      [self, used, worker_request = request_id_of(asked.id())] {
+        self->send(used, cancel_atom::value, worker_request);
+      });
+  asked.then(
+      [self, sent](typename kind::reply_type& reply) {
+        auto& st = self->state;
+        if (sent->abandoned) {
+          sent->held.withdraw();
+          serve_waiting(self);
+          return;
+        }
+        st.untrack(sent->id);
+        kind::count_served(st.stats);
+        sent->req.promise.deliver(std::move(reply));
+        release_and_serve(self, sent->held);
+      },
+      [self, sent, index, used](caf::error& err) {
+        auto& st = self->state;
+        if (sent->abandoned) {
+          sent->held.withdraw();
+          serve_waiting(self);
+          return;
+        }
+        st.untrack(sent->id);
+        if (worker_was_unavailable(err) && sent->reroutes < max_reroutes(self)) {
+          // Not computed: first in line again, for another worker.
+          sent->held.withdraw();
+          st.waiting.push_front(sent->requeued(0, 1));
+          serve_waiting(self);
+          return;
+        }
+        if (worker_was_gone(self, index, used, err)) {
+          if (sent->resends < st.source.max_resends) {
+            sent->held.release();
+            st.waiting.push_front(sent->requeued(1, 0));
+            serve_waiting(self);
+            return;
+          }
+          err = with_context("segment '" + sent->req.segment() + "'",
+                             workers_kept_terminating(self, sent->resends));
+        }
+        kind::count_failed(st.stats);
+        sent->req.fail(err);
+        release_and_serve(self, sent->held);
+      });
 }
 
 } // namespace
@@ -103,7 +131,8 @@ void serve_waiting(pool_pointer self) {
     st.waiting.pop_front();
     std::visit(
         [&](auto& kind_req) {
-          send_single(self, *idle, std::move(kind_req), req.resends, req.reroutes);
+          send_single(self, *idle, std::move(kind_req), req.resends, req.reroutes,
+                      std::move(req.origin));
         },
         req.what);
   }

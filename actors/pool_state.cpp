@@ -11,9 +11,11 @@
 
 namespace sprintrt::detail {
 
-uint64_t pool_state::track(std::function<void(const caf::error&)> cancel) {
+uint64_t pool_state::track(std::function<void(const caf::error&)> cancel, request_origin origin,
+                           std::function<void()> drop_at_workers) {
   auto id = next_id_++;
-  in_progress_.emplace(id, std::move(cancel));
+  in_progress_.emplace(
+      id, tracked_request{std::move(cancel), std::move(origin), std::move(drop_at_workers)});
   return id;
 }
 
@@ -29,8 +31,25 @@ void pool_state::cancel_all(const caf::error& err) {
   in_progress_.clear();
   for (auto& req : waiting_now)
     req.fail(err);
-  for (auto& [id, cancel] : tracked)
-    cancel(err);
+  for (auto& [id, tracked_req] : tracked)
+    tracked_req.cancel(err);
+}
+
+bool pool_state::cancel_one(const request_origin& origin, const caf::error& err) {
+  if (auto req = take_request(waiting, origin)) {
+    req->cancel(err);
+    return true;
+  }
+  for (auto i = in_progress_.begin(); i != in_progress_.end(); ++i)
+    if (i->second.origin == origin) {
+      auto req = std::move(i->second);
+      in_progress_.erase(i);
+      req.cancel(err);
+      if (req.drop_at_workers)
+        req.drop_at_workers();
+      return true;
+    }
+  return false;
 }
 
 pool_state::~pool_state() {

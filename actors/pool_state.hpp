@@ -66,9 +66,13 @@ struct pool_state {
   caf::actor preparer;
 
   /// Registers how to fail a request in progress if the pool stops (the
-  /// workers' replies would not reach it then); returns the id to `untrack`
-  /// it with when it completes.
-  uint64_t track(std::function<void(const caf::error&)> cancel);
+  /// workers' replies would not reach it then) or its caller cancels it
+  /// (`origin`, if given: see `cancel_one`), and how to tell its workers to
+  /// drop it when its caller cancels it (`drop_at_workers`; when the pool
+  /// stops, its workers stop too). Returns the id to `untrack` it with when
+  /// it completes.
+  uint64_t track(std::function<void(const caf::error&)> cancel, request_origin origin = {},
+                 std::function<void()> drop_at_workers = {});
 
   /// Forgets a request registered with `track` (it completed).
   void untrack(uint64_t id);
@@ -80,13 +84,24 @@ struct pool_state {
   /// Fails every waiting and tracked request with `err`; forgets them.
   void cancel_all(const caf::error& err);
 
+  /// Fails the waiting or tracked request that `origin` names with `err`
+  /// (its caller cancelled it) and forgets it; returns whether there was
+  /// one.
+  bool cancel_one(const request_origin& origin, const caf::error& err);
+
   /// Normally the pool stopped through an exit message, which emptied
   /// everything. If it ended otherwise (killed, an exception), nobody may
   /// wait forever and no worker may outlive it.
   ~pool_state();
 
 private:
-  std::map<uint64_t, std::function<void(const caf::error&)>> in_progress_;
+  struct tracked_request {
+    std::function<void(const caf::error&)> cancel;
+    request_origin origin;
+    std::function<void()> drop_at_workers;
+  };
+
+  std::map<uint64_t, tracked_request> in_progress_;
   uint64_t next_id_ = 0;
 };
 

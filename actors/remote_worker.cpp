@@ -186,6 +186,27 @@ void serve(worker_pointer self, segment_request req) {
     req.fail(unavailable(self));
 }
 
+/// Answers the request that `origin` names with `cancelled`, if the worker
+/// still holds it. One sent already is forgotten: the remote pool computes
+/// it, and its reply is discarded (`take` finds nothing).
+void abandon(worker_pointer self, const request_origin& origin) {
+  auto& st = self->state;
+  auto cancelled = [&](const segment_request& req) {
+    return make_error(errc::cancelled, request_context(st.label, req) + ": cancelled");
+  };
+  if (auto req = take_request(st.waiting, origin)) {
+    req->cancel(cancelled(*req));
+    return;
+  }
+  for (auto i = st.sent.begin(); i != st.sent.end(); ++i)
+    if (i->second.origin == origin) {
+      auto req = std::move(i->second);
+      st.sent.erase(i);
+      req.cancel(cancelled(req));
+      return;
+    }
+}
+
 /// Connecting failed or the connection was lost: the slot is unavailable,
 /// every request held fails with `worker_unavailable`, and a reconnect is
 /// scheduled.
@@ -348,16 +369,23 @@ remote_worker_actor::behavior_type remote_worker(worker_pointer self,
       [self](compute_atom, segment_job& job) -> caf::result<double> {
         if (auto err = check_job(job))
           return with_context(self->state.label, err);
+        auto origin = request_origin::current(self);
         auto promise = self->make_response_promise<double>();
-        serve(self, segment_request{loss_request{std::move(job), promise}});
+        serve(self,
+              segment_request{loss_request{std::move(job), promise}, 0, 0, std::move(origin)});
         return promise;
       },
       [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
+        auto origin = request_origin::current(self);
         auto promise = self->make_response_promise<segment_fsa>();
-        serve(self, segment_request{fsa_request{std::move(segment), promise}});
+        serve(self,
+              segment_request{fsa_request{std::move(segment), promise}, 0, 0, std::move(origin)});
         return promise;
       },
       [self](stats_atom) { return self->state.stats; },
+      [self](cancel_atom, uint64_t id) {
+        abandon(self, {caf::actor_cast<caf::actor_addr>(self->current_sender()), id});
+      },
       [self](stop_atom) -> int32_t {
         fail_all(self, make_error(errc::cancelled, self->state.label + " stopped"));
         self->quit();

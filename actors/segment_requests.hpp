@@ -15,14 +15,35 @@
 #include <utility>
 #include <variant>
 
+#include <caf/actor_addr.hpp>
+#include <caf/local_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
 #include "protocol/pickle_value.hpp"
 #include "runtime/sprint_channel.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/segment.hpp"
+#include "sprintrt/worker_interface.hpp"
 
 namespace sprintrt {
+
+/// Who made a request, and its id as the sender knows it: what a later
+/// `(cancel, request_id)` from the same sender names.
+struct request_origin {
+  caf::actor_addr sender;
+  uint64_t id = 0;
+
+  /// The origin of the message `self` is handling now.
+  static request_origin current(caf::local_actor* self) {
+    return {caf::actor_cast<caf::actor_addr>(self->current_sender()),
+            request_id_of(self->current_message_id())};
+  }
+
+  /// Returns whether it is `other` (a sender without an address never is).
+  bool operator==(const request_origin& other) const noexcept {
+    return sender && sender == other.sender && id == other.id;
+  }
+};
 
 /// A loss request: the job and the promise that answers it with the loss.
 struct loss_request {
@@ -83,6 +104,8 @@ struct segment_request {
   /// How often it went to another worker because its own was unavailable
   /// (the pool bounds this too).
   size_t reroutes = 0;
+  /// Whose request it answers (what a `(cancel, id)` names).
+  request_origin origin{};
 
   /// Returns whether it is a loss request (else an FSA export).
   bool is_loss() const noexcept { return std::holds_alternative<loss_request>(what); }
@@ -128,6 +151,18 @@ void fail_pending(InFlight& in_flight, std::deque<Request>& queue, const caf::er
   for (auto& req : queue)
     req.fail(err);
   queue.clear();
+}
+
+/// Takes the request that `origin` names out of `queue`, if it is there.
+template <class Request>
+std::optional<Request> take_request(std::deque<Request>& queue, const request_origin& origin) {
+  for (auto i = queue.begin(); i != queue.end(); ++i)
+    if (i->origin == origin) {
+      auto req = std::move(*i);
+      queue.erase(i);
+      return req;
+    }
+  return std::nullopt;
 }
 
 /// Runs `write` (which writes into `job.error_signal`) unless the job's

@@ -38,9 +38,10 @@ caf::error seqtrain_client::forward(forward_sequences sequences) {
   return queued ? caf::error{} : std::move(queued.error());
 }
 
-caf::expected<seqtrain_result> seqtrain_client::train(std::vector<seqtrain_batch> batches) {
-  return detail::blocking_ask<seqtrain_result>(*runtime_, scheduler_, train_atom::value,
-                                               std::move(batches));
+caf::expected<seqtrain_result> seqtrain_client::train(std::vector<seqtrain_batch> batches,
+                                                      const stop_token& stop) {
+  return detail::stoppable_ask<seqtrain_result>(*runtime_, stop, scheduler_, train_atom::value,
+                                                std::move(batches));
 }
 
 caf::expected<seqtrain_stats> seqtrain_client::stats() {

@@ -16,6 +16,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/segment_requests.hpp"
 #include "actors/seqtrain_layout.hpp"
 #include "actors/seqtrain_pipeline.hpp"
 
@@ -37,6 +38,8 @@ struct waiting_train {
   detail::train_plan plan;
   clock::time_point arrived;
   caf::typed_response_promise<seqtrain_result> promise;
+  /// Whose request it is (what a `(cancel, id)` names).
+  request_origin origin;
 };
 
 struct scheduler_state {
@@ -198,8 +201,10 @@ caf::result<seqtrain_result> start_train(scheduler_pointer self,
   if (auto err = detail::check_parts(batches, *plan, shape_of))
     return err;
   pipeline.set_range_start(plan->start_seq); // checked above
+  auto origin = request_origin::current(self);
   auto promise = self->make_response_promise<seqtrain_result>();
-  st.train = waiting_train{std::move(batches), std::move(*plan), clock::now(), promise};
+  st.train =
+      waiting_train{std::move(batches), std::move(*plan), clock::now(), promise, std::move(origin)};
   try_answer_train(self);
   return promise;
 }
@@ -266,6 +271,16 @@ scheduler_behavior(scheduler_pointer self, worker_pool_actor pool, seqtrain_opti
         return start_train(self, batches);
       },
       [self](stats_atom) { return current_stats(self); },
+      [self](cancel_atom, uint64_t id) {
+        // Only a train request waits. Its sequences stay forwarded and keep
+        // computing: a later train of the same range is answered from them.
+        auto& st = self->state;
+        request_origin origin{caf::actor_cast<caf::actor_addr>(self->current_sender()), id};
+        if (st.train && st.train->origin == origin) {
+          st.train->promise.deliver(make_error(errc::cancelled, "train: cancelled by its caller"));
+          st.train.reset();
+        }
+      },
   };
 }
 

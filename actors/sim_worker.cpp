@@ -253,6 +253,29 @@ void enqueue(sim_worker_pointer self, segment_request request) {
   serve_next(self);
 }
 
+/// Answers the request that `origin` names with `cancelled`, if the worker
+/// still holds it; one being served is dropped (its pending serve message
+/// no longer matches), and the next one starts.
+void abandon(sim_worker_pointer self, const request_origin& origin) {
+  auto& st = self->state;
+  auto cancelled = [&](const queued_request& req) {
+    return make_error(errc::cancelled, request_context(st.label, req) + ": cancelled");
+  };
+  if (st.in_flight && st.in_flight->request.origin == origin) {
+    st.in_flight->request.cancel(cancelled(*st.in_flight));
+    st.in_flight.reset();
+    ++st.serial;
+    serve_next(self);
+    return;
+  }
+  for (auto i = st.queue.begin(); i != st.queue.end(); ++i)
+    if (i->request.origin == origin) {
+      i->request.cancel(cancelled(*i));
+      st.queue.erase(i);
+      return;
+    }
+}
+
 /// Fails everything pending with `cancelled` and terminates.
 void stop(sim_worker_pointer self, const caf::error& reason) {
   auto& st = self->state;
@@ -278,8 +301,9 @@ sim_worker_behavior_fun(sim_worker_pointer self, std::shared_ptr<const sim_worke
           return err;
         if (dies_at_arrival(self))
           return worker_gone();
+        auto origin = request_origin::current(self);
         auto promise = self->make_response_promise<double>();
-        enqueue(self, {loss_request{std::move(job), promise}});
+        enqueue(self, {loss_request{std::move(job), promise}, 0, 0, std::move(origin)});
         return promise;
       },
       [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
@@ -287,11 +311,15 @@ sim_worker_behavior_fun(sim_worker_pointer self, std::shared_ptr<const sim_worke
           return make_error(errc::invalid_input, "segment name is empty");
         if (dies_at_arrival(self))
           return worker_gone();
+        auto origin = request_origin::current(self);
         auto promise = self->make_response_promise<segment_fsa>();
-        enqueue(self, {fsa_request{std::move(segment), promise}});
+        enqueue(self, {fsa_request{std::move(segment), promise}, 0, 0, std::move(origin)});
         return promise;
       },
       [self](stats_atom) { return self->state.stats; },
+      [self](cancel_atom, uint64_t id) {
+        abandon(self, {caf::actor_cast<caf::actor_addr>(self->current_sender()), id});
+      },
       [self](stop_atom) -> int32_t {
         stop(self, caf::exit_reason::normal);
         return 0;

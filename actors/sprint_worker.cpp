@@ -157,6 +157,7 @@ void start_child(worker_pointer self) {
   st.timed_out.reset();
   st.dying = false;
   st.broken = false;
+  st.abandoned = false;
   st.current = phase::starting;
   st.started_at = clock::now();
   st.channel =
@@ -193,6 +194,14 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
     return make_error(cause == errc::timeout ? errc::timeout : errc::child_failed,
                       request_context(st.label, req) + ": " + what);
   };
+  if (st.abandoned) {
+    // Killed on purpose (see `abandon`): nothing it held is to blame.
+    spdlog::info("{}: {}; resending the {} other request(s) written to it", st.label, what,
+                 st.in_flight.size());
+    requeue_in_flight(st);
+    dispatch(self);
+    return;
+  }
   if (!st.in_flight.empty() && st.timed_out && *st.timed_out != st.in_flight.front().serial) {
     // Killed for a request that was answered before the kill took effect:
     // what is in flight now was not late; it goes back, unharmed.
@@ -237,6 +246,29 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
       std::min<int64_t>(5000, int64_t{100} << std::min<size_t>(failures - 1, 6))};
   st.restart_pending = true;
   self->delayed_send(self, delay, restart_atom::value, st.generation);
+}
+
+/// Answers the request that `origin` names with `cancelled`, if the worker
+/// still holds it. One already written to the child cannot be taken back:
+/// the child is killed (its replies are ignored from now on), and the
+/// others written to it go to the next child.
+void abandon(worker_pointer self, const request_origin& origin) {
+  auto& st = self->state;
+  auto cancel = [&](pending_request& req) {
+    req.cancel(make_error(errc::cancelled, request_context(st.label, req) + ": cancelled"));
+  };
+  if (auto req = take_request(st.queue, origin)) {
+    cancel(*req);
+    return;
+  }
+  if (auto req = take_request(st.in_flight, origin)) {
+    cancel(*req);
+    if (st.current == phase::ready && !st.dying) {
+      st.abandoned = true;
+      condemn_child(self, make_error(errc::cancelled, "stopped: it held a request its caller "
+                                                      "cancelled"));
+    }
+  }
 }
 
 } // namespace
@@ -324,6 +356,7 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
           return make_error(errc::cancelled, st.label + " is stopping");
         pending_request req;
         req.serial = st.next_serial++;
+        req.origin = request_origin::current(self);
         auto promise = self->make_response_promise<double>();
         req.what = loss_request{std::move(job), promise};
         st.queue.push_back(std::move(req));
@@ -338,6 +371,7 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
           return make_error(errc::cancelled, st.label + " is stopping");
         pending_request req;
         req.serial = st.next_serial++;
+        req.origin = request_origin::current(self);
         auto promise = self->make_response_promise<segment_fsa>();
         req.what = fsa_request{std::move(segment), promise};
         st.queue.push_back(std::move(req));
@@ -345,6 +379,9 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
         return promise;
       },
       [self](stats_atom) { return self->state.stats; },
+      [self](cancel_atom, uint64_t id) {
+        abandon(self, {caf::actor_cast<caf::actor_addr>(self->current_sender()), id});
+      },
       [self](stop_atom) -> caf::result<int32_t> {
         auto promise = self->make_response_promise<int32_t>();
         self->state.stop_promises.push_back(promise);

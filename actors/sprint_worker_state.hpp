@@ -129,6 +129,10 @@ struct worker_state {
   /// (With requests written ahead, the replies behind a broken one would
   /// otherwise be taken as answers to the request the broken one was for.)
   bool broken = false;
+  /// The current child is killed because it held a request its caller
+  /// cancelled: what else it held goes back uncharged, and the next child
+  /// starts at once (it is no failure).
+  bool abandoned = false;
   phase current = phase::down;
   std::deque<pending_request> queue;
   /// Requests written to the child, oldest (the one it serves) first; at

@@ -107,21 +107,30 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, worker_source 
       [self](compute_atom, segment_job& job) -> caf::result<double> {
         if (self->state.refusal)
           return self->state.refusal;
+        auto origin = request_origin::current(self);
         auto promise = self->make_response_promise<double>();
         // The pool may answer `cancelled` while a worker holds the job.
         if (!job.gate)
           job.gate = std::make_shared<output_gate>();
-        serve_single(self, segment_request{loss_request{std::move(job), promise}});
+        serve_single(
+            self, segment_request{loss_request{std::move(job), promise}, 0, 0, std::move(origin)});
         return promise;
       },
       [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
         if (self->state.refusal)
           return self->state.refusal;
+        auto origin = request_origin::current(self);
         auto promise = self->make_response_promise<segment_fsa>();
-        serve_single(self, segment_request{fsa_request{std::move(segment), promise}});
+        serve_single(self, segment_request{fsa_request{std::move(segment), promise}, 0, 0,
+                                           std::move(origin)});
         return promise;
       },
       [self](stats_atom) { return collect_stats(self); },
+      [self](cancel_atom, uint64_t id) {
+        auto& st = self->state;
+        st.cancel_one({caf::actor_cast<caf::actor_addr>(self->current_sender()), id},
+                      make_error(errc::cancelled, st.label + ": cancelled by its caller"));
+      },
   };
 }
 

@@ -11,6 +11,7 @@
 #include "sprintrt/error.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/pool_interface.hpp"
+#include "sprintrt/stop_token.hpp"
 
 namespace sprintrt {
 
@@ -18,6 +19,13 @@ class sprint_runtime;
 
 /// Calls one worker pool and waits for the answer. Copyable and cheap; the
 /// runtime must outlive it.
+///
+/// A call given a `stop_token` returns `cancelled` within
+/// `stop_token::poll_interval` of a stop requested through it (from any
+/// thread, or by the source's poll hook): the pool computes nothing more of
+/// it, and a Sprint child that was computing part of it is killed and
+/// restarted when next needed (see `worker_pool_actor`). A reply that was
+/// already on its way when the stop came is returned as it is.
 class pool_client {
 public:
   /// A client of the pool `rt` keeps for `opts`.
@@ -28,13 +36,15 @@ public:
   pool_client(sprint_runtime& rt, worker_pool_actor pool);
 
   /// Loss [B] and error signal [T, B, D] of a batch (see `worker_pool_actor`).
-  caf::expected<batch_result> compute(batch b) const;
+  caf::expected<batch_result> compute(batch b, const stop_token& stop = {}) const;
 
   /// The merged automata of the segments `tags`.
-  caf::expected<batch_automata> automata(std::vector<std::string> tags) const;
+  caf::expected<batch_automata> automata(std::vector<std::string> tags,
+                                         const stop_token& stop = {}) const;
 
-  /// The loss of one segment; its error signal goes into `job.error_signal`.
-  caf::expected<double> compute_segment(segment_job job) const;
+  /// The loss of one segment; its error signal goes into `job.error_signal`
+  /// (nothing is written there once the call returned).
+  caf::expected<double> compute_segment(segment_job job, const stop_token& stop = {}) const;
 
   /// Counters of the pool and its workers.
   caf::expected<pool_stats> stats() const;

@@ -74,6 +74,14 @@ typename Inspector::result_type inspect(Inspector& f, batch_automata& x) {
 ///   delivered.)
 /// - `(fsa, segment) -> segment_fsa`: one segment's FSA, likewise.
 /// - `(stats) -> pool_stats`.
+/// - `(cancel, request_id)`: the sender no longer wants its request of that
+///   id (`request_id_of` its message id); the pool answers it with
+///   `cancelled` at once and computes nothing more of it: segments not yet
+///   sent are dropped, and workers drop those they hold (a Sprint child
+///   computing one is killed and restarted when next needed). Nothing is
+///   written into a single request's output after that; a batch's output
+///   is the pool's own and is never delivered. Unknown or answered ids are
+///   ignored.
 ///
 /// Workers are created when first needed, up to `numInstances`.
 using worker_pool_actor =
@@ -81,7 +89,8 @@ using worker_pool_actor =
                      caf::replies_to<automata_atom, std::vector<std::string>>::with<batch_automata>,
                      caf::replies_to<compute_atom, segment_job>::with<double>,
                      caf::replies_to<fsa_atom, std::string>::with<segment_fsa>,
-                     caf::replies_to<stats_atom>::with<pool_stats>>;
+                     caf::replies_to<stats_atom>::with<pool_stats>,
+                     caf::reacts_to<cancel_atom, uint64_t>>;
 
 } // namespace sprintrt
 

@@ -35,6 +35,7 @@
 #include "sprintrt/error.hpp"
 #include "sprintrt/pool_interface.hpp"
 #include "sprintrt/seqtrain_interface.hpp"
+#include "sprintrt/stop_token.hpp"
 #include "sprintrt/tensor.hpp"
 
 namespace sprintrt {
@@ -73,8 +74,11 @@ public:
   caf::error forward(forward_sequences sequences);
 
   /// Declares the current batches; waits for and returns their loss and
-  /// hat_y.
-  caf::expected<seqtrain_result> train(std::vector<seqtrain_batch> batches);
+  /// hat_y. A stop requested through `stop` ends the wait with `cancelled`
+  /// within `stop_token::poll_interval`; the sequences stay forwarded, so
+  /// the same call may be made again.
+  caf::expected<seqtrain_result> train(std::vector<seqtrain_batch> batches,
+                                       const stop_token& stop = {});
 
   /// The scheduler's counters and queue depths now.
   caf::expected<seqtrain_stats> stats();

@@ -197,13 +197,18 @@ typename Inspector::result_type inspect(Inspector& f, seqtrain_batch& x) {
 ///   cause; the scheduler stays usable), a second train request while one
 ///   waits.
 /// - `(stats) -> seqtrain_stats`.
+/// - `(cancel, request_id)`: the sender no longer wants its train request
+///   of that id (`request_id_of` its message id): it is answered with
+///   `cancelled` at once; its sequences stay forwarded and keep computing,
+///   so that the same train request may be made again. Other ids are
+///   ignored.
 using seqtrain_scheduler_actor = caf::typed_actor<
     caf::replies_to<epoch_start_atom, uint64_t>::with<bool>,
     caf::replies_to<epoch_finish_atom>::with<seqtrain_stats>,
     caf::replies_to<have_space_atom, uint64_t>::with<bool>,
     caf::replies_to<forward_atom, forward_sequences>::with<uint64_t>,
     caf::replies_to<train_atom, std::vector<seqtrain_batch>>::with<seqtrain_result>,
-    caf::replies_to<stats_atom>::with<seqtrain_stats>>;
+    caf::replies_to<stats_atom>::with<seqtrain_stats>, caf::reacts_to<cancel_atom, uint64_t>>;
 
 } // namespace sprintrt
 

@@ -9,6 +9,7 @@
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
+#include <caf/message_id.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
@@ -24,6 +25,16 @@ using fsa_atom = caf::atom_constant<caf::atom("fsa")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 /// Stop gracefully.
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
+/// Abandon a request: `(cancel, request_id)` names a request the same sender
+/// made earlier, by `request_id_of` its message id.
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+
+/// The number that names a request in `(cancel, request_id)`: the same on
+/// the sender's side (its response handle's id) and on the receiver's (the
+/// request's message id).
+inline uint64_t request_id_of(caf::message_id id) noexcept {
+  return id.request_id().integer_value();
+}
 
 /// A worker owning one Sprint child.
 ///
@@ -36,6 +47,12 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;
 ///   closed before the reply could be written: the child is kept).
 /// - `(fsa, segment) -> segment_fsa`: exports the segment's automaton.
 /// - `(stats) -> worker_stats`.
+/// - `(cancel, request_id)`: the sender no longer wants its request of that
+///   id; it is answered with `cancelled` at once (nothing is written into
+///   its job's output after that). A Sprint child already computing it, or
+///   holding it in its pipe, is killed (what else it held is resent,
+///   uncharged, to the next child); a remote pool's reply is discarded.
+///   Unknown or answered ids are ignored.
 /// - `(stop) -> exit code`: sends `exit`, waits up to `exitGrace` for the child
 ///   to exit (then kills it), replies with its exit status (or minus the
 ///   signal that killed it), and terminates. Pending requests fail with
@@ -52,6 +69,7 @@ using sprint_worker_actor =
     caf::typed_actor<caf::replies_to<compute_atom, segment_job>::with<double>,
                      caf::replies_to<fsa_atom, std::string>::with<segment_fsa>,
                      caf::replies_to<stats_atom>::with<worker_stats>,
+                     caf::reacts_to<cancel_atom, uint64_t>,
                      caf::replies_to<stop_atom>::with<int32_t>>;
 
 } // namespace sprintrt

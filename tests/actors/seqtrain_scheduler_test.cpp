@@ -458,6 +458,7 @@ gated_worker(gated_worker_actor::stateful_pointer<gated_state> self, std::shared
         return make_error(errc::invalid_input, "no automata here");
       },
       [](stats_atom) { return worker_stats{}; },
+      [](cancel_atom, uint64_t) {},
       [self](stop_atom) {
         self->quit();
         return int32_t{0};

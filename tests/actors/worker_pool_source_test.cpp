@@ -60,6 +60,7 @@ sprint_worker_actor::behavior_type test_worker(sprint_worker_actor::pointer self
         stats.requests_served = *served;
         return stats;
       },
+      [](cancel_atom, uint64_t) {},
       [self](stop_atom) {
         self->quit();
         return int32_t{0};
@@ -99,6 +100,7 @@ holding_worker(sprint_worker_actor::pointer self,
         return make_error(errc::invalid_input, "no FSAs here");
       },
       [](stats_atom) { return worker_stats{}; },
+      [](cancel_atom, uint64_t) {},
       [self](stop_atom) {
         self->quit();
         return int32_t{0};
@@ -333,6 +335,7 @@ sprint_worker_actor::behavior_type unavailable_worker(sprint_worker_actor::point
       [refuse](compute_atom, segment_job&) -> caf::result<double> { return refuse(); },
       [refuse](fsa_atom, std::string&) -> caf::result<segment_fsa> { return refuse(); },
       [](stats_atom) { return worker_stats{}; },
+      [](cancel_atom, uint64_t) {},
       [self](stop_atom) {
         self->quit();
         return int32_t{0};

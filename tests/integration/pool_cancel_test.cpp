@@ -1,0 +1,200 @@
+// Stopping a blocking call through its stop token, against real sprint-sim
+// children: a slow batch, a batch on a hung child, automata and a single
+// segment return `cancelled` soon after the stop, the children that were
+// computing them are replaced, the next call on the same pool is exact, and
+// nothing is left behind.
+
+#include "sprintrt/pool_client.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include "sprintrt/seqtrain_client.hpp"
+#include "sprintrt/sprint_runtime.hpp"
+#include "sprintrt/stop_token.hpp"
+#include "tests/integration/integration_support.hpp"
+#include "tests/integration/seqtrain_support.hpp"
+#include "tests/support/leak_check.hpp"
+#include "tests/support/process_checks.hpp"
+
+using namespace sprintrt;
+using test::check_nothing_left;
+using test::sim_options;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+constexpr size_t dim = 6;
+
+/// Runs `call(token)` on another thread, requests the stop `after` later,
+/// and returns the call's result with the time from the stop to its return.
+template <class Call>
+auto stop_after(std::chrono::milliseconds after, Call call) {
+  stop_source source;
+  decltype(call(source.get_token())) result = make_error(errc::timeout, "not returned");
+  clock_type::time_point returned;
+  std::thread caller{[&] {
+    result = call(source.get_token());
+    returned = clock_type::now();
+  }};
+  std::this_thread::sleep_for(after);
+  auto stopped = clock_type::now();
+  source.request_stop();
+  caller.join();
+  return std::make_pair(std::move(result), returned - stopped);
+}
+
+/// Whether two results are equal bit for bit.
+bool same_bits(const batch_result& a, const batch_result& b) {
+  return a.loss == b.loss && a.error_signal.shape() == b.error_signal.shape() &&
+         std::memcmp(a.error_signal.data(), b.error_signal.data(),
+                     a.error_signal.size() * sizeof(float)) == 0;
+}
+
+/// The restarts of all of a pool's workers.
+uint64_t restarts(const pool_client& client) {
+  auto stats = client.stats();
+  REQUIRE(stats);
+  uint64_t sum = 0;
+  for (const auto& w : stats->workers)
+    sum += w.restarts;
+  return sum;
+}
+
+} // namespace
+
+TEST_CASE("a stopped batch returns cancelled at once, and the next batch is exact") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 16, dim);
+    // 16 segments of 300 ms over two children: 2.4 s uninterrupted.
+    auto opts = sim_options(test::corpus_path(dir), {"delay-ms=300"});
+    opts.num_instances = 2;
+    sprint_runtime rt;
+    pool_client client{rt, opts};
+    auto small = [&] { return test::make_batch(segments, 0, 2, dim, 4, 3, 11); };
+    auto want = client.compute(small());
+    REQUIRE(want);
+
+    auto [result, latency] = stop_after(std::chrono::milliseconds{500}, [&](stop_token stop) {
+      return client.compute(test::make_batch(segments, 0, 16, dim, 4, 5, 7), stop);
+    });
+    REQUIRE_FALSE(result);
+    CHECK(result.error() == errc::cancelled);
+    // Within the token's poll interval and the pool's answer, not the
+    // remaining ~1.9 s of the batch.
+    CHECK(latency < std::chrono::milliseconds{1000});
+    // Both children were computing one of its segments: both were stopped.
+    CHECK(restarts(client) == 0); // a child is restarted only when next needed
+    auto again = client.compute(small());
+    REQUIRE(again);
+    CHECK(same_bits(*want, *again));
+    CHECK(restarts(client) == 2);
+    rt.shutdown();
+  }
+  check_nothing_left(fds);
+}
+
+TEST_CASE("a batch on a hung child is stopped, and the next batch is exact") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 4, dim);
+    // One child that answers two requests and hangs on the third: the
+    // default replyTimeout (600 s) would hold the batch for ten minutes.
+    auto opts = sim_options(test::corpus_path(dir), {"fault=hang", "fault-after=2"});
+    sprint_runtime rt;
+    pool_client client{rt, opts};
+    auto [result, latency] = stop_after(std::chrono::milliseconds{500}, [&](stop_token stop) {
+      return client.compute(test::make_batch(segments, 0, 4, dim, 4, 3, 5), stop);
+    });
+    REQUIRE_FALSE(result);
+    CHECK(result.error() == errc::cancelled);
+    CHECK(latency < std::chrono::milliseconds{1000});
+    // The next child answers two requests again: a batch of two is exact.
+    auto again = client.compute(test::make_batch(segments, 0, 2, dim, 4, 3, 5));
+    REQUIRE(again);
+    sprint_runtime reference_rt;
+    pool_client reference{reference_rt, sim_options(test::corpus_path(dir))};
+    auto want = reference.compute(test::make_batch(segments, 0, 2, dim, 4, 3, 5));
+    REQUIRE(want);
+    CHECK(same_bits(*want, *again));
+    reference_rt.shutdown();
+    rt.shutdown();
+  }
+  check_nothing_left(fds);
+}
+
+TEST_CASE("stopped automata and a stopped single segment return cancelled") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 8, dim);
+    auto opts = sim_options(test::corpus_path(dir), {"delay-ms=400"});
+    sprint_runtime rt;
+    pool_client client{rt, opts};
+    std::vector<std::string> tags;
+    for (const auto& s : segments)
+      tags.push_back(s.name);
+    auto [automata, automata_latency] =
+        stop_after(std::chrono::milliseconds{300},
+                   [&](stop_token stop) { return client.automata(tags, stop); });
+    REQUIRE_FALSE(automata);
+    CHECK(automata.error() == errc::cancelled);
+    CHECK(automata_latency < std::chrono::milliseconds{1000});
+
+    auto lp = test::random_log_posteriors(5, dim, 3);
+    auto job = test::make_job(segments[0].name, lp, dim);
+    auto output = job.error_signal;
+    auto [loss, loss_latency] = stop_after(std::chrono::milliseconds{200}, [&](stop_token stop) {
+      return client.compute_segment(job, stop);
+    });
+    REQUIRE_FALSE(loss);
+    CHECK(loss.error() == errc::cancelled);
+    CHECK(loss_latency < std::chrono::milliseconds{1000});
+    // Nothing was written into the caller's output, then or later.
+    std::this_thread::sleep_for(std::chrono::milliseconds{500});
+    for (size_t r = 0; r < output.rows; ++r)
+      for (size_t c = 0; c < output.cols; ++c)
+        REQUIRE(output.row(r)[c] == 0.0f);
+    // The pool still serves.
+    auto fsa = client.automata({segments[1].name});
+    CHECK(fsa);
+    rt.shutdown();
+  }
+  check_nothing_left(fds);
+}
+
+TEST_CASE("a stopped train request returns cancelled, and the same request is answered later") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 4, dim);
+    auto opts = sim_options(test::corpus_path(dir), {"delay-ms=600"});
+    sprint_runtime rt;
+    auto pool = rt.pool(opts);
+    seqtrain_client sched{rt, pool, {/*forward_seq_delay*/ 8}};
+    REQUIRE_FALSE(sched.start_epoch(1));
+    auto b = test::make_batch(segments, 0, 2, dim, 4, 1, 9);
+    REQUIRE_FALSE(sched.forward(forward_sequences{{0, 1}, b}));
+    seqtrain_batch layout{4, 2, {{0, 0, 0, 0, 4}, {1, 1, 0, 0, 4}}};
+    auto [result, latency] = stop_after(std::chrono::milliseconds{200}, [&](stop_token stop) {
+      return sched.train({layout}, stop);
+    });
+    REQUIRE_FALSE(result);
+    CHECK(result.error() == errc::cancelled);
+    CHECK(latency < std::chrono::milliseconds{1000});
+    auto answered = sched.train({layout});
+    REQUIRE(answered);
+    CHECK(answered->loss.size() == 2);
+    REQUIRE(sched.finish_epoch());
+    rt.shutdown();
+  }
+  check_nothing_left(fds);
+}

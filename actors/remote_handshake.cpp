@@ -22,7 +22,7 @@ std::string shortened(const nlohmann::json& value) {
 std::string remote_options_key(const sprint_options& opts) {
   auto json = nlohmann::json::parse(to_json_string(opts));
   for (const char* key : {"numInstances", "remote", "initTimeout", "replyTimeout", "exitGrace",
-                          "maxRetries", "env", "remoteTls"})
+                          "maxRetries", "env", "remoteTls", "childOutput"})
     json.erase(key);
   return json.dump();
 }

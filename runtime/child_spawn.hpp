@@ -5,12 +5,26 @@
 ///
 /// The child gets exactly five file descriptors: 0 is /dev/null, 1 and 2 go
 /// into one pipe the parent reads (Sprint logs to stdout; both streams are
-/// "the child's output" for diagnostics), 3 is the write end of the
-/// child-to-parent pipe and 4 the read end of the parent-to-child pipe.
-/// Every other descriptor is closed in the child (`closefrom`), whatever flags
-/// the rest of the process (CAF, Asio, the trainer) gave its own. The child
-/// starts with default signal dispositions and an empty signal mask, in the
-/// environment of the options, without a shell (`posix_spawn`).
+/// "the child's output" for diagnostics), or with `childOutput` "inherit"
+/// are the parent's own 1 and 2 (/dev/null where the parent has none), 3 is
+/// the write end of the child-to-parent pipe and 4 the read end of the
+/// parent-to-child pipe. Every other descriptor is closed in the child
+/// (`close_range`), whatever flags the rest of the process (CAF, Asio, the
+/// trainer) gave its own. The child starts with default signal dispositions
+/// and an empty signal mask, in the environment of the options, without a
+/// shell.
+///
+/// The child dies with its trainer: it is started with
+/// clone(CLONE_VM | CLONE_VFORK) (as posix_spawn does, so a trainer with
+/// gigabytes mapped pays no page-table copy) and sets PR_SET_PDEATHSIG to
+/// SIGKILL before execve, which the kernel sends however the trainer ends
+/// (SIGKILL included). A trainer that died before the prctl is noticed
+/// (getppid no longer its pid) and the child exits instead of running.
+/// PR_SET_PDEATHSIG fires when the spawning *thread* ends, not the process:
+/// call `spawn_sprint_child` only on a thread that lives as long as its
+/// children may (sprintrt spawns only on the io thread, which ends after
+/// every child was reaped). Exec of a set-user-ID program clears the
+/// setting; Sprint is not one.
 
 #include <sys/types.h>
 
@@ -42,7 +56,8 @@ struct spawned_child {
   unique_fd to_child;
   /// Read end of the child-to-parent pipe.
   unique_fd from_child;
-  /// Read end of the child's stdout and stderr.
+  /// Read end of the child's stdout and stderr; none (-1) when they are
+  /// the parent's own (`childOutput` "inherit").
   unique_fd output;
   /// The exact argument list the child was started with.
   std::vector<std::string> argv;
@@ -55,7 +70,8 @@ caf::error check_executable(const std::string& path);
 /// Starts the Sprint child for `opts`, with environment variables in the
 /// Sprint arguments expanded against `parent_environ` changed by `opts.env`.
 /// Fails with `spawn_failed` (missing or non-executable program, or a failing
-/// system call, named with its errno text); nothing is left open then.
+/// system call, named with its errno text); nothing is left open or unreaped
+/// then. Call it only from a long-lived thread (see the file comment).
 caf::expected<spawned_child> spawn_sprint_child(const sprint_options& opts,
                                                 const char* const* parent_environ);
 

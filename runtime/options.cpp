@@ -319,6 +319,23 @@ caf::error parse_remote_tls(const field& f, sprint_options& opts) {
   return {};
 }
 
+caf::error parse_child_output(const field& f, sprint_options& opts) {
+  auto& mode = opts.child_output;
+  if (f.value == "log" || f.value == "inherit") {
+    mode = {f.value == "log" ? child_output_mode::log : child_output_mode::inherit, {}};
+    return {};
+  }
+  constexpr auto expected = R"("log", "inherit" or {"file": "DIR"})";
+  if (!f.value.is_object())
+    return f.fail(expected);
+  if (auto err = check_keys(f, {"file"}, expected))
+    return err;
+  if (!f.value.contains("file"))
+    return f.child(".file", f.value).missing();
+  mode.kind = child_output_mode::file;
+  return get_string(f.child(".file", f.value["file"]), mode.directory, true);
+}
+
 /// One option: its JSON key and how its (non-null) value is read.
 struct option_entry {
   std::string_view key;
@@ -347,7 +364,7 @@ caf::error parse_segment_order(const field& f, sprint_options& opts) {
 }
 
 /// Every option, in the order of the documentation.
-constexpr std::array<option_entry, 17> option_table = {{
+constexpr std::array<option_entry, 18> option_table = {{
     {"sprintExecPath", string_option<&sprint_options::sprint_exec_path, true>},
     {"sprintConfigStr", parse_config_str},
     {"minPythonControlVersion", count_option<int, &sprint_options::min_python_control_version, 0>},
@@ -365,6 +382,7 @@ constexpr std::array<option_entry, 17> option_table = {{
     {"env", parse_env},
     {"remote", parse_remote},
     {"remoteTls", parse_remote_tls},
+    {"childOutput", parse_child_output},
 }};
 
 /// Whether two characters are equal ignoring case (for key suggestions).
@@ -515,6 +533,10 @@ std::string to_json_string(const sprint_options& opts) {
   for (const auto& endpoint : opts.remote)
     remote.push_back({{"host", endpoint.host}, {"port", endpoint.port}});
   const auto seconds = [](std::chrono::milliseconds ms) { return ms.count() / 1000.0; };
+  const auto& output = opts.child_output;
+  const json child_output = output.kind == child_output_mode::file
+                                ? json{{"file", output.directory}}
+                                : json(output.kind == child_output_mode::log ? "log" : "inherit");
   const json doc = {
       {"sprintExecPath", opts.sprint_exec_path},
       {"sprintConfigStr", std::move(words)},
@@ -536,6 +558,7 @@ std::string to_json_string(const sprint_options& opts) {
                                             : json{{"certificate", opts.remote_tls.certificate},
                                                    {"key", opts.remote_tls.key},
                                                    {"ca", opts.remote_tls.ca}}},
+      {"childOutput", child_output},
   };
   return doc.dump();
 }
@@ -550,7 +573,7 @@ bool operator==(const sprint_options& x, const sprint_options& y) {
          x.array_global_module == y.array_global_module && x.init_timeout == y.init_timeout &&
          x.reply_timeout == y.reply_timeout && x.exit_grace == y.exit_grace &&
          x.max_retries == y.max_retries && x.env == y.env && x.remote == y.remote &&
-         x.remote_tls == y.remote_tls;
+         x.remote_tls == y.remote_tls && x.child_output == y.child_output;
 }
 
 } // namespace sprintrt

@@ -158,6 +158,10 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
       finish(-1);
       return;
     }
+    // Spawning here, on the io thread, is what makes PR_SET_PDEATHSIG
+    // (child_spawn.hpp) mean "the trainer ended": the kernel sends it when
+    // the spawning thread ends, and the io thread ends only after
+    // `io_thread::stop` has ended and reaped every child.
     auto child = spawn_sprint_child(opts, environ);
     if (!child) {
       cause = std::move(child.error());
@@ -176,7 +180,8 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
       write_fd = to_child->native_handle();
     }
     from_child.emplace(io.context(), child->from_child.release());
-    output.emplace(io.context(), child->output.release());
+    if (child->output) // none when the child writes to our stdout itself
+      output.emplace(io.context(), child->output.release());
     spdlog::debug("[{}] started pid {}", name, pid);
     if (events.started)
       events.started(pid, child->argv);

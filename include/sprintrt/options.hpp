@@ -7,7 +7,8 @@
 /// `sprintConfigStr`, `minPythonControlVersion`, `sprintControlConfig`,
 /// `usePythonSegmentOrder`, `numInstances`); sprintrt adds its own (`pymodPath`,
 /// `pymodName`, `framing`, `arrayGlobalModule`, `initTimeout`, `replyTimeout`,
-/// `exitGrace`, `maxRetries`, `env`, `remote`, `remoteTls`). Timeouts are
+/// `exitGrace`, `maxRetries`, `env`, `remote`, `remoteTls`, `childOutput`).
+/// Timeouts are
 /// seconds.
 ///
 /// A string value `config:NAME` stands for the top-level key NAME of the same
@@ -95,6 +96,31 @@ struct word_piece {
 /// equal text gives equal words; the empty argument has no pieces.
 using config_word = std::vector<word_piece>;
 
+/// Where a Sprint child's own stdout and stderr go (`childOutput`).
+struct child_output_mode {
+  /// The destinations.
+  enum kind_type : uint8_t {
+    /// `"log"` (the default): each line logged at info, prefixed with the
+    /// worker's name, through the spdlog logger `sprintrt.child` if one is
+    /// registered, else the default logger.
+    log,
+    /// `"inherit"`: the child writes to the trainer's own stdout and stderr,
+    /// as under RETURNN; nothing passes through sprintrt.
+    inherit,
+    /// `{"file": "DIR"}`: appended, unchanged, to `DIR/<worker name>.log`
+    /// (DIR is created if missing).
+    file,
+  };
+  /// This mode's destination.
+  kind_type kind = log;
+  /// The directory of `file`; empty otherwise.
+  std::string directory;
+
+  friend bool operator==(const child_output_mode& x, const child_output_mode& y) {
+    return x.kind == y.kind && x.directory == y.directory;
+  }
+};
+
 /// How messages are delimited on the pipes (see PROTOCOL.md section 2).
 enum class pipe_framing : uint8_t {
   /// An int32 length, then the pickle (current RETURNN).
@@ -162,6 +188,10 @@ struct sprint_options {
   /// per process, so the runtime must be made with the same files
   /// (`runtime_settings_for(opts)`).
   tls_files remote_tls;
+  /// `childOutput` ("log"): where each child's own stdout and stderr go:
+  /// `"log"`, `"inherit"` or `{"file": "DIR"}` (see `child_output_mode`).
+  /// Except with `inherit`, error messages quote the output's last lines.
+  child_output_mode child_output;
 
   friend bool operator==(const sprint_options& x, const sprint_options& y);
   friend bool operator!=(const sprint_options& x, const sprint_options& y) { return !(x == y); }

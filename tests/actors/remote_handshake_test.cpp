@@ -110,11 +110,13 @@ TEST_CASE("the options key leaves out what is about the local machine and proces
     "numInstances": 8, "remote": [{"host": "gpu1", "port": 7000}],
     "initTimeout": 3, "replyTimeout": 7, "exitGrace": 0.5, "maxRetries": 0,
     "env": {"set": {"OMP_NUM_THREADS": "1"}, "unset": ["LANG"]},
-    "remoteTls": {"certificate": "t.pem", "key": "t.key", "ca": "ca.pem"}})");
+    "remoteTls": {"certificate": "t.pem", "key": "t.key", "ca": "ca.pem"},
+    "childOutput": "inherit"})");
   REQUIRE(to_json_string(local) != to_json_string(other));
   CHECK(remote_options_key(local) == remote_options_key(other));
-  for (const char* key : {"\"numInstances\"", "\"remote\"", "\"initTimeout\"", "\"replyTimeout\"",
-                          "\"exitGrace\"", "\"maxRetries\"", "\"env\"", "\"remoteTls\""}) {
+  for (const char* key :
+       {"\"numInstances\"", "\"remote\"", "\"initTimeout\"", "\"replyTimeout\"", "\"exitGrace\"",
+        "\"maxRetries\"", "\"env\"", "\"remoteTls\"", "\"childOutput\""}) {
     INFO(key);
     CHECK_FALSE(contains(remote_options_key(other), key));
   }

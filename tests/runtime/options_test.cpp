@@ -51,7 +51,8 @@ constexpr std::string_view full_json = R"({
   "exitGrace": 2,
   "maxRetries": 0,
   "env": {"set": {"THEANO_FLAGS": "device=cpu"}, "unset": ["LANG", "HOME", "LANG"]},
-  "remote": [{"host": "gpu1", "port": 7000}, {"host": "10.0.0.2", "port": 65535}]
+  "remote": [{"host": "gpu1", "port": 7000}, {"host": "10.0.0.2", "port": 65535}],
+  "childOutput": {"file": "/var/log/sprint"}
 })";
 
 /// A file in the temporary directory, removed at the end of its scope.
@@ -87,6 +88,7 @@ TEST_CASE("only sprintExecPath is required, everything else has RETURNN's defaul
   CHECK(opts.max_retries == 2);
   CHECK(opts.env == sprintrt::environment_changes{});
   CHECK(opts.remote.empty());
+  CHECK(opts.child_output == sprintrt::child_output_mode{sprintrt::child_output_mode::log, ""});
 }
 
 TEST_CASE("every option is read") {
@@ -115,6 +117,29 @@ TEST_CASE("every option is read") {
   CHECK(opts.env.set == std::map<std::string, std::string>{{"THEANO_FLAGS", "device=cpu"}});
   CHECK(opts.env.unset == std::vector<std::string>{"HOME", "LANG"});
   CHECK(opts.remote == std::vector<sprintrt::remote_endpoint>{{"gpu1", 7000}, {"10.0.0.2", 65535}});
+  CHECK(opts.child_output ==
+        sprintrt::child_output_mode{sprintrt::child_output_mode::file, "/var/log/sprint"});
+}
+
+TEST_CASE("childOutput is \"log\", \"inherit\" or {\"file\": DIR}") {
+  using mode = sprintrt::child_output_mode;
+  CHECK(parse(R"({"sprintExecPath": "/s", "childOutput": "log"})").child_output ==
+        mode{mode::log, ""});
+  CHECK(parse(R"({"sprintExecPath": "/s", "childOutput": "inherit"})").child_output ==
+        mode{mode::inherit, ""});
+  CHECK(parse(R"({"sprintExecPath": "/s", "childOutput": {"file": "logs"}})").child_output ==
+        mode{mode::file, "logs"});
+  const std::string expected = R"("log", "inherit" or {"file": "DIR"})";
+  CHECK(parse_error(R"({"sprintExecPath": "/s", "childOutput": "stdout"})") ==
+        R"(option 'childOutput' must be )" + expected + R"(, got "stdout")");
+  CHECK(parse_error(R"({"sprintExecPath": "/s", "childOutput": 1})") ==
+        "option 'childOutput' must be " + expected + ", got 1");
+  CHECK(parse_error(R"({"sprintExecPath": "/s", "childOutput": {}})") ==
+        "option 'childOutput.file' is required");
+  CHECK(parse_error(R"({"sprintExecPath": "/s", "childOutput": {"file": ""}})") ==
+        R"(option 'childOutput.file' must be a non-empty string, got "")");
+  CHECK(parse_error(R"({"sprintExecPath": "/s", "childOutput": {"file": "d", "mode": 1}})") ==
+        "option 'childOutput': unknown key 'mode' (allowed: 'file')");
 }
 
 TEST_CASE("null means the default for every optional key") {
@@ -122,7 +147,7 @@ TEST_CASE("null means the default for every optional key") {
     "minPythonControlVersion": null, "sprintControlConfig": null,
     "usePythonSegmentOrder": null, "numInstances": null, "pymodPath": null, "pymodName": null,
     "framing": null, "arrayGlobalModule": null, "initTimeout": null, "replyTimeout": null,
-    "exitGrace": null, "maxRetries": null, "env": null, "remote": null})");
+    "exitGrace": null, "maxRetries": null, "env": null, "remote": null, "childOutput": null})");
   CHECK(opts == parse(R"({"sprintExecPath": "/s"})"));
   CHECK(parse(R"({"sprintExecPath": "/s", "env": {"set": null, "unset": null}})") ==
         parse(R"({"sprintExecPath": "/s"})"));
@@ -380,7 +405,8 @@ TEST_CASE("an unreadable options file is an io_error naming it") {
 
 TEST_CASE("to_json_string is canonical JSON with every option") {
   CHECK(sprintrt::to_json_string(parse(R"({"sprintExecPath": "/s"})")) ==
-        R"({"arrayGlobalModule":"returnn.util.task_system","env":{"set":{},"unset":[]},)"
+        R"({"arrayGlobalModule":"returnn.util.task_system","childOutput":"log",)"
+        R"("env":{"set":{},"unset":[]},)"
         R"("exitGrace":5.0,"framing":"length_prefixed","initTimeout":60.0,"maxRetries":2,)"
         R"("minPythonControlVersion":2,"numInstances":1,"pymodName":"returnn.sprint.control",)"
         R"("pymodPath":"","remote":[],"remoteTls":null,"replyTimeout":600.0,"sprintConfigStr":[],)"
@@ -435,6 +461,10 @@ TEST_CASE("options differing in any field are unequal and print differently") {
       [](auto& o) { o.remote[0].host = "gpu2"; },
       [](auto& o) {
         o.remote_tls = {"c.pem", "k.pem", "ca.pem"};
+      },
+      [](auto& o) { o.child_output.directory = "/other"; },
+      [](auto& o) {
+        o.child_output = {sprintrt::child_output_mode::inherit, ""};
       },
   };
   const auto base_text = sprintrt::to_json_string(base);

@@ -6,13 +6,11 @@
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-#include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <string>
-#include <vector>
 
 #include "binding_support.hpp"
+#include "log_bridge.hpp"
 #include "pool_binding.hpp"
 #include "process_runtime.hpp"
 #include "seqtrain_binding.hpp"
@@ -28,21 +26,8 @@ PYBIND11_MODULE(_sprintrt, m) {
       "canonical_options",
       [](const std::string& json) { return sprintrt::to_json_string(parse_options_json(json)); },
       "The canonical JSON of options given as JSON (equal options, equal text).");
-  m.def(
-      "set_log_level",
-      [](const std::string& level) {
-        // spdlog reads unknown names as "off": check them here.
-        static const std::vector<std::string> names{"trace", "debug", "info",     "warning",
-                                                    "warn",  "error", "critical", "off"};
-        if (std::find(names.begin(), names.end(), level) == names.end())
-          throw py::value_error("level must be one of trace, debug, info, warning, error, "
-                                "critical, off; got '" +
-                                level + "'");
-        spdlog::set_level(spdlog::level::from_str(level == "warning" ? "warn" : level));
-      },
-      py::arg("level"),
-      "Sets the level of sprintrt's logs (spdlog's default logger, on stdout): info by "
-      "default.");
+  install_log_bridge();
+  bind_logging(m);
   m.def("shutdown", &shutdown_process_runtime,
         "Stops every pool, scheduler and child of this process (at interpreter exit).");
   bind_pool(m);

@@ -14,23 +14,91 @@ float32, converted otherwise. ``get_batch_loss_and_error_signal`` reads such
 an array in place: do not change it from another thread until the call
 returns (after a failed batch, a segment that timed out may still be read a
 little later; the array is kept alive until then).
+
+sprintrt's logs go through Python's ``logging``: the ``sprintrt`` logger,
+the Sprint children's output lines under ``sprintrt.child`` (see
+``set_log_level``).
 """
 
 import atexit
 import json
+import logging
 import os
 import shlex
 import threading
+import traceback
 
 import numpy
 
+from . import _sprintrt
 from ._sprintrt import (Error, Pool, Scheduler, SeqTrainBatch, SeqTrainPart, canonical_options,
-                        seqtrain_error_signal, set_log_level, shutdown, version)
+                        seqtrain_error_signal, shutdown, version)
 
 __all__ = ["Error", "SeqTrainBatch", "SeqTrainPart", "SeqTrainScheduler", "SprintInstancePool",
            "seqtrain_error_signal", "set_log_level", "version"]
 
-atexit.register(shutdown)
+# logging's number for each of set_log_level's names ("off": above CRITICAL).
+_LOGGING_LEVELS = {"trace": 5, "debug": logging.DEBUG, "info": logging.INFO,
+                   "warning": logging.WARNING, "warn": logging.WARNING, "error": logging.ERROR,
+                   "critical": logging.CRITICAL, "off": logging.CRITICAL + 10}
+
+
+def set_log_level(level):
+    """Sets the level of sprintrt's logs: one of trace, debug, info, warning
+    (or warn), error, critical, off. It sets both the level below which the
+    runtime does not even format a record (info until this is called) and
+    the ``sprintrt`` logger's level; the handlers are ``logging``'s (with
+    none configured, only warnings and above are shown, on stderr)."""
+    _sprintrt.set_log_level(level)  # refuses other names (ValueError)
+    logging.getLogger("sprintrt").setLevel(_LOGGING_LEVELS[level])
+
+
+# The runtime's threads only queue their records (they must never wait for
+# the GIL); this thread delivers them, one deliverer at a time so that they
+# stay in order.
+_log_delivery = threading.Lock()
+
+
+def _deliver_log_records(timeout=-1):
+    """Emits the queued records through ``logging``, oldest first (waiting up
+    to ``timeout`` seconds for another thread delivering; -1: as long as it
+    takes)."""
+    if not _log_delivery.acquire(timeout=timeout):
+        return
+    try:
+        for name, level, text in _sprintrt._take_log_records():
+            try:
+                logging.getLogger(name).log(level, text)
+            except Exception:  # a failing filter must not end the delivery
+                traceback.print_exc()
+    finally:
+        _log_delivery.release()
+
+
+def _deliver_log_records_until_closed():
+    while _sprintrt._wait_for_log_records():
+        _deliver_log_records()
+
+
+_log_thread = threading.Thread(target=_deliver_log_records_until_closed, name="sprintrt-logging",
+                               daemon=True)
+_log_thread.start()
+
+
+def _at_exit():
+    """Shuts the runtime down, then delivers every record still queued (the
+    last ones come from the shutdown) and ends the delivering thread."""
+    try:
+        shutdown()
+    finally:
+        _sprintrt._close_log_queue()
+        _log_thread.join(5)
+        _deliver_log_records(timeout=5)  # unless a handler hangs the thread
+
+
+# Registered after ``import logging``: it runs before logging's own exit
+# handler closes the handlers.
+atexit.register(_at_exit)
 
 
 def _tag_list(tags, name="tags"):

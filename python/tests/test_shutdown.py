@@ -138,18 +138,20 @@ def test_exit_with_a_call_in_flight_stops_it_and_leaves_nothing(corpus):
     run = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, json.dumps(opts), json.dumps(names)],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
-    # sprintrt logs through spdlog's default logger (stdout): no error there,
-    # such as calls still waiting when the runtime was to be destroyed.
+    # sprintrt logs through Python's logging (errors on stderr by default):
+    # no error there, such as calls still waiting when the runtime was to be
+    # destroyed.
     assert "exiting" in run.stdout.splitlines()
     # The call in flight was failed by the shutdown, not left waiting.
     assert 'outcome ["cancelled"]' in run.stdout.splitlines()
-    assert "[error]" not in run.stdout, run.stdout
+    assert "still waited" not in run.stderr, run.stderr
     assert "Traceback" not in run.stderr, run.stderr
     assert processes_mentioning(path) == []
 
 
 LOG_SCRIPT = r"""
-import json, sys
+import json, logging, sys
+logging.basicConfig(stream=sys.stdout, format="[%(levelname)s] %(message)s")
 import numpy
 import sprintrt
 
@@ -172,7 +174,9 @@ def test_set_log_level_quiets_sprintrts_logs(corpus):
         assert run.returncode == 0, run.stderr
         return run.stdout
 
-    assert "[info]" in stdout_with("default")  # "Sprint child ... ready"
-    assert "[info]" not in stdout_with("warning")
+    logging_default = stdout_with("default")
+    assert logging_default == "", logging_default  # info is below logging's default
+    assert "[INFO]" in stdout_with("info")  # "Sprint child ... ready"
+    assert "[INFO]" not in stdout_with("warning")
     with pytest.raises(ValueError, match="level must be one of .*; got 'loud'"):
         sprintrt.set_log_level("loud")

@@ -26,7 +26,9 @@ py::tuple pool::compute(const py::array& log_posteriors, const py::array& seq_le
   auto result = call_without_gil(
       client_, "this pool",
       [b = batch_of(log_posteriors, seq_lengths, std::move(tags), input::borrowed)](
-          const pool_client& facade) mutable { return facade.compute(std::move(b)); });
+          const pool_client& facade, const stop_token& stop) mutable {
+        return facade.compute(std::move(b), stop);
+      });
   if (!result)
     raise(result.error());
   return py::make_tuple(to_numpy(result->loss), to_numpy(std::move(result->error_signal)));
@@ -38,14 +40,14 @@ std::vector<double> pool::time_facade(const py::array& log_posteriors, const py:
   auto failed = call_without_gil(
       client_, "this pool",
       [&, b = batch_of(log_posteriors, seq_lengths, std::move(tags), input::borrowed)](
-          const pool_client& facade) mutable {
+          const pool_client& facade, const stop_token& stop) mutable {
         // Dropped inside the call, so that the borrowed array is released
         // when the call returns.
         batch timed = std::move(b);
         for (size_t i = 0; i < repeats; ++i) {
           batch call = timed; // shares the tensor, as a C++ trainer's batch would
           auto start = std::chrono::steady_clock::now();
-          auto result = facade.compute(std::move(call));
+          auto result = facade.compute(std::move(call), stop);
           seconds.push_back(
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
           if (!result)
@@ -60,9 +62,10 @@ std::vector<double> pool::time_facade(const py::array& log_posteriors, const py:
 
 py::tuple pool::automata(std::vector<std::string> tags) {
   auto batch_size = static_cast<py::ssize_t>(tags.size());
-  auto result = call_without_gil(client_, "this pool", [&tags](const pool_client& facade) {
-    return facade.automata(std::move(tags));
-  });
+  auto result = call_without_gil(client_, "this pool",
+                                 [&tags](const pool_client& facade, const stop_token& stop) {
+                                   return facade.automata(std::move(tags), stop);
+                                 });
   if (!result)
     raise(result.error());
   auto edges_count = static_cast<py::ssize_t>(result->num_edges());

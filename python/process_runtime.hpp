@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "binding_support.hpp"
+#include "signal_stop.hpp"
 #include "sprintrt/options.hpp"
 
 namespace sprintrt {
@@ -87,29 +88,33 @@ struct release_deferred_objects_at_exit {
   ~release_deferred_objects_at_exit() { release_deferred_objects(); }
 };
 
-/// Calls `f(*facade)` without the GIL, as a call in flight, and returns
-/// what it returns; `facade` is a binding object's member (`what` names
-/// the object), which shutdown resets. Once counted, the call copies the
-/// facade without running any Python code in between (no other thread can
-/// shut down meanwhile), and drops its copy before the call ends. Python
-/// objects C++ let go of are released before and after (and on an
-/// exception).
+/// Calls `f(*facade, stop)` without the GIL, as a call in flight, and
+/// returns what it returns; `facade` is a binding object's member (`what`
+/// names the object), which shutdown resets. Once counted, the call copies
+/// the facade without running any Python code in between (no other thread
+/// can shut down meanwhile), and drops its copy before the call ends.
+/// Python objects C++ let go of are released before and after (and on an
+/// exception). `stop` is a `signal_stop`'s token: a signal handler that
+/// raised (Ctrl-C) during the call stops it, and its exception is raised
+/// here once the call returned.
 template <class Facade, class F>
-std::invoke_result_t<F, Facade&> call_without_gil(const std::shared_ptr<Facade>& facade,
-                                                  const char* what, F&& f) {
+std::invoke_result_t<F, Facade&, const stop_token&>
+call_without_gil(const std::shared_ptr<Facade>& facade, const char* what, F&& f) {
   release_deferred_objects(); // may run Python code: before counting
   release_deferred_objects_at_exit release_after;
+  signal_stop interrupt;
   call_in_flight call{what};
   if (!facade)
     raise_shut_down(what);
   auto kept = facade;
-  std::optional<std::invoke_result_t<F, Facade&>> result;
+  std::optional<std::invoke_result_t<F, Facade&, const stop_token&>> result;
   {
     pybind11::gil_scoped_release released;
-    result.emplace(f(*kept));
+    result.emplace(f(*kept, interrupt.token()));
     kept.reset();
     call.end();
   }
+  interrupt.raise_if_interrupted();
   return std::move(*result);
 }
 

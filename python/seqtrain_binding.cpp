@@ -58,17 +58,20 @@ public:
 
   void start_epoch(int64_t epoch) {
     auto number = non_negative(epoch, "epoch");
-    if (auto err = call([&](seqtrain_client& c) { return c.start_epoch(number); }))
+    if (auto err =
+            call([&](seqtrain_client& c, const stop_token&) { return c.start_epoch(number); }))
       raise(err);
   }
 
   py::dict finish_epoch() {
-    return to_dict(value_of(call([](seqtrain_client& c) { return c.finish_epoch(); })));
+    return to_dict(
+        value_of(call([](seqtrain_client& c, const stop_token&) { return c.finish_epoch(); })));
   }
 
   bool have_space(int64_t num_seqs) {
     auto count = non_negative(num_seqs, "num_seqs");
-    return value_of(call([&](seqtrain_client& c) { return c.have_space(count); }));
+    return value_of(
+        call([&](seqtrain_client& c, const stop_token&) { return c.have_space(count); }));
   }
 
   // Copied, not borrowed: the scheduler keeps the sequences after the call
@@ -79,23 +82,27 @@ public:
     sequences.data = batch_of(log_posteriors, seq_lengths, std::move(tags), input::copied);
     for (int64_t index : integers_1d(seq_indices, "seq_indices", "batch"))
       sequences.seq_indices.push_back(non_negative(index, "seq_indices"));
-    if (auto err = call([&](seqtrain_client& c) { return c.forward(std::move(sequences)); }))
+    if (auto err = call(
+            [&](seqtrain_client& c, const stop_token&) { return c.forward(std::move(sequences)); }))
       raise(err);
   }
 
   py::tuple train(std::vector<seqtrain_batch> batches) {
-    auto result = value_of(call([&](seqtrain_client& c) { return c.train(std::move(batches)); }));
+    auto result = value_of(call([&](seqtrain_client& c, const stop_token& stop) {
+      return c.train(std::move(batches), stop);
+    }));
     return py::make_tuple(to_numpy(result.loss), to_numpy(std::move(result.hat_y)));
   }
 
   py::dict stats() {
-    return to_dict(value_of(call([](seqtrain_client& c) { return c.stats(); })));
+    return to_dict(value_of(call([](seqtrain_client& c, const stop_token&) { return c.stats(); })));
   }
 
 private:
-  /// `f(facade)` through `call_without_gil`.
+  /// `f(facade)` through `call_without_gil`; `train` also gets the stop
+  /// (the other calls return at once).
   template <class F>
-  std::invoke_result_t<F, seqtrain_client&> call(F&& f) {
+  std::invoke_result_t<F, seqtrain_client&, const stop_token&> call(F&& f) {
     return call_without_gil(client_, "this scheduler", std::forward<F>(f));
   }
 

@@ -18,6 +18,7 @@ import pytest
 import sprintrt
 from sprintrt import _sprintrt
 from conftest import SPRINT_SIM, random_batch, sim_options
+from test_shutdown import processes_mentioning
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
@@ -168,6 +169,7 @@ def test_nothing_is_written_to_stdout(corpus, tmp_path):
     assert run.stdout == ""
     # logging's defaults: warnings on stderr (its last resort), info dropped.
     assert run.stderr == "a warning from sprintrt\n"
+    assert processes_mentioning(path) == []
 
 
 LAST_RECORDS = r"""
@@ -200,6 +202,7 @@ def test_the_last_records_are_delivered_at_exit(corpus):
     assert [line for line in after
             if re.fullmatch(r"sprintrt:DEBUG:\[pool \d+ worker 0\] pid \d+ exited with status 0",
                             line)], run.stderr
+    assert processes_mentioning(path) == []
 
 
 def test_a_thread_holding_the_gil_does_not_hold_up_the_runtime(collected, corpus, tmp_path):

@@ -102,7 +102,8 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   impl(io_thread& io_thread, sprint_options options, std::string child_name,
        channel_events callbacks)
       : io(io_thread), opts(std::move(options)), name(std::move(child_name)),
-        events(std::move(callbacks)), decoder(wire_framing(opts.framing)), tail(name) {}
+        events(std::move(callbacks)), decoder(wire_framing(opts.framing)),
+        tail(name, opts.child_output) {}
 
   io_thread& io;
   sprint_options opts;
@@ -155,6 +156,13 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     // listens, so a child started now would never be reaped.
     if (io.stopped()) {
       cause = make_error(errc::cancelled, "the io thread is stopping: no new children");
+      finish(-1);
+      return;
+    }
+    // The file of `childOutput` {"file": DIR}: opened here (once per child,
+    // a short wait at most); its writes go to the writer thread.
+    if (auto err = tail.open()) {
+      cause = make_error(errc::spawn_failed, error_message(err));
       finish(-1);
       return;
     }

@@ -48,6 +48,8 @@ struct probe_report {
   std::map<int, std::string> fds;
   std::map<std::string, std::string> env;
   std::string sigpipe;
+  /// /proc's SigBlk and SigIgn: hex masks of blocked and ignored signals.
+  std::string blocked, ignored;
 };
 
 probe_report parse_report(const std::string& text) {
@@ -69,6 +71,10 @@ probe_report parse_report(const std::string& text) {
           eq == std::string::npos ? "<unset>" : rest.substr(eq + 1);
     } else if (kind == "SIGPIPE") {
       report.sigpipe = rest;
+    } else if (kind == "SigBlk") {
+      report.blocked = rest;
+    } else if (kind == "SigIgn") {
+      report.ignored = rest;
     }
   }
   return report;
@@ -137,6 +143,8 @@ TEST_CASE("a child gets exactly fds 0-4, the protocol's argv and the options' en
     CHECK(report.env["PROBE_SET"] == "yes");
     CHECK(report.env["HOME_OF_PROBE"] == "<unset>");
     CHECK(report.sigpipe == "default");
+    CHECK(report.blocked == "0000000000000000");
+    CHECK(report.ignored == "0000000000000000");
     // The parent's ends are non-blocking.
     CHECK((::fcntl(child->to_child.get(), F_GETFL) & O_NONBLOCK) != 0);
     CHECK((::fcntl(child->from_child.get(), F_GETFL) & O_NONBLOCK) != 0);
@@ -166,6 +174,53 @@ TEST_CASE("a missing or non-executable program is an error before anything is sp
   opts.sprint_exec_path = plain;
   CHECK_THAT(render(runtime::spawn_sprint_child(opts, environ).error()),
              Catch::Contains("is not executable"));
+  CHECK(fds.leaked_fds().empty());
+  CHECK(test::child_processes().empty());
+}
+
+TEST_CASE("a child starts with no signal ignored or blocked, whatever its parent set") {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction usr1_before {};
+  REQUIRE(::sigaction(SIGUSR1, &ignore, &usr1_before) == 0);
+  sigset_t usr2;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  sigset_t mask_before;
+  REQUIRE(::pthread_sigmask(SIG_BLOCK, &usr2, &mask_before) == 0);
+  auto child = runtime::spawn_sprint_child(probe_options(), environ);
+  ::pthread_sigmask(SIG_SETMASK, &mask_before, nullptr);
+  ::sigaction(SIGUSR1, &usr1_before, nullptr);
+  REQUIRE(child);
+  auto report = parse_report(read_all(child->from_child.get()));
+  int status = 0;
+  REQUIRE(::waitpid(child->pid, &status, 0) == child->pid);
+  CHECK(report.blocked == "0000000000000000");
+  CHECK(report.ignored == "0000000000000000");
+}
+
+TEST_CASE("with childOutput inherit a child writes to its parent's own stdout and stderr") {
+  test::fd_snapshot fds;
+  auto opts = probe_options();
+  opts.child_output = {child_output_mode::inherit, ""};
+  {
+    auto child = runtime::spawn_sprint_child(opts, environ);
+    REQUIRE(child);
+    CHECK_FALSE(child->output);
+    auto report = parse_report(read_all(child->from_child.get()));
+    int status = 0;
+    REQUIRE(::waitpid(child->pid, &status, 0) == child->pid);
+    const auto own = [](int fd) {
+      char target[512] = {};
+      auto link = "/proc/self/fd/" + std::to_string(fd);
+      CHECK(::readlink(link.c_str(), target, sizeof(target) - 1) > 0);
+      return std::string{target};
+    };
+    REQUIRE(report.fds.size() == 5);
+    CHECK(report.fds[0] == "/dev/null");
+    CHECK(report.fds[1] == own(1));
+    CHECK(report.fds[2] == own(2));
+  }
   CHECK(fds.leaked_fds().empty());
   CHECK(test::child_processes().empty());
 }

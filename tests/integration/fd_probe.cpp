@@ -6,6 +6,11 @@
 //   ENV <name>=<value>      for each variable named in SPRINTRT_PROBE_VARS
 //                           (comma-separated), or ENV <name> unset
 //   SIGPIPE <default|ignored>
+//   SigBlk <hex>, SigIgn <hex>  the blocked and ignored signals (/proc)
+//
+// With SPRINTRT_PROBE_SAY set it only prints "out: <value>" on stdout and
+// "err: <value>" on stderr and exits with status SPRINTRT_PROBE_EXIT (0), for
+// tests of where a child's output goes.
 
 #include <dirent.h>
 #include <signal.h>
@@ -14,9 +19,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 int main(int argc, char** argv) {
+  if (const char* say = std::getenv("SPRINTRT_PROBE_SAY")) {
+    std::printf("out: %s\n", say);
+    std::fflush(stdout);
+    std::fprintf(stderr, "err: %s\n", say);
+    const char* status = std::getenv("SPRINTRT_PROBE_EXIT");
+    return status != nullptr ? std::atoi(status) : 0;
+  }
   FILE* out = ::fdopen(3, "w");
   if (out == nullptr)
     return 10;
@@ -56,6 +69,11 @@ int main(int argc, char** argv) {
   struct sigaction action;
   ::sigaction(SIGPIPE, nullptr, &action);
   std::fprintf(out, "SIGPIPE %s\n", action.sa_handler == SIG_IGN ? "ignored" : "default");
+  std::ifstream status{"/proc/self/status"};
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("SigBlk:", 0) == 0 || line.rfind("SigIgn:", 0) == 0)
+      std::fprintf(out, "%s %s\n", line.substr(0, 6).c_str(),
+                   line.substr(line.find_first_not_of(" \t", 7)).c_str());
   std::fclose(out);
   return 0;
 }

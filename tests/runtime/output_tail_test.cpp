@@ -5,7 +5,19 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
+
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "runtime/output_file.hpp"
+#include "runtime/temp_directory.hpp"
 
 using sprintrt::runtime::last_lines;
 using sprintrt::runtime::output_tail;
@@ -33,4 +45,72 @@ TEST_CASE("the tail keeps the last 64 KiB") {
   auto text = tail.text();
   CHECK(text.size() == output_tail::capacity);
   CHECK(text.substr(text.size() - 4) == "end\n");
+}
+
+namespace {
+
+/// Registers a logger named `sprintrt.child` whose records the test reads.
+struct child_logger {
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink =
+      std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(10);
+  child_logger() {
+    auto logger = std::make_shared<spdlog::logger>(output_tail::logger_name, sink);
+    logger->set_level(spdlog::level::trace);
+    logger->set_pattern("%l %v");
+    spdlog::register_logger(logger);
+  }
+  ~child_logger() { spdlog::drop(output_tail::logger_name); }
+  child_logger(const child_logger&) = delete;
+  child_logger& operator=(const child_logger&) = delete;
+};
+
+} // namespace
+
+TEST_CASE("in log mode each line is logged at info with the worker's name, escaped") {
+  child_logger logged;
+  output_tail tail{"pool 0 worker 1", {sprintrt::child_output_mode::log, ""}};
+  tail.append("first\nsec");
+  tail.append("ond \x1b[2J\nlast");
+  CHECK(logged.sink->last_formatted().size() == 2);
+  tail.flush();
+  auto lines = logged.sink->last_formatted();
+  for (auto& line : lines)
+    line.erase(line.find_last_not_of("\r\n") + 1);
+  CHECK(lines == std::vector<std::string>{"info [pool 0 worker 1] first",
+                                          "info [pool 0 worker 1] second \\x1b[2J",
+                                          "info [pool 0 worker 1] last"});
+  CHECK(tail.text() == "first\nsecond \x1b[2J\nlast");
+}
+
+TEST_CASE("in file mode the bytes go unchanged to DIR/<worker>.log") {
+  auto made = sprintrt::runtime::temp_directory::make("sprintrt-output-tail");
+  REQUIRE(made);
+  const auto& dir = *made;
+  output_tail tail{"pool 0 worker 1/x", {sprintrt::child_output_mode::file, dir.path() + "/d"}};
+  CHECK(tail.file_path() == dir.path() + "/d/pool-0-worker-1-x.log");
+  REQUIRE_FALSE(tail.open());
+  tail.append("one\n\x1b[2J two");
+  tail.flush();
+  REQUIRE(sprintrt::runtime::flush_output_files(std::chrono::seconds{5}));
+  std::ifstream in{tail.file_path(), std::ios::binary};
+  CHECK(std::string{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}} ==
+        "one\n\x1b[2J two");
+  CHECK(tail.text() == "one\n\x1b[2J two");
+}
+
+TEST_CASE("in file mode a file that cannot be opened is an io_error naming it") {
+  auto made = sprintrt::runtime::temp_directory::make("sprintrt-output-tail");
+  REQUIRE(made);
+  const auto& dir = *made;
+  output_tail tail{"w", {sprintrt::child_output_mode::file, dir.path()}};
+  ::mkdir(tail.file_path().c_str(), 0755); // a directory where the file should be
+  auto err = tail.open();
+  CHECK(err == sprintrt::errc::io_error);
+  CHECK(sprintrt::error_message(err) ==
+        "childOutput: cannot open '" + tail.file_path() + "': Is a directory");
+}
+
+TEST_CASE("in inherit mode nothing is kept, and the tail says where the output went") {
+  output_tail tail{"w", {sprintrt::child_output_mode::inherit, ""}};
+  CHECK(tail.text() == output_tail::inherited_note);
 }

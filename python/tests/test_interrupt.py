@@ -38,6 +38,9 @@ plain = dict(opts, sprintConfigStr=[a for a in opts["sprintConfigStr"]
              numInstances=1)
 want = sprintrt.SprintInstancePool.get_global_instance(plain).get_batch_loss_and_error_signal(*small)
 pool = sprintrt.SprintInstancePool.get_global_instance(opts)
+if call == "torch":  # imported before the signal can come
+    import torch
+    import sprintrt.torch as sprint_torch
 
 
 def children():
@@ -60,8 +63,6 @@ def wait():
     elif call == "automata":
         pool.get_automata_for_batch(names)
     elif call == "torch":
-        import torch
-        import sprintrt.torch as sprint_torch
         log_probs = torch.tensor(lp, requires_grad=True)
         sprint_torch.sprint_loss(log_probs, torch.tensor(lengths), names, pool).sum().backward()
     elif call == "train":

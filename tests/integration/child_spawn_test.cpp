@@ -9,8 +9,10 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -221,6 +223,25 @@ TEST_CASE("with childOutput inherit a child writes to its parent's own stdout an
     CHECK(report.fds[1] == own(1));
     CHECK(report.fds[2] == own(2));
   }
+  CHECK(fds.leaked_fds().empty());
+  CHECK(test::child_processes().empty());
+}
+
+TEST_CASE("a program the kernel cannot execute is an error with the OS reason, and reaped") {
+  test::fd_snapshot fds;
+  test::temp_dir dir;
+  auto opts = probe_options();
+  opts.sprint_exec_path = dir.path() + "/not-a-program";
+  {
+    std::ofstream script{opts.sprint_exec_path};
+    script << "no #! line and no ELF header\n";
+  }
+  ::chmod(opts.sprint_exec_path.c_str(), 0755);
+  auto child = runtime::spawn_sprint_child(opts, environ);
+  REQUIRE_FALSE(child);
+  CHECK(child.error() == errc::spawn_failed);
+  CHECK(error_message(child.error()) ==
+        "cannot start '" + opts.sprint_exec_path + "': Exec format error");
   CHECK(fds.leaked_fds().empty());
   CHECK(test::child_processes().empty());
 }

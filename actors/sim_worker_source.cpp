@@ -25,8 +25,8 @@ namespace {
 
 /// The words of `sprintConfigStr` as a child would get them: variables
 /// expanded against this process's environment changed by the options'
-/// `env` (see runtime/child_environment.hpp).
-std::vector<std::string> expanded_parameters(const sprint_options& opts) {
+/// `env` (see runtime/child_environment.hpp); an unset one is an error.
+caf::expected<std::vector<std::string>> expanded_parameters(const sprint_options& opts) {
   return runtime::expand_sprint_config(
       opts, runtime::environment_lookup(runtime::child_environment(opts.env, environ)));
 }
@@ -44,8 +44,10 @@ caf::expected<worker_source> sim_worker_source(const sprint_options& opts,
                           std::to_string(opts.min_python_control_version) +
                           " is higher than sprint-sim's PythonControl version " +
                           std::to_string(sim::python_control_version));
-  auto config =
-      sim::parse_sim_parameters(expanded_parameters(opts), sim::parameter_scope::in_process);
+  auto parameters = expanded_parameters(opts);
+  if (!parameters)
+    return with_context(context, parameters.error());
+  auto config = sim::parse_sim_parameters(*parameters, sim::parameter_scope::in_process);
   if (!config)
     return with_context(context + ": sprintConfigStr", config.error());
   for (const auto& warning : config->warnings)

@@ -281,7 +281,10 @@ caf::expected<spawned_child> spawn_sprint_child(const sprint_options& opts,
 
   auto env = child_environment(opts.env, parent_environ);
   spawned_child child;
-  child.argv = build_sprint_args(opts, child_c2p_fd, child_p2c_fd, environment_lookup(env));
+  auto args = build_sprint_args(opts, child_c2p_fd, child_p2c_fd, environment_lookup(env));
+  if (!args)
+    return std::move(args.error());
+  child.argv = std::move(*args);
   std::vector<char*> argv;
   for (auto& arg : child.argv)
     argv.push_back(arg.data());

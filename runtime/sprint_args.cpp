@@ -51,8 +51,11 @@ std::string pymod_config_string(const sprint_options& opts, int c2p_fd, int p2c_
   return result;
 }
 
-std::vector<std::string> build_sprint_args(const sprint_options& opts, int c2p_fd, int p2c_fd,
-                                           const env_lookup& lookup) {
+caf::expected<std::vector<std::string>> build_sprint_args(const sprint_options& opts, int c2p_fd,
+                                                          int p2c_fd, const env_lookup& lookup) {
+  auto words = expand_sprint_config(opts, lookup);
+  if (!words)
+    return std::move(words.error());
   const auto config = pymod_config_string(opts, c2p_fd, p2c_fd);
   std::vector<std::string> args{
       opts.sprint_exec_path,
@@ -68,17 +71,46 @@ std::vector<std::string> build_sprint_args(const sprint_options& opts, int c2p_f
     args.push_back("--*.python-segment-order-config=" + config);
     args.push_back("--*.python-segment-order-allow-copy=false");
   }
-  for (auto& word : expand_sprint_config(opts, lookup))
+  for (auto& word : *words)
     args.push_back(std::move(word));
   return args;
 }
 
-std::vector<std::string> expand_sprint_config(const sprint_options& opts,
-                                              const env_lookup& lookup) {
+std::string display_word(const config_word& word) {
+  std::string text;
+  for (size_t i = 0; i < word.size(); ++i) {
+    const auto& piece = word[i];
+    if (piece.kind == word_piece::literal) {
+      text += piece.text;
+      continue;
+    }
+    // Braces only where the next text would read as part of the name.
+    const bool braces = i + 1 < word.size() && word[i + 1].kind == word_piece::literal &&
+                        is_variable_name("a" + word[i + 1].text.substr(0, 1));
+    text += braces ? "${" + piece.text + "}" : "$" + piece.text;
+  }
+  return text;
+}
+
+caf::expected<std::vector<std::string>> expand_sprint_config(const sprint_options& opts,
+                                                             const env_lookup& lookup) {
   std::vector<std::string> words;
   words.reserve(opts.sprint_config.size());
-  for (const auto& word : opts.sprint_config)
+  std::string unset;
+  for (const auto& word : opts.sprint_config) {
+    for (const auto& piece : word)
+      if (piece.kind == word_piece::variable && !lookup(piece.text))
+        unset += std::string{unset.empty() ? "" : "; "} + "environment variable " + piece.text +
+                 " is not set (in '" + display_word(word) + "')";
     words.push_back(expand_word(word, lookup));
+  }
+  // A silently empty corpus path or feature cache name makes a Sprint that
+  // fails far from the cause, if it fails at all.
+  if (!unset.empty())
+    return make_error(errc::spawn_failed,
+                      "sprintConfigStr: " + unset +
+                          " (set it for the trainer, or in the options' env.set; a literal $ is "
+                          "written \\$ or in single quotes)");
   return words;
 }
 

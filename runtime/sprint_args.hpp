@@ -29,8 +29,18 @@ std::string python_float_text(double value);
 
 /// The words of `sprintConfigStr` with their variables expanded by `lookup`,
 /// each word one argument (see `expand_word`): the end of a child's
-/// argument vector, and what in-process simulated workers parse.
-std::vector<std::string> expand_sprint_config(const sprint_options& opts, const env_lookup& lookup);
+/// argument vector, and what in-process simulated workers parse. A variable
+/// that `lookup` does not know (unset; set to "" is fine) is a
+/// `spawn_failed` error naming each such variable and the argument it is
+/// in ("environment variable CORPUS is not set (in '--*.corpus=$CORPUS')"):
+/// unlike a shell, an unset variable never silently becomes "".
+caf::expected<std::vector<std::string>> expand_sprint_config(const sprint_options& opts,
+                                                             const env_lookup& lookup);
+
+/// Renders a word for messages as a user would have written it: literal
+/// text as it is, variables as `$NAME` (or `${NAME}` where a name character
+/// follows).
+std::string display_word(const config_word& word);
 
 /// The full argument vector of a Sprint child, `argv[0]` (the executable)
 /// first, in the order of PROTOCOL.md section 1: the PythonControl flags, the
@@ -38,8 +48,9 @@ std::vector<std::string> expand_sprint_config(const sprint_options& opts, const 
 /// `sprintConfigStr` with their variables expanded by `lookup` (each word one
 /// argument; see `expand_word`). Pass `environment_lookup` of the child's
 /// environment so that variables expand as the child would see them (see
-/// child_environment.hpp).
-std::vector<std::string> build_sprint_args(const sprint_options& opts, int c2p_fd, int p2c_fd,
-                                           const env_lookup& lookup);
+/// child_environment.hpp). Fails as `expand_sprint_config` for an unset
+/// variable.
+caf::expected<std::vector<std::string>> build_sprint_args(const sprint_options& opts, int c2p_fd,
+                                                          int p2c_fd, const env_lookup& lookup);
 
 } // namespace sprintrt::runtime

@@ -24,7 +24,17 @@ const env_lookup fixed_env =
 
 /// The argv for fds 7 (c2p) and 4 (p2c) in the fixed environment.
 strings args(std::string_view json) {
-  return build_sprint_args(options(json), 7, 4, fixed_env);
+  auto argv = build_sprint_args(options(json), 7, 4, fixed_env);
+  REQUIRE(argv);
+  return *argv;
+}
+
+/// The error of building the argv in the fixed environment.
+std::string args_error(std::string_view json) {
+  auto argv = build_sprint_args(options(json), 7, 4, fixed_env);
+  REQUIRE_FALSE(argv);
+  CHECK(argv.error() == sprintrt::errc::spawn_failed);
+  return sprintrt::render(argv.error());
 }
 
 const std::string default_config = "c2p_fd:7,p2c_fd:4,minPythonControlVersion:2";
@@ -79,7 +89,9 @@ TEST_CASE("sprintControlConfig items follow in key order, rendered like Python")
                              "big:1e+16,count:3,mid:x:y,neg:-2,off:False,small:1e-05,"
                              "whole:2.0,zeta:1.5";
   CHECK(pymod_config_string(opts, 11, 12) == config);
-  const auto argv = build_sprint_args(opts, 11, 12, fixed_env);
+  const auto built = build_sprint_args(opts, 11, 12, fixed_env);
+  REQUIRE(built);
+  const auto& argv = *built;
   REQUIRE(argv.size() == 10);
   CHECK(argv[4] == "--*.pymod-config=" + config);
   CHECK(argv[8] == "--*.python-segment-order-config=" + config);
@@ -119,29 +131,51 @@ TEST_CASE("a sprintConfigStr list gives one argument per element") {
 
 TEST_CASE("${VAR} delimits a name inside a word, $VAR takes the longest name") {
   CHECK(args(R"({"sprintExecPath": "/opt/rasr/nn-trainer",
-                 "sprintConfigStr": "--x=pre${A}post --y=pre$Apost"})") ==
-        with_words({"--x=pre1post", "--y=pre"}));
+                 "sprintConfigStr": "--x=pre${A}post"})") == with_words({"--x=pre1post"}));
+  CHECK_THAT(args_error(R"({"sprintExecPath": "/opt/rasr/nn-trainer",
+                            "sprintConfigStr": "--y=pre$Apost"})"),
+             Catch::Contains("environment variable Apost is not set (in '--y=pre$Apost')"));
 }
 
-TEST_CASE("unset and empty variables expand to empty arguments, which are kept") {
+TEST_CASE("empty variables expand to empty arguments, which are kept") {
   CHECK(args(R"({"sprintExecPath": "/opt/rasr/nn-trainer",
-                 "sprintConfigStr": "$NOPE ${EMPTY} --z=$NOPE."})") ==
-        with_words({"", "", "--z=."}));
+                 "sprintConfigStr": "${EMPTY} --z=$EMPTY."})") == with_words({"", "--z=."}));
+}
+
+TEST_CASE("an unset variable is an error naming it and its argument") {
+  auto one = args_error(R"({"sprintExecPath": "/opt/rasr/nn-trainer",
+                            "sprintConfigStr": "--*.corpus=$CORPUS --a=$A"})");
+  CHECK_THAT(one, Catch::Contains("sprintConfigStr: environment variable CORPUS is not set (in "
+                                  "'--*.corpus=$CORPUS')"));
+  CHECK_THAT(one, !Catch::Contains("variable A "));
+  auto two = args_error(R"({"sprintExecPath": "/opt/rasr/nn-trainer",
+                            "sprintConfigStr": ["$NOPE", "--x=${OTHER}y"]})");
+  CHECK_THAT(two, Catch::Contains("environment variable NOPE is not set (in '$NOPE'); "
+                                  "environment variable OTHER is not set (in '--x=${OTHER}y')"));
 }
 
 TEST_CASE("variables the options set or unset expand as the child sees them") {
   const auto opts = options(R"({"sprintExecPath": "/opt/rasr/nn-trainer",
-    "sprintConfigStr": "--*.corpus.file=$CORPUS --home=$HOME",
+    "sprintConfigStr": "--*.corpus.file=$CORPUS --user=$USER",
     "env": {"set": {"CORPUS": "/data/corpus.txt"}, "unset": ["HOME"]}})");
-  const char* const parent[] = {"HOME=/home/u", "CORPUS=/old", nullptr};
+  const char* const parent[] = {"HOME=/home/u", "CORPUS=/old", "USER=u", nullptr};
   const auto lookup = environment_lookup(child_environment(opts.env, parent));
-  CHECK(build_sprint_args(opts, 7, 4, lookup) ==
-        with_words({"--*.corpus.file=/data/corpus.txt", "--home="}));
+  auto argv = build_sprint_args(opts, 7, 4, lookup);
+  REQUIRE(argv);
+  CHECK(*argv == with_words({"--*.corpus.file=/data/corpus.txt", "--user=u"}));
+  // A variable the options unset is unset for the child too.
+  auto home = options(R"({"sprintExecPath": "/opt/rasr/nn-trainer",
+    "sprintConfigStr": "--home=$HOME", "env": {"unset": ["HOME"]}})");
+  auto refused =
+      build_sprint_args(home, 7, 4, environment_lookup(child_environment(home.env, parent)));
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(sprintrt::render(refused.error()),
+             Catch::Contains("environment variable HOME is not set (in '--home=$HOME')"));
 }
 
 TEST_CASE("expand_sprint_config gives the expanded sprintConfigStr words alone") {
   const auto opts = options(R"({"sprintExecPath": "/opt/rasr/nn-trainer",
     "sprintConfigStr": "--config=${CONF_DIR}/x.config '--q=$A' --a=$A"})");
-  CHECK(expand_sprint_config(opts, fixed_env) ==
+  CHECK(*expand_sprint_config(opts, fixed_env) ==
         std::vector<std::string>{"--config=/conf/x.config", "--q=$A", "--a=1"});
 }

@@ -63,8 +63,10 @@ sprint_options sim_options(const std::string& sprint_sim, const std::string& cor
 }
 
 std::vector<std::string> config_words(const sprint_options& opts) {
-  return runtime::expand_sprint_config(
+  // The benchmarks' options have no variables: nothing can be unset.
+  auto words = runtime::expand_sprint_config(
       opts, [](const std::string&) -> std::optional<std::string> { return std::nullopt; });
+  return words ? std::move(*words) : std::vector<std::string>{};
 }
 
 void fill_log_posteriors(float* data, size_t rows, size_t dim, uint64_t seed) {

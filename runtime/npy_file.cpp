@@ -328,6 +328,13 @@ caf::error write_npy(const std::string& path, dtype type, span<const size_t> sha
   return {};
 }
 
+caf::expected<dtype> read_npy_dtype(const std::string& path) {
+  auto layout = open_npy(path);
+  if (!layout)
+    return std::move(layout.error());
+  return layout->type;
+}
+
 caf::error write_npy(const std::string& path, const npy_array& array) {
   return write_npy(path, array.type, array.shape, byte_span{array.data});
 }

@@ -80,6 +80,11 @@ caf::expected<npy_array> read_npy(const std::string& path);
 template <class T>
 caf::expected<npy_typed_array<T>> read_npy_exact(const std::string& path);
 
+/// Returns the dtype of the `.npy` file at `path` from its header, without
+/// reading its data. Fails like `read_npy` for a file that cannot be opened or
+/// whose header is wrong.
+caf::expected<protocol::dtype> read_npy_dtype(const std::string& path);
+
 /// Writes `data`, the C-order elements of an array of dtype `type` and shape
 /// `shape`, as an `.npy` file at `path`, byte for byte as `numpy.save` would.
 /// The file is written to a temporary file next to `path`, flushed to disk,

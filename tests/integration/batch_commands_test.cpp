@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -119,9 +120,16 @@ TEST_CASE("sprintrt loss explains bad input files") {
                                          " --seq-lengths " + dir.path() + "/len.npy --tags " +
                                          tags_file + outputs);
   };
-  auto wrong_dtype = run(dir.path() + "/lp64.npy", tags);
+  std::vector<int32_t> lp32(4 * 2 * dim, -1);
+  REQUIRE_FALSE(runtime::write_npy<int32_t>(dir.path() + "/lpint.npy", lp_shape, lp32));
+  auto wrong_dtype = run(dir.path() + "/lpint.npy", tags);
   CHECK(wrong_dtype.status == 1);
-  CHECK_THAT(wrong_dtype.err, Catch::Contains("lp64.npy': has dtype float64, expected float32"));
+  CHECK_THAT(wrong_dtype.err, Catch::Contains("lpint.npy': has dtype int32, expected float32"));
+  auto no_tags = run(dir.path() + "/lp.npy", dir.path() + "/missing/tags.txt");
+  CHECK(no_tags.status == 1);
+  CHECK_THAT(no_tags.err, Catch::Contains("tags file '" + dir.path() +
+                                          "/missing/tags.txt' cannot be opened: No such file or "
+                                          "directory"));
   auto wrong_tags = run(dir.path() + "/lp.npy", one_tag);
   CHECK(wrong_tags.status == 1);
   CHECK_THAT(wrong_tags.err, Catch::Contains("has 1 tags, the batch has B = 2"));
@@ -164,4 +172,119 @@ TEST_CASE("sprintrt automata writes the merged automata as .npy files") {
   CHECK(edges->values[2 * e + column] == second->emissions()[0]);
   CHECK(edges->values[3 * e + column] == 1);
   CHECK(test::child_processes().empty());
+}
+
+namespace {
+
+/// Writes a [T, B, D] batch of random log-posteriors for `lengths` as .npy
+/// files lp.npy (float32, or float64 with `wide`) and len.npy into `dir`.
+std::vector<float> write_batch(const test::temp_dir& dir, const std::vector<int32_t>& lengths,
+                               size_t frames, bool wide = false) {
+  size_t batch = lengths.size();
+  std::vector<float> lp(frames * batch * dim, 0.0f);
+  for (size_t b = 0; b < batch; ++b) {
+    auto rows = test::random_log_posteriors(static_cast<size_t>(lengths[b]), dim, b + 3);
+    for (size_t t = 0; t < static_cast<size_t>(lengths[b]); ++t)
+      for (size_t d = 0; d < dim; ++d)
+        lp[(t * batch + b) * dim + d] = rows[t * dim + d];
+  }
+  size_t lp_shape[] = {frames, batch, dim};
+  if (wide) {
+    std::vector<double> lp64(lp.begin(), lp.end());
+    REQUIRE_FALSE(runtime::write_npy<double>(dir.path() + "/lp.npy", lp_shape, lp64));
+  } else {
+    REQUIRE_FALSE(runtime::write_npy<float>(dir.path() + "/lp.npy", lp_shape, lp));
+  }
+  size_t len_shape[] = {batch};
+  REQUIRE_FALSE(runtime::write_npy<int32_t>(dir.path() + "/len.npy", len_shape, lengths));
+  return lp;
+}
+
+std::string loss_args(const test::temp_dir& dir, const std::string& opts, const std::string& tags) {
+  return "loss --config " + opts + " --log-posteriors " + dir.path() + "/lp.npy --seq-lengths " +
+         dir.path() + "/len.npy --tags " + tags + " --loss-out " + dir.path() +
+         "/loss.npy --error-signal-out " + dir.path() + "/es.npy";
+}
+
+} // namespace
+
+TEST_CASE("sprintrt loss names and counts the segments Sprint skipped") {
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 2, dim);
+  // Eight labels cannot be aligned to three frames: Sprint skips it.
+  std::ofstream{test::corpus_path(dir), std::ios::app} << "too_long\t1 2 3 4 1 2 3 4\n";
+  write_batch(dir, {3, 3, 3}, 3);
+  auto tags = write_tags(dir, {segments[0].name, "too_long", segments[1].name});
+  auto args = loss_args(dir, write_options(dir), tags);
+  auto text = test::run_cli(dir.path(), args);
+  INFO(text.out << text.err);
+  REQUIRE(text.status == 0);
+  CHECK_THAT(text.out, Catch::Contains(" over 2; Sprint skipped 1 (loss inf, zero error signal): "
+                                       "too_long; wrote "));
+  auto json = test::run_cli(dir.path(), args + " --json");
+  REQUIRE(json.status == 0);
+  auto summary = nlohmann::json::parse(json.out);
+  CHECK(summary["skipped"] == nlohmann::json::parse(R"([{"index": 1, "tag": "too_long"}])"));
+  auto loss = runtime::read_npy_exact<float>(dir.path() + "/loss.npy");
+  REQUIRE(loss);
+  CHECK(std::isinf(loss->values[1]));
+  CHECK(summary["loss_sum"].get<double>() ==
+        Approx(static_cast<double>(loss->values[0]) + loss->values[2]));
+  CHECK(test::child_processes().empty());
+}
+
+TEST_CASE("sprintrt loss converts float64 log-posteriors to float32, as the Python module does") {
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 2, dim);
+  auto opts = write_options(dir);
+  auto tags = write_tags(dir, {segments[0].name, segments[1].name});
+  write_batch(dir, {5, 4}, 5);
+  auto narrow = test::run_cli(dir.path(), loss_args(dir, opts, tags));
+  REQUIRE(narrow.status == 0);
+  auto want = runtime::read_npy_exact<float>(dir.path() + "/es.npy");
+  REQUIRE(want);
+  write_batch(dir, {5, 4}, 5, /*wide*/ true);
+  auto wide = test::run_cli(dir.path(), "--log-level info " + loss_args(dir, opts, tags));
+  INFO(wide.out << wide.err);
+  REQUIRE(wide.status == 0);
+  CHECK_THAT(wide.err, Catch::Contains("lp.npy': float64 log-posteriors converted to float32"));
+  auto got = runtime::read_npy_exact<float>(dir.path() + "/es.npy");
+  REQUIRE(got);
+  CHECK(got->values == want->values);
+}
+
+TEST_CASE("sprintrt loss names an unset variable of sprintConfigStr and its argument") {
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 1, dim);
+  ::unsetenv("SPRINTRT_TEST_UNSET_CORPUS");
+  nlohmann::json opts{{"sprintExecPath", SPRINTRT_SPRINT_SIM_PATH},
+                      {"sprintConfigStr", "--*.corpus=$SPRINTRT_TEST_UNSET_CORPUS"}};
+  auto path = dir.path() + "/unset.json";
+  std::ofstream{path} << opts.dump();
+  write_batch(dir, {4}, 4);
+  auto r = test::run_cli(dir.path(), loss_args(dir, path, write_tags(dir, {segments[0].name})));
+  INFO(r.out << r.err);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::Contains("environment variable SPRINTRT_TEST_UNSET_CORPUS is not set "
+                                    "(in '--*.corpus=$SPRINTRT_TEST_UNSET_CORPUS')"));
+  CHECK(test::child_processes().empty());
+}
+
+TEST_CASE("sprintrt automata makes its output directory, parents too") {
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 2, dim);
+  auto tags = write_tags(dir, {segments[0].name});
+  auto out = dir.path() + "/new/deeper";
+  auto r = test::run_cli(dir.path(), "automata --config " + write_options(dir) + " --tags " + tags +
+                                         " --out-dir " + out);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  CHECK(runtime::read_npy_exact<uint32_t>(out + "/edges.npy"));
+  // A directory that cannot be made fails before any child starts.
+  std::ofstream{dir.path() + "/plain"} << "x";
+  auto bad = test::run_cli(dir.path(), "automata --config " + write_options(dir) + " --tags " +
+                                           tags + " --out-dir " + dir.path() + "/plain/sub");
+  CHECK(bad.status == 1);
+  CHECK_THAT(bad.err, Catch::Contains("cannot create directory '" + dir.path() + "/plain/sub': ") &&
+                          Catch::Contains("Not a directory"));
 }

@@ -109,3 +109,14 @@ TEST_CASE("the demo refuses a forward delay that cannot admit a batch") {
   CHECK(r.status == 1);
   CHECK_THAT(r.err, Catch::Contains("--forward-delay must exceed --batch-size"));
 }
+
+TEST_CASE("the demo checks that it can write its report before training") {
+  test::temp_dir dir;
+  std::ofstream{dir.path() + "/plain"} << "x";
+  auto r = test::run_cli(dir.path(), "demo --epochs 1 --segments 8 --heldout 4 --in-process "
+                                     "--report " +
+                                         dir.path() + "/plain/report");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::Contains("cannot create directory '" + dir.path() + "/plain/report'"));
+  CHECK_THAT(r.out, !Catch::Contains("epoch"));
+}

@@ -10,6 +10,8 @@
 #include "sprintrt/sprint_runtime.hpp"
 #include "tools/sprintrt/batch_files.hpp"
 #include "tools/sprintrt/commands.hpp"
+#include "tools/sprintrt/interrupt.hpp"
+#include "tools/sprintrt/output_directory.hpp"
 #include "tools/sprintrt/progress_bar.hpp"
 
 namespace sprintrt::cli {
@@ -28,13 +30,22 @@ int fail(const std::string& what) {
   return 1;
 }
 
+int interrupted(const interrupt_guard& guard) {
+  std::cerr << "sprintrt automata: interrupted; no output written\n";
+  return guard.exit_status();
+}
+
 int run(const automata_options& cli) {
+  interrupt_guard guard;
   auto opts = load_options(cli.config);
   if (!opts)
     return fail(render(opts.error()));
   auto tags = read_tags(cli.tags);
   if (!tags)
     return fail(render(tags.error()));
+  // Before any Sprint work: a directory we cannot make is known at once.
+  if (auto err = make_output_directory(cli.out_dir))
+    return fail(render(err));
   size_t batch_size = tags->size();
   sprint_runtime rt{runtime_settings_for(*opts)};
   pool_client client{rt, *opts};
@@ -45,21 +56,37 @@ int run(const automata_options& cli) {
                              auto stats = client.stats();
                              return stats ? stats->fsa_exports : 0;
                            }};
-    merged = client.automata(*tags);
+    merged = client.automata(*tags, guard.token());
   }
+  if (guard.interrupted())
+    return interrupted(guard);
   if (!merged)
     return fail(render(merged.error()));
   size_t edges_shape[] = {4, merged->num_edges()};
   size_t weights_shape[] = {merged->num_edges()};
   size_t states_shape[] = {2, batch_size};
+  // Each file appears whole or not at all (write_npy renames a complete
+  // temporary file); a signal while writing removes the ones written.
   auto dir = cli.out_dir + "/";
-  if (auto err = runtime::write_npy<uint32_t>(dir + "edges.npy", edges_shape, merged->edges))
-    return fail(render(err));
-  if (auto err = runtime::write_npy<float>(dir + "weights.npy", weights_shape, merged->weights))
-    return fail(render(err));
-  if (auto err = runtime::write_npy<uint32_t>(dir + "start_end_states.npy", states_shape,
-                                              merged->start_end_states))
-    return fail(render(err));
+  std::vector<std::string> written;
+  auto error = runtime::write_npy<uint32_t>(dir + "edges.npy", edges_shape, merged->edges);
+  if (!error) {
+    written.push_back(dir + "edges.npy");
+    error = runtime::write_npy<float>(dir + "weights.npy", weights_shape, merged->weights);
+  }
+  if (!error) {
+    written.push_back(dir + "weights.npy");
+    error = runtime::write_npy<uint32_t>(dir + "start_end_states.npy", states_shape,
+                                         merged->start_end_states);
+  }
+  if (!error)
+    written.push_back(dir + "start_end_states.npy");
+  if (guard.interrupted()) {
+    remove_outputs(written);
+    return interrupted(guard);
+  }
+  if (error)
+    return fail(render(error));
   if (cli.json_output) {
     nlohmann::json summary{
         {"batch_size", batch_size},
@@ -85,9 +112,8 @@ void add_automata_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--tags", opts->tags, "Segment names, one per line")->required();
   cmd->add_option("--out-dir", opts->out_dir,
                   "Directory for edges.npy (uint32 [4, E]), weights.npy (float32 [E]), "
-                  "start_end_states.npy (uint32 [2, B])")
-      ->required()
-      ->check(CLI::ExistingDirectory);
+                  "start_end_states.npy (uint32 [2, B]); made with its parents if missing")
+      ->required();
   cmd->add_flag("--json", opts->json_output, "Print a JSON summary");
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }

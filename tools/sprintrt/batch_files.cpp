@@ -1,15 +1,21 @@
 #include "tools/sprintrt/batch_files.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
+
+#include <spdlog/spdlog.h>
 
 #include "runtime/npy_file.hpp"
 
 namespace sprintrt::cli {
 
 caf::expected<std::vector<std::string>> read_tags(const std::string& path) {
+  errno = 0;
   std::ifstream in{path};
   if (!in)
-    return make_error(errc::io_error, "tags file '" + path + "' cannot be opened");
+    return make_error(errc::io_error, "tags file '" + path + "' cannot be opened: " +
+                                          (errno != 0 ? std::strerror(errno) : "unknown reason"));
   std::vector<std::string> tags;
   size_t first_blank = 0;
   std::string line;
@@ -32,9 +38,26 @@ caf::expected<std::vector<std::string>> read_tags(const std::string& path) {
   return tags;
 }
 
+caf::expected<runtime::npy_typed_array<float>> read_log_posteriors(const std::string& path) {
+  auto type = runtime::read_npy_dtype(path);
+  if (!type)
+    return std::move(type.error());
+  if (*type != protocol::dtype::float64)
+    return runtime::read_npy_exact<float>(path);
+  // As the Python module's astype(float32): Sprint computes in float32.
+  auto wide = runtime::read_npy_exact<double>(path);
+  if (!wide)
+    return std::move(wide.error());
+  runtime::npy_typed_array<float> narrow;
+  narrow.shape = std::move(wide->shape);
+  narrow.values.assign(wide->values.begin(), wide->values.end());
+  spdlog::info("npy file '{}': float64 log-posteriors converted to float32", path);
+  return narrow;
+}
+
 caf::expected<batch> read_batch(const std::string& log_posteriors, const std::string& seq_lengths,
                                 const std::string& tags) {
-  auto lp = runtime::read_npy_exact<float>(log_posteriors);
+  auto lp = read_log_posteriors(log_posteriors);
   if (!lp)
     return lp.error();
   if (lp->shape.size() != 3)

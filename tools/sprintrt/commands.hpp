@@ -26,6 +26,10 @@ void add_demo_command(CLI::App& app, int& exit_code);
 /// checks a Sprint set-up step by step.
 void add_doctor_command(CLI::App& app, int& exit_code);
 
+/// `sprintrt record --dir D -- EXEC ARGS...`: runs a Sprint program with its
+/// pipe traffic recorded for `pickle-dump`.
+void add_record_command(CLI::App& app, int& exit_code);
+
 /// `sprintrt serve --config OPTIONS.json --port P [--bind ADDR] [--insecure]
 /// [--tls-cert C --tls-key K --tls-ca A] [--port-file F] [--json]`: a worker
 /// pool for trainers on other machines.

@@ -26,6 +26,8 @@
 #include "tools/sprintrt/commands.hpp"
 #include "tools/sprintrt/demo_report.hpp"
 #include "tools/sprintrt/demo_trainer.hpp"
+#include "tools/sprintrt/interrupt.hpp"
+#include "tools/sprintrt/output_directory.hpp"
 #include "tools/sprintrt/progress_bar.hpp"
 
 namespace sprintrt::cli {
@@ -135,6 +137,11 @@ caf::expected<worker_pool_actor> make_pool(sprint_runtime& rt, const demo_option
 }
 
 int run(const demo_options& cli) {
+  interrupt_guard guard;
+  auto interrupted = [&guard] {
+    std::cerr << "sprintrt demo: interrupted; no report written\n";
+    return guard.exit_status();
+  };
   demo_task_config task_config;
   task_config.train_segments = cli.segments;
   task_config.heldout_segments = cli.heldout;
@@ -161,6 +168,10 @@ int run(const demo_options& cli) {
     std::cerr << "sprintrt demo: " << render(err) << "\n";
     return 1;
   };
+  // Before training: a report directory we cannot write is known at once.
+  if (!cli.report_dir.empty())
+    if (auto err = make_output_directory(cli.report_dir))
+      return fail(err);
   auto scratch = runtime::temp_directory::make("sprintrt-demo");
   if (!scratch)
     return fail(scratch.error());
@@ -175,7 +186,8 @@ int run(const demo_options& cli) {
   sched_opts.forward_seq_delay = delay;
   sched_opts.record_timeline = !cli.report_dir.empty();
   seqtrain_client scheduler{rt, *pool, sched_opts};
-  demo_trainer trainer{model, task.train, scheduler, cli.batch_size, cli.learning_rate, cli.seed};
+  demo_trainer trainer{model,    task.train,   scheduler, cli.batch_size, cli.learning_rate,
+                       cli.seed, guard.token()};
 
   bool one = cli.workers == 1;
   std::string workers =
@@ -218,6 +230,8 @@ int run(const demo_options& cli) {
       size_t before = (epoch - 1) * task.train.size();
       auto result =
           trainer.run_epoch(epoch, [&bar, before](size_t done) { bar.update(before + done); });
+      if (guard.interrupted())
+        return interrupted();
       if (!result)
         return fail(result.error());
       auto f = figures_of(epoch, *result, label_error_rate(model, task.heldout), cli.workers);
@@ -239,15 +253,24 @@ int run(const demo_options& cli) {
     }
     bar.finish();
   }
+  if (guard.interrupted())
+    return interrupted();
   report["seconds"] = total_seconds;
   const auto& first = figures.front();
   const auto& last = figures.back();
   bool improved =
       last.loss_per_frame < first.loss_per_frame && last.label_error_rate < first.label_error_rate;
   report["improved"] = improved;
-  if (!cli.report_dir.empty())
-    if (auto err = write_demo_report(cli.report_dir, report.dump(2) + "\n", figures, timeline))
+  if (!cli.report_dir.empty()) {
+    auto err = write_demo_report(cli.report_dir, report.dump(2) + "\n", figures, timeline);
+    if (guard.interrupted()) {
+      remove_outputs({cli.report_dir + "/report.json", cli.report_dir + "/learning_curves.svg",
+                      cli.report_dir + "/timeline.svg"});
+      return interrupted();
+    }
+    if (err)
       return fail(err);
+  }
   if (cli.json_output) {
     std::cout << report.dump(2) << "\n";
   } else {

@@ -8,10 +8,10 @@ namespace sprintrt::cli {
 
 demo_trainer::demo_trainer(demo_model& model, const std::vector<demo_segment>& utterances,
                            seqtrain_client& scheduler, size_t batch_size, float learning_rate,
-                           uint64_t seed)
+                           uint64_t seed, stop_token stop)
     : model_(model), utterances_(utterances), scheduler_(scheduler),
       batch_size_(std::max<size_t>(batch_size, 1)), learning_rate_(learning_rate), order_gen_(seed),
-      order_(utterances.size()) {
+      order_(utterances.size()), stop_(std::move(stop)) {
   std::iota(order_.begin(), order_.end(), size_t{0});
 }
 
@@ -59,7 +59,7 @@ caf::expected<seqtrain_result> demo_trainer::request(const batch_members& member
     layout.parts.push_back({members.first_seq_idx + j, j, 0, 0, length});
   }
   auto wait_start = clock::now();
-  auto reply = scheduler_.train({std::move(layout)});
+  auto reply = scheduler_.train({std::move(layout)}, stop_);
   result.wait_ns +=
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - wait_start).count();
   return reply;

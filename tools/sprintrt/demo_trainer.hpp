@@ -65,9 +65,11 @@ class demo_trainer {
 public:
   /// Trains `model` on `utterances` through `scheduler`, batches of
   /// `batch_size` in an order drawn from `seed`. All references must
-  /// outlive the trainer.
+  /// outlive the trainer. A stop requested through `stop` ends the wait for
+  /// a train reply with `cancelled`.
   demo_trainer(demo_model& model, const std::vector<demo_segment>& utterances,
-               seqtrain_client& scheduler, size_t batch_size, float learning_rate, uint64_t seed);
+               seqtrain_client& scheduler, size_t batch_size, float learning_rate, uint64_t seed,
+               stop_token stop = {});
 
   /// Runs epoch `epoch` (one pass over the utterances), calling
   /// `progress(done)` after each batch. Errors are the scheduler's.
@@ -111,6 +113,7 @@ private:
   std::vector<size_t> order_;
   clock::time_point epoch_start_;
   std::vector<trainer_interval>* intervals_ = nullptr;
+  stop_token stop_;
 };
 
 } // namespace sprintrt::cli

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -23,12 +24,17 @@
 #include "protocol/messages.hpp"
 #include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
+#include "runtime/child_environment.hpp"
 #include "runtime/child_spawn.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/output_tail.hpp"
+#include "runtime/sprint_args.hpp"
 #include "runtime/sprint_channel.hpp"
 #include "runtime/wire_format.hpp"
 #include "tools/sprintrt/commands.hpp"
+#include "tools/sprintrt/python_reading.hpp"
+
+extern char** environ;
 
 namespace sprintrt::cli {
 
@@ -97,6 +103,23 @@ std::string shell_quote(const std::string& arg) {
   return quoted + "'";
 }
 
+/// The `sprintConfigStr` string as written in the options file (through a
+/// `config:NAME` reference), if it is a string.
+std::optional<std::string> raw_config_string(const std::string& path) {
+  std::ifstream in{path};
+  auto doc = json::parse(in, nullptr, false);
+  if (!doc.is_object() || !doc.contains("sprintConfigStr") || !doc["sprintConfigStr"].is_string())
+    return std::nullopt;
+  auto text = doc["sprintConfigStr"].get<std::string>();
+  if (text.rfind("config:", 0) == 0) {
+    auto key = text.substr(7);
+    if (!doc.contains(key) || !doc[key].is_string())
+      return std::nullopt;
+    return doc[key].get<std::string>();
+  }
+  return text;
+}
+
 double elapsed_ms(clock::time_point since) {
   return std::chrono::duration<double, std::milli>(clock::now() - since).count();
 }
@@ -115,6 +138,17 @@ public:
     summary_["options"] = json::parse(to_json_string(opts_));
     if (auto err = runtime::check_executable(opts_.sprint_exec_path))
       return diagnose("program", render(err));
+    // The arguments as the child will get them: an unset variable is named
+    // here, before anything starts.
+    auto lookup = runtime::environment_lookup(runtime::child_environment(opts_.env, environ));
+    if (auto words = runtime::expand_sprint_config(opts_, lookup); !words)
+      return diagnose("arguments", render(words.error()));
+    summary_["warnings"] = json::array();
+    for (const auto& line :
+         python_reading_differences(opts_, lookup, raw_config_string(cli_.config))) {
+      summary_["warnings"].push_back(line);
+      say("warning: " + line);
+    }
     format_ = runtime::wire_format_of(opts_);
     io_.emplace();
     auto start = clock::now();

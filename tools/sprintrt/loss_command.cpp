@@ -13,6 +13,7 @@
 #include "sprintrt/sprint_runtime.hpp"
 #include "tools/sprintrt/batch_files.hpp"
 #include "tools/sprintrt/commands.hpp"
+#include "tools/sprintrt/interrupt.hpp"
 #include "tools/sprintrt/progress_bar.hpp"
 
 namespace sprintrt::cli {
@@ -36,7 +37,13 @@ int fail(const std::string& what) {
   return 1;
 }
 
+int interrupted(const interrupt_guard& guard) {
+  std::cerr << "sprintrt loss: interrupted; no output written\n";
+  return guard.exit_status();
+}
+
 int run(const loss_options& cli) {
+  interrupt_guard guard;
   auto opts = load_options(cli.config);
   if (!opts)
     return fail(render(opts.error()));
@@ -57,25 +64,44 @@ int run(const loss_options& cli) {
                              auto stats = client.stats();
                              return stats ? stats->segments + stats->failed_segments : 0;
                            }};
-    result = client.compute(std::move(*input));
+    result = client.compute(std::move(*input), guard.token());
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (guard.interrupted())
+    return interrupted(guard);
   if (!result)
     return fail(render(result.error()));
+  // Each file appears whole or not at all (write_npy renames a complete
+  // temporary file); a signal while writing removes the ones written.
   size_t loss_shape[] = {tags.size()};
-  if (auto err = runtime::write_npy<float>(cli.loss_out, loss_shape, result->loss))
-    return fail(render(err));
-  if (auto err = runtime::write_npy<float>(
-          cli.error_signal_out, shape,
-          span<const float>{result->error_signal.data(), result->error_signal.size()}))
-    return fail(render(err));
+  std::vector<std::string> written;
+  auto error = runtime::write_npy<float>(cli.loss_out, loss_shape, result->loss);
+  if (!error) {
+    written.push_back(cli.loss_out);
+    error = runtime::write_npy<float>(
+        cli.error_signal_out, shape,
+        span<const float>{result->error_signal.data(), result->error_signal.size()});
+    if (!error)
+      written.push_back(cli.error_signal_out);
+  }
+  if (guard.interrupted()) {
+    remove_outputs(written);
+    return interrupted(guard);
+  }
+  if (error)
+    return fail(render(error));
   auto stats = client.stats();
   int64_t frames = 0;
   double loss_sum = 0;
+  // Sprint skips a segment it cannot align (loss inf, zero error signal):
+  // the sum leaves it out, and the summary names it.
+  std::vector<size_t> skipped;
   for (size_t b = 0; b < tags.size(); ++b) {
     frames += lengths[b];
     if (std::isfinite(result->loss[b]))
       loss_sum += result->loss[b];
+    else
+      skipped.push_back(b);
   }
   if (cli.json_output) {
     json summary;
@@ -89,6 +115,10 @@ int run(const loss_options& cli) {
       summary["segments"].push_back({{"tag", tags[b]},
                                      {"frames", lengths[b]},
                                      {"loss", protocol::float_to_json(result->loss[b])}});
+    summary["skipped"] = json::array();
+    for (size_t b : skipped)
+      summary["skipped"].push_back({{"index", b}, {"tag", tags[b]}});
+    summary["loss_sum"] = loss_sum;
     summary["workers"] = json::array();
     if (stats)
       for (const auto& w : stats->workers)
@@ -102,7 +132,14 @@ int run(const loss_options& cli) {
   } else {
     std::cout << "computed " << tags.size() << " segments (" << frames << " frames) in " << seconds
               << " s on " << (stats ? stats->workers.size() : 0) << " worker(s); loss sum "
-              << loss_sum << "; wrote " << cli.loss_out << " and " << cli.error_signal_out << "\n";
+              << loss_sum;
+    if (!skipped.empty()) {
+      std::cout << " over " << tags.size() - skipped.size() << "; Sprint skipped " << skipped.size()
+                << " (loss inf, zero error signal):";
+      for (size_t b : skipped)
+        std::cout << " " << tags[b];
+    }
+    std::cout << "; wrote " << cli.loss_out << " and " << cli.error_signal_out << "\n";
   }
   return 0;
 }
@@ -114,7 +151,9 @@ void add_loss_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("loss", "Compute a batch's loss and error signal from .npy files");
   cmd->add_option("--config", opts->config, "Options JSON file (RETURNN's sprint_opts)")
       ->required();
-  cmd->add_option("--log-posteriors", opts->log_posteriors, "float32 [T, B, D] .npy")->required();
+  cmd->add_option("--log-posteriors", opts->log_posteriors,
+                  "float32 [T, B, D] .npy (float64 is converted)")
+      ->required();
   cmd->add_option("--seq-lengths", opts->seq_lengths, "int32 or int64 [B] .npy")->required();
   cmd->add_option("--tags", opts->tags, "Segment names, one per line")->required();
   cmd->add_option("--loss-out", opts->loss_out, "Where to write float32 [B] losses")->required();

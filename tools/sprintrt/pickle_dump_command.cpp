@@ -2,15 +2,22 @@
 // traffic and prints one typed JSON value per line (the form of the golden
 // vectors). A debugging tool for users who capture what flows between
 // RETURNN and RASR, and the way to see what our own encoder writes.
+// `--summary` prints each array as its dtype, shape, minimum and maximum
+// instead of every element (a batch's posteriors are megabytes of JSON).
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
 #include "protocol/framing.hpp"
+#include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
 #include "protocol/value_json.hpp"
 #include "tools/sprintrt/commands.hpp"
@@ -23,7 +30,84 @@ struct pickle_dump_options {
   std::string file;
   std::string framing = "length_prefixed";
   size_t max_message_size = protocol::default_max_message_size;
+  bool summary = false;
 };
+
+using json = nlohmann::json;
+
+/// The smallest and largest element of `a` as `T`, NaNs counted apart.
+template <class T>
+json array_range(const protocol::ndarray& a) {
+  size_t n = a.num_elements();
+  size_t nans = 0;
+  bool any = false;
+  T lo{}, hi{};
+  for (size_t i = 0; i < n; ++i) {
+    T x = protocol::element<T>(a, i);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(x)) {
+        ++nans;
+        continue;
+      }
+    }
+    if (!any || x < lo)
+      lo = x;
+    if (!any || x > hi)
+      hi = x;
+    any = true;
+  }
+  json range = json::object();
+  if (any) {
+    if constexpr (std::is_floating_point_v<T>) {
+      range["min"] = protocol::float_to_json(lo);
+      range["max"] = protocol::float_to_json(hi);
+    } else {
+      range["min"] = lo;
+      range["max"] = hi;
+    }
+  }
+  if (nans > 0)
+    range["nan_count"] = nans;
+  return range;
+}
+
+/// The typed JSON form of `x` (protocol/value_json.hpp), but every array as
+/// {"ndarray_summary": {"dtype", "shape", "min", "max"}} (min and max absent
+/// for an empty array; "nan_count" when there are NaNs, which min and max
+/// leave out).
+json summary_json(const protocol::value& x) {
+  using kind = protocol::value::kind;
+  switch (x.type()) {
+  case kind::tuple:
+  case kind::list: {
+    json items = json::array();
+    for (const auto& item : x.as_items())
+      items.push_back(summary_json(item));
+    return {{x.is(kind::tuple) ? "tuple" : "list", std::move(items)}};
+  }
+  case kind::dict: {
+    json pairs = json::array();
+    for (const auto& [k, v] : x.as_dict())
+      pairs.push_back(json::array({summary_json(k), summary_json(v)}));
+    return {{"dict", std::move(pairs)}};
+  }
+  case kind::ndarray: {
+    const auto& a = x.as_ndarray();
+    using protocol::dtype;
+    json range = a.type == dtype::float32   ? array_range<float>(a)
+                 : a.type == dtype::float64 ? array_range<double>(a)
+                 : a.type == dtype::int32   ? array_range<int32_t>(a)
+                 : a.type == dtype::uint32  ? array_range<uint32_t>(a)
+                 : a.type == dtype::int64   ? array_range<int64_t>(a)
+                                            : array_range<uint8_t>(a);
+    json body{{"dtype", protocol::to_string(a.type)}, {"shape", a.shape}};
+    body.update(range);
+    return {{"ndarray_summary", std::move(body)}};
+  }
+  default:
+    return protocol::to_json(x);
+  }
+}
 
 /// Prints one decoded message; returns false (after reporting) on an error.
 bool print_message(const pickle_dump_options& opts, size_t index,
@@ -34,8 +118,8 @@ bool print_message(const pickle_dump_options& opts, size_t index,
               << render(x.error()) << "\n";
     return false;
   }
-  std::cout << protocol::to_json(*x).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-            << "\n";
+  auto j = opts.summary ? summary_json(*x) : protocol::to_json(*x);
+  std::cout << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   return true;
 }
 
@@ -44,9 +128,11 @@ int run(const pickle_dump_options& opts) {
   std::istream* in = &std::cin;
   std::ifstream file;
   if (opts.file != "-") {
+    errno = 0;
     file.open(opts.file, std::ios::binary);
     if (!file) {
-      std::cerr << "sprintrt pickle-dump: cannot open " << opts.file << "\n";
+      std::cerr << "sprintrt pickle-dump: cannot open " << opts.file << ": "
+                << (errno != 0 ? std::strerror(errno) : "unknown reason") << "\n";
       return 1;
     }
     in = &file;
@@ -97,6 +183,8 @@ void add_pickle_dump_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-message-size", opts->max_message_size,
                   "Larger messages are an error (bytes)")
       ->capture_default_str();
+  cmd->add_flag("--summary", opts->summary,
+                "Print each array's dtype, shape, min and max instead of its elements");
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 

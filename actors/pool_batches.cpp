@@ -236,24 +236,30 @@ void send_first(pool_pointer self, std::shared_ptr<Progress> progress, size_t w)
     else
       send_next(self, progress, w);
   };
-  // An answer to an abandoned request only frees its worker.
-  auto settled = [self, progress, w, sent, worker_request] {
+  // An answer to an abandoned request only frees its worker (counting what
+  // it computed into its measured speed).
+  auto settled = [self, progress, w, sent, worker_request](bool computed) {
     progress->at_workers.erase(worker_request);
     if (!progress->abandoned)
       return false;
     --progress->outstanding[w];
-    sent->held.withdraw();
+    if (computed)
+      sent->held.release();
+    else
+      sent->held.withdraw();
     serve_waiting(self);
     return true;
   };
   asked.then(
-      [self, progress, sent, answered](typename kind::reply_type& reply) {
+      [self, progress, sent, answered, settled](typename kind::reply_type& reply) {
+        if (settled(true))
+          return;
         progress->store(sent->index, std::move(reply));
         kind::count_served(self->state.stats);
         answered();
       },
       [self, progress, w, sent, used, answered, settled](caf::error& err) {
-        if (settled())
+        if (settled(false))
           return;
         if (worker_was_unavailable(err) && sent->reroutes < max_reroutes(self)) {
           // Not computed: it goes elsewhere, with the rest of this

@@ -62,7 +62,7 @@ void send_single(pool_pointer self, size_t index, Request req, size_t resends, s
       [self, sent](typename kind::reply_type& reply) {
         auto& st = self->state;
         if (sent->abandoned) {
-          sent->held.withdraw();
+          sent->held.release(); // computed: it counts into the speed
           serve_waiting(self);
           return;
         }

@@ -224,17 +224,29 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
   } else if (was_starting) {
     ++st.start_failures;
     if (st.start_failures > st.opts.max_retries || permanent(cause)) {
-      // Nothing works without a child: fail everything that waits.
+      // Nothing works without a child: fail everything that waits. Each
+      // caller gets the cause; it was logged at the first attempt.
       auto failed = make_error(cause == errc::timeout ? errc::timeout : errc::child_failed,
                                st.label + ": the Sprint child could not be started: " + what);
-      spdlog::error("{}", render(failed));
+      if (st.start_failures == 1)
+        spdlog::warn("{}", render(failed));
+      else
+        spdlog::info("{}: the Sprint child failed to start {} times; failing {} request(s)",
+                     st.label, st.start_failures, st.queue.size());
+      st.stats.requests_failed += st.queue.size();
       for (auto& req : st.queue)
-        fail_request(self, req, failed);
+        req.fail(failed);
       st.queue.clear();
       st.start_failures = 0;
       return;
     }
-    spdlog::warn("{}: the Sprint child failed to start: {}", st.label, what);
+    // Said once, with the child's output; the retries only count.
+    if (st.start_failures == 1)
+      spdlog::warn("{}: the Sprint child failed to start: {}; trying again ({} more attempt(s))",
+                   st.label, what, st.opts.max_retries);
+    else
+      spdlog::info("{}: the Sprint child failed to start again (attempt {} of {})", st.label,
+                   st.start_failures, st.opts.max_retries + 1);
   } else {
     spdlog::warn("{}: {}", st.label, what);
   }
@@ -263,10 +275,14 @@ void abandon(worker_pointer self, const request_origin& origin) {
   }
   if (auto req = take_request(st.in_flight, origin)) {
     cancel(*req);
-    if (st.current == phase::ready && !st.dying) {
+    // Whatever the child still sends would be taken as the answer to the
+    // request behind it: from now on it is ignored, also from a child that
+    // is being killed already (its down report then handles the rest).
+    st.broken = true;
+    if (!st.dying) {
       st.abandoned = true;
-      condemn_child(self, make_error(errc::cancelled, "stopped: it held a request its caller "
-                                                      "cancelled"));
+      kill_child(self, make_error(errc::cancelled, "stopped: it held a request its caller "
+                                                   "cancelled"));
     }
   }
 }

@@ -15,6 +15,8 @@
 #include <caf/exit_reason.hpp>
 #include <caf/scheduler/coordinator.hpp>
 #include <caf/send.hpp>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "actors/affine_sharing.hpp"
 #include "sim/corpus.hpp"
@@ -349,4 +351,62 @@ TEST_CASE("the runtime schedules actors from a shared queue unless told otherwis
   sprint_runtime rt{stealing};
   CHECK(caf::get_or(rt.system().config(), "scheduler.policy", caf::atom("none")) ==
         caf::atom("stealing"));
+}
+
+namespace {
+
+/// Routes spdlog's default logger into a ring buffer while it lives.
+struct captured_log {
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink =
+      std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100);
+  std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
+  captured_log() {
+    auto logger = std::make_shared<spdlog::logger>("captured", sink);
+    logger->set_level(spdlog::level::info);
+    logger->set_pattern("%l %v");
+    spdlog::set_default_logger(logger);
+  }
+  ~captured_log() { spdlog::set_default_logger(previous); }
+  captured_log(const captured_log&) = delete;
+  captured_log& operator=(const captured_log&) = delete;
+
+  /// The records that contain `text`.
+  std::vector<std::string> containing(const std::string& text) const {
+    std::vector<std::string> found;
+    for (auto& line : sink->last_formatted())
+      if (line.find(text) != std::string::npos)
+        found.push_back(line);
+    return found;
+  }
+};
+
+} // namespace
+
+TEST_CASE("a child that cannot start is logged once, and the batch lists its segments in order") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 3, dim);
+    auto opts = sim_options(test::corpus_path(dir), {"fault=exit-at-start"});
+    opts.max_retries = 2;
+    captured_log log;
+    sprint_runtime rt;
+    pool_client client{rt, opts};
+    // Longest first: the worker gets segments 1, 2, 0 in that order.
+    auto result = client.compute(make_batch(segments, {3, 5, 4}, 1));
+    REQUIRE_FALSE(result);
+    auto text = render(result.error());
+    auto first = text.find("segment 0 ");
+    auto second = text.find("segment 1 ");
+    auto third = text.find("segment 2 ");
+    REQUIRE(third != std::string::npos);
+    CHECK(first < second);
+    CHECK(second < third);
+    rt.shutdown();
+    // The cause with the child's output once; the retries only counted.
+    CHECK(log.containing("exited with status 2").size() == 1);
+    CHECK(log.containing("failed to start again (attempt 2 of 3)").size() == 1);
+    CHECK(log.containing("failed to start 3 times; failing 3 request(s)").size() == 1);
+  }
+  check_nothing_left(fds);
 }

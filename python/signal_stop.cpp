@@ -14,15 +14,23 @@ bool on_main_thread() {
   return PyThread_get_thread_ident() == main_ident;
 }
 
+/// Set while this thread runs Python's signal handlers for a waiting call.
+/// A handler that calls sprintrt again waits without polling: handlers
+/// must not run inside handlers.
+thread_local bool running_handlers = false;
+
 } // namespace
 
 signal_stop::signal_stop() {
-  if (!on_main_thread())
+  if (running_handlers || !on_main_thread())
     return;
   // Runs on the waiting thread without the GIL; the handlers run with it.
   stop_source source{[raised = raised_] {
     py::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() == 0)
+    running_handlers = true;
+    int status = PyErr_CheckSignals();
+    running_handlers = false;
+    if (status == 0)
       return false;
     PyErr_Fetch(&raised->type, &raised->value, &raised->traceback);
     return true;

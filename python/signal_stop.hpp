@@ -26,7 +26,8 @@ class signal_stop {
 public:
   /// A stop for a call on the current thread: one that Python signals can
   /// request on the main thread; one that never stops elsewhere (Python
-  /// runs signal handlers only on the main thread).
+  /// runs signal handlers only on the main thread) or inside a signal
+  /// handler that a waiting call runs.
   signal_stop();
 
   /// Drops an exception that was never raised (with the GIL held).

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "sprintrt/seqtrain_client.hpp"
+#include "sprintrt/sim_worker.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "sprintrt/stop_token.hpp"
 #include "tests/integration/integration_support.hpp"
@@ -30,6 +31,11 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 constexpr size_t dim = 6;
+
+/// How soon a stopped call must return: the poll interval and a few
+/// messages, with a margin for sanitizer builds, and well short of the
+/// segment delays below.
+constexpr std::chrono::milliseconds answer_bound{500};
 
 /// Runs `call(token)` on another thread, requests the stop `after` later,
 /// and returns the call's result with the time from the stop to its return.
@@ -73,8 +79,8 @@ TEST_CASE("a stopped batch returns cancelled at once, and the next batch is exac
   {
     test::temp_dir dir;
     auto segments = test::write_corpus(dir, 16, dim);
-    // 16 segments of 300 ms over two children: 2.4 s uninterrupted.
-    auto opts = sim_options(test::corpus_path(dir), {"delay-ms=300"});
+    // 16 segments of 1 s over two children: 8 s uninterrupted.
+    auto opts = sim_options(test::corpus_path(dir), {"delay-ms=1000"});
     opts.num_instances = 2;
     sprint_runtime rt;
     pool_client client{rt, opts};
@@ -82,14 +88,14 @@ TEST_CASE("a stopped batch returns cancelled at once, and the next batch is exac
     auto want = client.compute(small());
     REQUIRE(want);
 
-    auto [result, latency] = stop_after(std::chrono::milliseconds{500}, [&](stop_token stop) {
+    auto [result, latency] = stop_after(std::chrono::milliseconds{300}, [&](stop_token stop) {
       return client.compute(test::make_batch(segments, 0, 16, dim, 4, 5, 7), stop);
     });
     REQUIRE_FALSE(result);
     CHECK(result.error() == errc::cancelled);
-    // Within the token's poll interval and the pool's answer, not the
-    // remaining ~1.9 s of the batch.
-    CHECK(latency < std::chrono::milliseconds{1000});
+    // Within the token's poll interval and the pool's answer, not when the
+    // segments being computed end (700 ms later).
+    CHECK(latency < answer_bound);
     // Both children were computing one of its segments: both were stopped.
     CHECK(restarts(client) == 0); // a child is restarted only when next needed
     auto again = client.compute(small());
@@ -99,6 +105,40 @@ TEST_CASE("a stopped batch returns cancelled at once, and the next batch is exac
     rt.shutdown();
   }
   check_nothing_left(fds);
+}
+
+TEST_CASE("a stopped batch on in-process workers returns cancelled, and the next is exact") {
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 12, dim);
+  auto opts = sim_options(test::corpus_path(dir));
+  opts.num_instances = 2;
+  sim_worker_behavior slow;
+  slow.min_delay = slow.max_delay = std::chrono::milliseconds{1000};
+  auto source = sim_worker_source(opts, slow);
+  REQUIRE(source);
+  sprint_runtime rt;
+  pool_client client{rt, rt.pool(std::move(*source))};
+  auto small = [&] { return test::make_batch(segments, 0, 2, dim, 4, 3, 11); };
+  auto want = client.compute(small());
+  REQUIRE(want);
+  auto [result, latency] = stop_after(std::chrono::milliseconds{500}, [&](stop_token stop) {
+    return client.compute(test::make_batch(segments, 0, 12, dim, 4, 5, 7), stop);
+  });
+  REQUIRE_FALSE(result);
+  CHECK(result.error() == errc::cancelled);
+  CHECK(latency < answer_bound);
+  auto again = client.compute(small());
+  REQUIRE(again);
+  CHECK(same_bits(*want, *again));
+  // The workers dropped all of its 12 segments, the two they were serving
+  // (500 ms into 1 s each) too: they served the two small batches only.
+  auto stats = client.stats();
+  REQUIRE(stats);
+  uint64_t served = 0;
+  for (const auto& w : stats->workers)
+    served += w.requests_served;
+  CHECK(served == 2 + 2);
+  rt.shutdown();
 }
 
 TEST_CASE("a batch on a hung child is stopped, and the next batch is exact") {
@@ -116,7 +156,7 @@ TEST_CASE("a batch on a hung child is stopped, and the next batch is exact") {
     });
     REQUIRE_FALSE(result);
     CHECK(result.error() == errc::cancelled);
-    CHECK(latency < std::chrono::milliseconds{1000});
+    CHECK(latency < answer_bound);
     // The next child answers two requests again: a batch of two is exact.
     auto again = client.compute(test::make_batch(segments, 0, 2, dim, 4, 3, 5));
     REQUIRE(again);
@@ -131,41 +171,92 @@ TEST_CASE("a batch on a hung child is stopped, and the next batch is exact") {
   check_nothing_left(fds);
 }
 
-TEST_CASE("stopped automata and a stopped single segment return cancelled") {
+TEST_CASE("stopped automata return cancelled, and the pool serves on") {
   test::fd_snapshot fds;
   {
     test::temp_dir dir;
     auto segments = test::write_corpus(dir, 8, dim);
-    auto opts = sim_options(test::corpus_path(dir), {"delay-ms=400"});
+    auto opts = sim_options(test::corpus_path(dir), {"delay-ms=1000"});
     sprint_runtime rt;
     pool_client client{rt, opts};
     std::vector<std::string> tags;
     for (const auto& s : segments)
       tags.push_back(s.name);
-    auto [automata, automata_latency] =
-        stop_after(std::chrono::milliseconds{300},
-                   [&](stop_token stop) { return client.automata(tags, stop); });
+    auto [automata, latency] = stop_after(std::chrono::milliseconds{300}, [&](stop_token stop) {
+      return client.automata(tags, stop);
+    });
     REQUIRE_FALSE(automata);
     CHECK(automata.error() == errc::cancelled);
-    CHECK(automata_latency < std::chrono::milliseconds{1000});
+    CHECK(latency < answer_bound);
+    CHECK(client.automata({segments[1].name}));
+    rt.shutdown();
+  }
+  check_nothing_left(fds);
+}
 
-    auto lp = test::random_log_posteriors(5, dim, 3);
-    auto job = test::make_job(segments[0].name, lp, dim);
-    auto output = job.error_signal;
-    auto [loss, loss_latency] = stop_after(std::chrono::milliseconds{200}, [&](stop_token stop) {
-      return client.compute_segment(job, stop);
-    });
-    REQUIRE_FALSE(loss);
-    CHECK(loss.error() == errc::cancelled);
-    CHECK(loss_latency < std::chrono::milliseconds{1000});
-    // Nothing was written into the caller's output, then or later.
-    std::this_thread::sleep_for(std::chrono::milliseconds{500});
-    for (size_t r = 0; r < output.rows; ++r)
-      for (size_t c = 0; c < output.cols; ++c)
-        REQUIRE(output.row(r)[c] == 0.0f);
-    // The pool still serves.
-    auto fsa = client.automata({segments[1].name});
-    CHECK(fsa);
+TEST_CASE("a stopped single segment writes nothing into its output, then or later") {
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 2, dim);
+  // An in-process worker computes the reply itself: it would write it.
+  sim_worker_behavior slow;
+  slow.min_delay = slow.max_delay = std::chrono::milliseconds{400};
+  auto source = sim_worker_source(sim_options(test::corpus_path(dir)), slow);
+  REQUIRE(source);
+  sprint_runtime rt;
+  pool_client client{rt, rt.pool(std::move(*source))};
+  auto lp = test::random_log_posteriors(5, dim, 3);
+  auto job = test::make_job(segments[0].name, lp, dim);
+  auto output = job.error_signal;
+  auto [loss, latency] = stop_after(std::chrono::milliseconds{100}, [&](stop_token stop) {
+    return client.compute_segment(job, stop);
+  });
+  REQUIRE_FALSE(loss);
+  CHECK(loss.error() == errc::cancelled);
+  CHECK(latency < answer_bound);
+  std::this_thread::sleep_for(std::chrono::milliseconds{600}); // past the reply's time
+  for (size_t r = 0; r < output.rows; ++r)
+    for (size_t c = 0; c < output.cols; ++c)
+      REQUIRE(output.row(r)[c] == 0.0f);
+  // Stopped before it starts: cancelled without waiting for the worker.
+  stop_source already;
+  already.request_stop();
+  auto early =
+      client.compute_segment(test::make_job(segments[1].name, lp, dim), already.get_token());
+  REQUIRE_FALSE(early);
+  CHECK(early.error() == errc::cancelled);
+  rt.shutdown();
+}
+
+TEST_CASE("another caller's segments written behind a stopped one are resent and exact") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 4, dim);
+    // One child, 300 ms per segment: the other caller's two segments wait
+    // in its pipe behind the stopped batch's two when it is killed.
+    auto opts = sim_options(test::corpus_path(dir), {"delay-ms=300"});
+    sprint_runtime rt;
+    pool_client client{rt, opts};
+    auto other = [&] { return test::make_batch(segments, 2, 2, dim, 4, 3, 21); };
+    auto want = client.compute(other());
+    REQUIRE(want);
+    caf::expected<batch_result> got = make_error(errc::timeout, "not returned");
+    stop_source stop;
+    std::thread stopped_caller{[&] {
+      auto r = client.compute(test::make_batch(segments, 0, 2, dim, 4, 3, 5), stop.get_token());
+      CHECK(r.error() == errc::cancelled);
+    }};
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    std::thread other_caller{[&] { got = client.compute(other()); }};
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+    stop.request_stop();
+    stopped_caller.join();
+    other_caller.join();
+    REQUIRE(got);
+    CHECK(same_bits(*want, *got));
+    auto stats = client.stats();
+    REQUIRE(stats);
+    CHECK(stats->workers.at(0).requests_failed == 0); // the resend was not charged
     rt.shutdown();
   }
   check_nothing_left(fds);
@@ -189,7 +280,7 @@ TEST_CASE("a stopped train request returns cancelled, and the same request is an
     });
     REQUIRE_FALSE(result);
     CHECK(result.error() == errc::cancelled);
-    CHECK(latency < std::chrono::milliseconds{1000});
+    CHECK(latency < answer_bound);
     auto answered = sched.train({layout});
     REQUIRE(answered);
     CHECK(answered->loss.size() == 2);

@@ -497,3 +497,34 @@ TEST_CASE("sprintrt serve refuses an open address without TLS, and half a TLS se
   CHECK(half.err.find("TLS needs all of --tls-cert, --tls-key and --tls-ca") != std::string::npos);
   CHECK(test::child_processes().empty());
 }
+
+TEST_CASE("a stopped batch on a remote pool returns cancelled, and the next batch is exact") {
+  test::fd_snapshot fds;
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 8, dim);
+  auto base = test::sim_options(test::corpus_path(dir));
+  {
+    // Two served children of 300 ms per segment: 1.2 s for the batch.
+    auto slow = test::sim_options(test::corpus_path(dir), {"delay-ms=300"});
+    serve_process server{dir, "a", with_instances(slow, 2)};
+    sprint_runtime rt;
+    pool_client local{rt, with_instances(base, 1)};
+    pool_client remote_only{rt, trainer_options(slow, {server.endpoint()}, 0)};
+    stop_source stop;
+    std::thread stopper{[&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds{400});
+      stop.request_stop();
+    }};
+    auto stopped = remote_only.compute(make_batch(segments, 0, 8), stop.get_token());
+    stopper.join();
+    REQUIRE_FALSE(stopped);
+    CHECK(stopped.error() == errc::cancelled);
+    auto want = local.compute(make_batch(segments, 0, 2));
+    REQUIRE(want);
+    auto got = remote_only.compute(make_batch(segments, 0, 2));
+    REQUIRE(got);
+    check_identical(*got, *want);
+    rt.shutdown();
+  }
+  check_nothing_left(fds);
+}

@@ -48,7 +48,7 @@ TEST_CASE("a bare sprintrt lists its commands and fails") {
   CHECK_THAT(r.out, Catch::Contains(level_list));
 }
 
-TEST_CASE("--log-level takes the Python module's names, before or after the subcommand") {
+TEST_CASE("the CLI's --log-level takes the Python module's names, before or after the subcommand") {
   test::temp_dir dir;
   auto segments = test::write_corpus(dir, 1, 5);
   auto opts = write_options(dir, "--*.corpus=" + test::corpus_path(dir));

@@ -1,6 +1,7 @@
 // Sprint children end with their trainer, however it ends: a trainer process
 // (sprintrt-dying-trainer) whose two children hang in a request is killed
-// with SIGKILL or SIGTERM, and both children must be gone within 2 s.
+// with SIGKILL or SIGTERM, and both children must be gone within 2 s; so are
+// those of a `sprintrt serve` that is killed while they hang.
 //
 // The test makes itself a child subreaper for the time of a case, so the
 // orphaned children become its own: it reaps them by pid and sees how they
@@ -18,12 +19,17 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "sprintrt/pool_client.hpp"
+#include "sprintrt/sprint_runtime.hpp"
+#include "tests/integration/cli_support.hpp"
 #include "tests/integration/integration_support.hpp"
+#include "tests/integration/seqtrain_support.hpp"
 #include "tests/support/process_checks.hpp"
 
 extern char** environ;
@@ -115,6 +121,28 @@ orphan_end reap_orphan(pid_t pid, std::chrono::steady_clock::time_point since,
   return end;
 }
 
+/// Checks that each of `children`, orphaned at `died`, is reaped within 2 s
+/// (killed by SIGKILL within 1 s); kills and reaps any that is not.
+void check_orphans_die(const std::vector<pid_t>& children,
+                       std::chrono::steady_clock::time_point died) {
+  for (pid_t child : children) {
+    INFO("Sprint child pid " << child);
+    auto end = reap_orphan(child, died, 2s);
+    CHECK(end.reaped);
+    if (!end.reaped) {
+      // Leave nothing behind for the next test.
+      ::kill(child, SIGKILL);
+      ::waitpid(child, nullptr, 0);
+      continue;
+    }
+    CHECK(WIFSIGNALED(end.status));
+    CHECK(WTERMSIG(end.status) == SIGKILL);
+    CHECK(end.elapsed < 1s);
+    struct stat info;
+    CHECK(::stat(("/proc/" + std::to_string(child)).c_str(), &info) != 0);
+  }
+}
+
 void check_children_die_with_trainer(int signal) {
   test::fd_snapshot fds;
   {
@@ -132,23 +160,7 @@ void check_children_die_with_trainer(int signal) {
     REQUIRE(::waitpid(trainer, &status, 0) == trainer);
     CHECK(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == signal);
-    const auto died = std::chrono::steady_clock::now();
-    for (pid_t child : children) {
-      INFO("Sprint child pid " << child);
-      auto end = reap_orphan(child, died, 2s);
-      CHECK(end.reaped);
-      if (!end.reaped) {
-        // Leave nothing behind for the next test.
-        ::kill(child, SIGKILL);
-        ::waitpid(child, nullptr, 0);
-        continue;
-      }
-      CHECK(WIFSIGNALED(end.status));
-      CHECK(WTERMSIG(end.status) == SIGKILL);
-      CHECK(end.elapsed < 1s);
-      struct stat info;
-      CHECK(::stat(("/proc/" + std::to_string(child)).c_str(), &info) != 0);
-    }
+    check_orphans_die(children, std::chrono::steady_clock::now());
   }
   CHECK(test::child_processes().empty());
   CHECK(fds.leaked_fds().empty());
@@ -162,4 +174,49 @@ TEST_CASE("Sprint children die within 1 s when their trainer is killed with SIGK
 
 TEST_CASE("Sprint children die within 1 s when their trainer is killed with SIGTERM") {
   check_children_die_with_trainer(SIGTERM);
+}
+
+TEST_CASE("the children of sprintrt serve die within 1 s when it is killed with SIGKILL") {
+  test::fd_snapshot fds;
+  {
+    subreaper reaper;
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 2, 5);
+    // Two served children that hang in their first request.
+    auto served = test::sim_options(test::corpus_path(dir), {"fault=hang"});
+    served.num_instances = 2;
+    auto config = dir.path() + "/serve.json";
+    std::ofstream{config} << to_json_string(served);
+    auto port_file = dir.path() + "/serve.port";
+    auto serve = test::start_cli(
+        dir.path(), {"serve", "--config", config, "--port", "0", "--port-file", port_file});
+    uint16_t port = 0;
+    for (auto deadline = std::chrono::steady_clock::now() + 20s;
+         port == 0 && std::chrono::steady_clock::now() < deadline;
+         std::this_thread::sleep_for(10ms))
+      std::ifstream{port_file} >> port;
+    REQUIRE(port != 0);
+    sprint_runtime rt;
+    auto opts = served;
+    opts.num_instances = 0;
+    opts.remote = {{"127.0.0.1", port}};
+    pool_client client{rt, opts};
+    // The batch fails once its remote pool is gone.
+    std::thread trainer{
+        [&] { (void)client.compute(test::make_batch(segments, 0, 2, 5, 4, 1, 3)); }};
+    std::vector<pid_t> children;
+    for (auto deadline = std::chrono::steady_clock::now() + 20s;
+         children.size() < 2 && std::chrono::steady_clock::now() < deadline;
+         std::this_thread::sleep_for(10ms))
+      children = test::children_of(serve.pid);
+    REQUIRE(children.size() == 2);
+    std::this_thread::sleep_for(200ms); // both hang in their request
+    REQUIRE(::kill(serve.pid, SIGKILL) == 0);
+    REQUIRE(test::wait_cli(serve, 5s));
+    check_orphans_die(children, std::chrono::steady_clock::now());
+    trainer.join();
+    rt.shutdown();
+  }
+  CHECK(test::child_processes().empty());
+  CHECK(fds.leaked_fds().empty());
 }

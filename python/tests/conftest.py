@@ -26,6 +26,24 @@ def corpus(tmp_path):
     return str(tmp_path / "corpus.txt"), names
 
 
+# For the scripts the tests run in interpreters of their own: `children()`,
+# the pids whose parent is the script's process (zombies included).
+CHILDREN_FUNCTION = r"""
+def children():
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == os.getpid():
+                found.append(int(entry))
+    return found
+"""
+
+
 def sim_options(corpus_path, extra=(), **keys):
     opts = {"sprintExecPath": SPRINT_SIM,
             "sprintConfigStr": ["--*.corpus=" + corpus_path, "--*.topology=ctc"] + list(extra)}

@@ -14,7 +14,7 @@ import time
 import numpy
 import pytest
 
-from conftest import random_batch, sim_options
+from conftest import CHILDREN_FUNCTION, sim_options
 
 # The trainer: prints "ready" with its reference results, then waits in
 # `CALL` until interrupted; reports what happened as one JSON line.
@@ -43,18 +43,7 @@ if call == "torch":  # imported before the signal can come
     import sprintrt.torch as sprint_torch
 
 
-def children():
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open("/proc/%s/stat" % entry) as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid():
-                found.append(int(entry))
-    return found
+""" + CHILDREN_FUNCTION + r"""
 
 
 def wait():

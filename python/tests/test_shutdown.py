@@ -13,7 +13,7 @@ import pytest
 
 import sprintrt
 
-from conftest import sim_options
+from conftest import CHILDREN_FUNCTION, sim_options
 
 SCRIPT = r"""
 import json, os, sys
@@ -29,18 +29,7 @@ batch = (lp, [4, 3], names[:2])
 pool.get_batch_loss_and_error_signal(*batch)
 
 
-def children():
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open("/proc/%s/stat" % entry) as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid():
-                found.append(int(entry))
-    return found
+""" + CHILDREN_FUNCTION + r"""
 
 
 before = children()

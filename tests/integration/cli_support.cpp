@@ -59,10 +59,11 @@ command_result run_cli(const std::string& dir, const std::string& args) {
   return run_program(dir, SPRINTRT_CLI_PATH, args);
 }
 
-background_cli start_cli(const std::string& dir, const std::vector<std::string>& args) {
+background_cli start_cli(const std::string& dir, const std::vector<std::string>& args,
+                         const std::string& name) {
   background_cli cli;
-  cli.out_path = dir + "/bg.out";
-  cli.err_path = dir + "/bg.err";
+  cli.out_path = dir + "/" + name + ".out";
+  cli.err_path = dir + "/" + name + ".err";
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, cli.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,

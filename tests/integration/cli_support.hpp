@@ -39,8 +39,9 @@ struct background_cli {
 };
 
 /// Starts `sprintrt` with `args` (one element per argument), stdout and
-/// stderr into files under `dir`.
-background_cli start_cli(const std::string& dir, const std::vector<std::string>& args);
+/// stderr into the files `dir/NAME.out` and `dir/NAME.err`.
+background_cli start_cli(const std::string& dir, const std::vector<std::string>& args,
+                         const std::string& name = "bg");
 
 /// Waits up to `timeout` for `cli` to end and reaps it; its exit status (-1
 /// if a signal ended it: a tool killed by SIGINT has no status 130) and

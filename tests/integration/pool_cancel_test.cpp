@@ -72,6 +72,30 @@ uint64_t restarts(const pool_client& client) {
   return sum;
 }
 
+/// Stops a batch of all `segments` through `client` `after` into it and
+/// checks that it answered `cancelled` at once (within `answer_bound`, not
+/// when the segments being computed end), and that a small batch computed
+/// before and after it is the same bit for bit. `between()` runs after the
+/// stop, before the small batch's second run.
+template <class Between>
+void check_stopped_then_exact(const pool_client& client,
+                              const std::vector<test::test_segment>& segments,
+                              std::chrono::milliseconds after, Between between) {
+  auto small = [&] { return test::make_batch(segments, 0, 2, dim, 4, 3, 11); };
+  auto want = client.compute(small());
+  REQUIRE(want);
+  auto [result, latency] = stop_after(after, [&](stop_token stop) {
+    return client.compute(test::make_batch(segments, 0, segments.size(), dim, 4, 5, 7), stop);
+  });
+  REQUIRE_FALSE(result);
+  CHECK(result.error() == errc::cancelled);
+  CHECK(latency < answer_bound);
+  between();
+  auto again = client.compute(small());
+  REQUIRE(again);
+  CHECK(same_bits(*want, *again));
+}
+
 } // namespace
 
 TEST_CASE("a stopped batch returns cancelled at once, and the next batch is exact") {
@@ -84,23 +108,11 @@ TEST_CASE("a stopped batch returns cancelled at once, and the next batch is exac
     opts.num_instances = 2;
     sprint_runtime rt;
     pool_client client{rt, opts};
-    auto small = [&] { return test::make_batch(segments, 0, 2, dim, 4, 3, 11); };
-    auto want = client.compute(small());
-    REQUIRE(want);
-
-    auto [result, latency] = stop_after(std::chrono::milliseconds{300}, [&](stop_token stop) {
-      return client.compute(test::make_batch(segments, 0, 16, dim, 4, 5, 7), stop);
-    });
-    REQUIRE_FALSE(result);
-    CHECK(result.error() == errc::cancelled);
-    // Within the token's poll interval and the pool's answer, not when the
-    // segments being computed end (700 ms later).
-    CHECK(latency < answer_bound);
-    // Both children were computing one of its segments: both were stopped.
-    CHECK(restarts(client) == 0); // a child is restarted only when next needed
-    auto again = client.compute(small());
-    REQUIRE(again);
-    CHECK(same_bits(*want, *again));
+    // 300 ms into the batch, 700 ms before its first segments end. Both
+    // children were computing one of its segments: both are stopped, and
+    // restarted only when next needed.
+    check_stopped_then_exact(client, segments, std::chrono::milliseconds{300},
+                             [&] { CHECK(restarts(client) == 0); });
     CHECK(restarts(client) == 2);
     rt.shutdown();
   }
@@ -118,18 +130,7 @@ TEST_CASE("a stopped batch on in-process workers returns cancelled, and the next
   REQUIRE(source);
   sprint_runtime rt;
   pool_client client{rt, rt.pool(std::move(*source))};
-  auto small = [&] { return test::make_batch(segments, 0, 2, dim, 4, 3, 11); };
-  auto want = client.compute(small());
-  REQUIRE(want);
-  auto [result, latency] = stop_after(std::chrono::milliseconds{500}, [&](stop_token stop) {
-    return client.compute(test::make_batch(segments, 0, 12, dim, 4, 5, 7), stop);
-  });
-  REQUIRE_FALSE(result);
-  CHECK(result.error() == errc::cancelled);
-  CHECK(latency < answer_bound);
-  auto again = client.compute(small());
-  REQUIRE(again);
-  CHECK(same_bits(*want, *again));
+  check_stopped_then_exact(client, segments, std::chrono::milliseconds{500}, [] {});
   // The workers dropped all of its 12 segments, the two they were serving
   // (500 ms into 1 s each) too: they served the two small batches only.
   auto stats = client.stats();

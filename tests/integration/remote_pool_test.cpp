@@ -39,23 +39,13 @@ namespace {
 
 constexpr size_t dim = 5;
 
-/// Starts `sprintrt` with `args`, its stderr into the file `log`; returns
-/// its pid.
-pid_t spawn_cli(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<std::string> words{SPRINTRT_CLI_PATH};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& word : words)
-    argv.push_back(word.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  int spawned = posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&files);
-  REQUIRE(spawned == 0);
-  return pid;
+/// Starts `sprintrt` with `args` in the background (its stderr into
+/// `dir/NAME.err`); returns its pid.
+pid_t spawn_cli(const test::temp_dir& dir, const std::vector<std::string>& args,
+                const std::string& name) {
+  auto cli = test::start_cli(dir.path(), args, name);
+  REQUIRE(cli.pid > 0);
+  return cli.pid;
 }
 
 /// Returns the contents of the file at `path` ("" if there is none).
@@ -74,11 +64,11 @@ public:
     std::ofstream{config} << to_json_string(opts);
     auto port_file = dir.path() + "/" + name + ".port";
     // Its log goes to a file of its own, for a failing test to show.
-    log_ = dir.path() + "/" + name + ".log";
+    log_ = dir.path() + "/" + name + ".err";
     std::vector<std::string> args{"--log-level", "info", "serve",       "--config", config,
                                   "--port",      "0",    "--port-file", port_file};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
-    pid_ = spawn_cli(args, log_);
+    pid_ = spawn_cli(dir, args, name);
     auto deadline = std::chrono::steady_clock::now() + 20s;
     while (std::chrono::steady_clock::now() < deadline) {
       std::ifstream in{port_file};
@@ -348,11 +338,12 @@ TEST_CASE("a server that loses a trainer drops its work and serves the others on
       for (const auto& tag : b.tags)
         tags << tag << "\n";
     }
-    pid_t a = spawn_cli({"loss", "--config", dir.path() + "/a.json", "--log-posteriors",
+    pid_t a = spawn_cli(dir,
+                        {"loss", "--config", dir.path() + "/a.json", "--log-posteriors",
                          dir.path() + "/lp.npy", "--seq-lengths", dir.path() + "/len.npy", "--tags",
                          dir.path() + "/tags.txt", "--loss-out", dir.path() + "/loss.npy",
                          "--error-signal-out", dir.path() + "/es.npy"},
-                        dir.path() + "/a.log");
+                        "trainer-a");
     // Trainer A is mid-batch once the server has served it for a while.
     bool connected = false;
     for (int i = 0; i < 2000 && !connected; ++i) {

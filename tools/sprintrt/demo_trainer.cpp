@@ -109,6 +109,10 @@ demo_trainer::run_epoch(uint64_t epoch, const std::function<void(size_t)>& progr
     return err;
   size_t next = 0; // the next batch to forward
   for (size_t i = 0; i < batches.size(); ++i) {
+    // A stop is seen while a train request waits, and here: a batch whose
+    // reply was there at once would not notice it.
+    if (stop_.stop_requested())
+      return make_error(errc::cancelled, "epoch " + std::to_string(epoch) + ": stopped");
     if (next == i) // the batch to train must be there
       if (auto err = forward(batches[next++]))
         return err;

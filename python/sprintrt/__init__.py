@@ -229,11 +229,34 @@ def _options_json(sprint_opts):
     if "sprintConfigStr" in opts:
         opts["sprintConfigStr"] = [arg.replace("$", "$$")
                                    for arg in _sprint_args(opts["sprintConfigStr"])]
+    _name_control_dir(opts)
     try:
         return json.dumps(opts)
     except TypeError as e:
         raise TypeError("sprint_opts must hold JSON values (str, numbers, bools, lists, dicts): %s"
                         % e)
+
+
+def _name_control_dir(opts):
+    """With neither ``pymodPath`` nor ``pymodName``, children load
+    ``sprintrt_control``: tell the runtime where this package's copy is (it
+    looks in the build tree and the install prefix it was built for, which
+    a moved installation is not), through the children's
+    ``SPRINTRT_CONTROL_DIR`` unless that is set already."""
+    if opts.get("pymodPath") or opts.get("pymodName"):
+        return
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = opts.get("env")
+    env = {} if env is None else env
+    if (not isinstance(env, dict) or not isinstance(env.get("set", {}), dict)
+            or "SPRINTRT_CONTROL_DIR" in os.environ
+            or not os.path.isfile(os.path.join(here, "sprintrt_control.py"))):
+        return
+    changes = dict(env.get("set") or {})
+    if "SPRINTRT_CONTROL_DIR" in changes or "SPRINTRT_CONTROL_DIR" in (env.get("unset") or ()):
+        return
+    changes["SPRINTRT_CONTROL_DIR"] = here
+    opts["env"] = dict(env, set=changes)
 
 
 class SprintInstancePool:

@@ -1,0 +1,358 @@
+"""sprintrt's child side of the Sprint control protocol, for RASR's PythonControl.
+
+RASR's nn-trainer (``--*.action=python-control``) imports this module
+(``--*.pymod-name``, found through ``--*.pymod-path``) into its embedded Python
+and passes the parent's pipes in ``--*.pymod-config``; the module answers the
+parent's requests (PROTOCOL.md) with what RASR computes through its
+PythonControl ``callback``. It needs only Python 3 and NumPy: it must not
+import ``sprintrt`` (its extension starts threads) or RETURNN.
+
+- ``python-control-loop-type=python-control-loop``: RASR calls ``init``, then
+  ``run_control_loop(callback)``, which serves requests until ``exit``; a loss
+  takes the segment's orthography from ``get_orthography_by_segment_name``.
+- ``iterate-corpus``: with the Python segment order, the generator of
+  ``getSegmentList`` serves requests and yields the segment of each loss
+  request, and RASR's ``process_segment`` of it (with its orthography, as
+  bytes) sends the reply. Without it, RASR's corpus order must be the
+  parent's: a segment out of that order fails at once, naming both.
+
+A request it cannot serve gets an ``("exception", message)`` reply naming it; a
+broken pipe or bytes that are no request end the child with a message on
+stderr and an exception to RASR (which then exits with an error).
+"""
+
+import math
+import os
+import sys
+
+import numpy
+
+from sprintrt_control_pipes import Pipes, ProtocolError, _describe
+
+__all__ = ["init", "getSegmentList", "ProtocolError"]
+
+#: The name this child gives in its ``init`` reply.
+CHILD_NAME = "sprintrt_control"
+#: The protocol version of the ``init`` handshake (PROTOCOL.md section 4).
+PROTOCOL_VERSION = 1
+#: What RASR's ``calculate_criterion`` is asked for: the parent sends
+#: log-posteriors and RASR, told ``--*.input-in-log-space=true``, returns the
+#: gradient with respect to the activations before the softmax.
+OUTPUT_ERROR_TYPE = "error-signal"
+
+def _say(message):
+    """One line on stderr, which the parent keeps and quotes in its errors."""
+    sys.stderr.write("sprintrt_control[pid %d]: %s\n" % (os.getpid(), message))
+    sys.stderr.flush()
+
+
+def _text(value):
+    """A segment name or orthography as str: RASR gives bytes in places."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8")
+    return value
+
+
+def parse_config(config):
+    """The pymod config string ``k:v,k:v`` as a dict of str (RASR passes it to
+    ``init`` and ``getSegmentList`` unchanged)."""
+    result = {}
+    for item in (config or "").split(","):
+        if not item:
+            continue
+        key, sep, value = item.partition(":")
+        if not sep:
+            raise ValueError("pymod config item %r is not key:value (config %r)" % (item, config))
+        result[key] = value
+    return result
+
+
+# -- the control ---------------------------------------------------------------------
+
+
+class _Request:
+    """A loss request waiting for RASR's ``process_segment`` of its segment."""
+
+    def __init__(self, name, log_posteriors):
+        self.name = name
+        self.log_posteriors = log_posteriors
+        self.answered = False
+
+
+class Control:
+    """The object ``init`` returns to RASR: serves the parent's requests with
+    RASR's callback. There is one per process (RASR's PythonControl and its
+    Python segment order share it)."""
+
+    def __init__(self, config, callback=None, version_number=None):
+        self.config = config
+        for key in ("c2p_fd", "p2c_fd"):
+            if key not in config:
+                raise ValueError("the pymod config lacks %s (sprintrt passes c2p_fd:C,p2c_fd:P): %r"
+                                 % (key, config))
+        self.pipes = Pipes(int(config["p2c_fd"]), int(config["c2p_fd"]),
+                           config.get("framing", "length_prefixed"))
+        self.callback = None
+        self.version_number = None
+        self.control_loop_running = False
+        self.serving_segment_order = False
+        self.handling = False
+        self.pending = None
+        self.exited = False
+        self.update(callback, version_number)
+
+    def update(self, callback, version_number):
+        """Takes RASR's callback and version from a (later) ``init`` call."""
+        if callback is not None:
+            self.callback = callback
+        if version_number is not None:
+            needed = int(self.config.get("minPythonControlVersion", 0))
+            if version_number < needed:
+                raise RuntimeError("RASR's PythonControl has version %d, minPythonControlVersion "
+                                   "asks for %d: use a newer RASR" % (version_number, needed))
+            self.version_number = version_number
+
+    # What RASR calls -------------------------------------------------------------
+
+    def run_control_loop(self, callback, **_kwargs):
+        """RASR's ``python-control-loop``: serves requests until ``exit``."""
+        self.callback = callback
+        self.control_loop_running = True
+        try:
+            while self._serve_one(loss=self._loss_by_segment_name) != "exit":
+                pass
+        finally:
+            self.control_loop_running = False
+
+    def init_processing(self, input_dim=None, output_dim=None, **_kwargs):
+        """RASR's ``iterate-corpus``, before its first segment: nothing to set up
+        (features and alignments are not used)."""
+
+    def process_segment(self, name, orthography=None, **_kwargs):
+        """RASR's ``iterate-corpus``: one segment of its corpus, with its
+        orthography (bytes): answers the parent's loss request for it."""
+        name = _text(name)
+        if not self.serving_segment_order:
+            self._wait_for_loss_request(name)
+        request = self.pending
+        if request is None or request.name != name:
+            wanted = "no segment" if request is None else "segment '%s'" % request.name
+            raise RuntimeError("RASR processes segment '%s' but the parent asked for %s"
+                               % (name, wanted))
+        request.answered = True
+        self._reply_guarded("get_loss_and_error_signal", name,
+                            lambda: self._criterion(name, request.log_posteriors, _text(orthography)))
+
+    def exit(self, **_kwargs):
+        """RASR is done: closes the pipes."""
+        self.exited = True
+        self.pipes.close()
+
+    def segment_list(self, corpus_name, segment_list):
+        """The generator behind ``getSegmentList``: yields the segment of each
+        loss request; RASR's ``process_segment`` for it answers it."""
+        known = set(_text(s) for s in segment_list or ())
+        self.serving_segment_order = True
+        try:
+            while True:
+                self.pending = None
+                found = []
+                if self._serve_one(loss=lambda n, lp: self._queue(n, lp, known, corpus_name, found)) == "exit":
+                    return
+                if not found:
+                    continue
+                yield found[0].name
+                if not found[0].answered:
+                    self._send_exception(
+                        "get_loss_and_error_signal", found[0].name,
+                        "RASR did not process segment '%s' (not in its corpus '%s', or left out by "
+                        "its segment selection)" % (found[0].name, corpus_name))
+        finally:
+            self.serving_segment_order = False
+            self.pending = None
+
+    # Requests ----------------------------------------------------------------------
+
+    def _serve_one(self, loss):
+        """Reads and answers one request; ``loss(name, log_posteriors)`` answers
+        a loss request. Returns "exit" for ``exit``."""
+        try:
+            message = self.pipes.read()
+        except ProtocolError as exc:
+            self._fail(exc)
+        if not isinstance(message, tuple) or not message or not isinstance(message[0], str):
+            self._send_exception("request", None, "a request must be a tuple (command, ...), got %r"
+                                 % (message,))
+            return None
+        command, args = message[0], message[1:]
+        if command == "exit" and not args:
+            return "exit"
+        self.handling = True
+        try:
+            self._dispatch(command, args, loss)
+        finally:
+            self.handling = False
+        return None
+
+    def _dispatch(self, command, args, loss):
+        if command == "init" and len(args) == 2:
+            self._reply_guarded(command, None, lambda: self._init_reply(*args))
+        elif command == "export_allophone_state_fsa_by_segment_name" and len(args) == 1:
+            name = _text(args[0])
+            self._reply_guarded(command, name, lambda: self._fsa(name))
+        elif command == "get_loss_and_error_signal" and len(args) == 3:
+            name = _text(args[0])
+            try:
+                log_posteriors = self._check_loss_request(name, *args[1:])
+            except ValueError as exc:
+                self._send_exception(command, name, str(exc))
+                return
+            loss(name, log_posteriors)
+        else:
+            self._send_exception(command, None, "unknown command '%s' with %d arguments (this child "
+                                 "serves init, get_loss_and_error_signal, "
+                                 "export_allophone_state_fsa_by_segment_name and exit)"
+                                 % (command, len(args)))
+
+    def _init_reply(self, parent_name, version):
+        if version != PROTOCOL_VERSION:
+            _say("init from %r asks for protocol version %r, this child speaks %d"
+                 % (parent_name, version, PROTOCOL_VERSION))
+        return (CHILD_NAME, PROTOCOL_VERSION)
+
+    @staticmethod
+    def _check_loss_request(name, seg_len, log_posteriors):
+        if not isinstance(name, str) or not name:
+            raise ValueError("get_loss_and_error_signal: segment name must be a non-empty str, got %r"
+                             % (name,))
+        if isinstance(seg_len, bool) or not isinstance(seg_len, (int, numpy.integer)) or seg_len <= 0:
+            raise ValueError("get_loss_and_error_signal for '%s': seg_len must be a positive int, got %r"
+                             % (name, seg_len))
+        if (not isinstance(log_posteriors, numpy.ndarray) or log_posteriors.dtype != numpy.float32
+                or log_posteriors.ndim != 2 or log_posteriors.shape[0] != seg_len
+                or log_posteriors.shape[1] == 0):
+            raise ValueError("get_loss_and_error_signal for '%s': log_posteriors must be float32 "
+                             "[seg_len=%d, D], got %r" % (name, seg_len, _shape_text(log_posteriors)))
+        return log_posteriors
+
+    def _queue(self, name, log_posteriors, known, corpus_name, found):
+        if known and name not in known:
+            self._send_exception("get_loss_and_error_signal", name,
+                                 "unknown segment '%s': not in RASR's corpus '%s' (%d segments)"
+                                 % (name, corpus_name, len(known)))
+            return
+        self.pending = _Request(name, log_posteriors)
+        found.append(self.pending)
+
+    def _wait_for_loss_request(self, name):
+        """``iterate-corpus`` without the Python segment order: RASR's corpus
+        order must be the parent's."""
+        while True:
+            found = []
+            if self._serve_one(loss=lambda n, lp: found.append(_Request(n, lp))) == "exit":
+                self.exit()
+                raise SystemExit(0)
+            if found:
+                self.pending = found[0]
+                if found[0].name != name:
+                    message = ("RASR iterates its corpus in its own order and is at segment '%s', "
+                               "but the parent asked for '%s': use the Python segment order "
+                               "(usePythonSegmentOrder true)" % (name, found[0].name))
+                    self._send_exception("get_loss_and_error_signal", found[0].name, message)
+                    raise RuntimeError(message)
+                return
+
+    def _rasr(self, *args, **kwargs):
+        if self.callback is None:
+            raise RuntimeError("RASR gave no callback to init (a PythonControl older than version 5?)")
+        return self.callback(*args, **kwargs)
+
+    def _fsa(self, name):
+        num_states, num_edges, edges, weights = self._rasr(
+            "export_allophone_state_fsa_by_segment_name", segment_name=name)
+        edges = numpy.asarray(edges, dtype=numpy.uint32).reshape(-1)
+        weights = numpy.asarray(weights, dtype=numpy.float32).reshape(-1)
+        if edges.size != 3 * int(num_edges) or weights.size != int(num_edges):
+            raise ValueError("RASR's FSA of '%s' has %d edges but %d edge values and %d weights"
+                             % (name, num_edges, edges.size, weights.size))
+        return (int(num_states), int(num_edges), edges, weights)
+
+    def _loss_by_segment_name(self, name, log_posteriors):
+        def compute():
+            orthography = self._rasr("get_orthography_by_segment_name", segment_name=name)
+            return self._criterion(name, log_posteriors, _text(orthography))
+        self._reply_guarded("get_loss_and_error_signal", name, compute)
+
+    def _criterion(self, name, log_posteriors, orthography):
+        frames, dim = log_posteriors.shape
+        # RASR's matrices are (D, T) in Fortran order: the transpose of the
+        # C-ordered (T, D) posteriors, without a copy.
+        loss, error_signal = self._rasr("calculate_criterion", posteriors=log_posteriors.T,
+                                        orthography=orthography, output_error_type=OUTPUT_ERROR_TYPE,
+                                        segment_name=name)
+        if loss is None:  # RASR discarded the segment: skipped
+            return (math.inf, numpy.zeros((frames, dim), dtype=numpy.float32))
+        error_signal = numpy.asarray(error_signal)
+        if error_signal.shape != (dim, frames):
+            raise ValueError("RASR's error signal of '%s' has shape %s, expected (%d, %d)"
+                             % (name, error_signal.shape, dim, frames))
+        return (float(loss), numpy.ascontiguousarray(error_signal.T, dtype=numpy.float32))
+
+    # Replies ----------------------------------------------------------------------
+
+    def _reply_guarded(self, command, name, compute):
+        """Sends ``("ok",) + compute()``, or an exception reply if it raised."""
+        try:
+            result = compute()
+        except Exception as exc:  # the parent gets it as an error naming command and segment
+            self._send_exception(command, name, _describe(exc))
+            return
+        self._send(("ok",) + result)
+
+    def _send_exception(self, command, name, message):
+        _say("%s%s: %s" % (command, "" if name is None else " '%s'" % name, message))
+        self._send(("exception", message))
+
+    def _send(self, reply):
+        try:
+            self.pipes.write(reply)
+        except ProtocolError as exc:
+            self._fail(exc)
+
+    def _fail(self, exc):
+        _say("%s; ending" % exc)
+        raise exc
+
+
+def _shape_text(value):
+    if isinstance(value, numpy.ndarray):
+        return "%s %s" % (value.dtype, list(value.shape))
+    return type(value).__name__
+
+
+# -- the module interface RASR calls -----------------------------------------------
+
+_control = None
+
+
+def init(name, reference=None, config="", sprint_unit=None, version_number=None, callback=None,
+         **_kwargs):
+    """RASR's PythonControl: ``init(name, sprint_unit, reference, callback,
+    version_number, config)``; returns the object it then drives."""
+    global _control
+    if _control is None:
+        _control = Control(parse_config(config), callback, version_number)
+    else:
+        _control.update(callback, version_number)
+    return _control
+
+
+def getSegmentList(corpusName, segmentList, segmentsInfo=None, config="", **_kwargs):  # noqa: N802
+    """RASR's Python segment order: yields the segments to process, in the
+    order of the parent's loss requests."""
+    control = init(name="sprintrt.segment-order", reference=corpusName, config=config)
+    if control.control_loop_running or control.serving_segment_order or control.handling:
+        # RASR reads its corpus inside a callback while a request is served
+        # (to map segment names to orthographies): its own order, all segments.
+        return iter(list(segmentList))
+    return control.segment_list(_text(corpusName), segmentList)

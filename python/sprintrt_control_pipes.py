@@ -1,0 +1,207 @@
+"""The pipes of sprintrt_control (PROTOCOL.md sections 2 and 3): requests read
+with a restricted unpickler, replies written as conservative pickles, length
+prefixed or raw. Python 3 and NumPy only, as sprintrt_control."""
+
+import codecs
+import importlib
+import io
+import os
+import pickle
+import struct
+
+import numpy
+
+#: The global that the arrays of our replies are built with; both RETURNN's and
+#: sprintrt's parents read it.
+ARRAY_GLOBAL = ("returnn.util.task_system", "make_numpy_ndarray_fromstring")
+#: The largest request a length prefix may announce: the int32 limit.
+MAX_MESSAGE_SIZE = 2**31 - 1
+_ARRAY_MODULES = ("returnn.util.task_system", "TaskSystem")
+_ARRAY_DTYPES = ("float32", "float64", "int32", "uint32", "int64", "uint8")
+
+
+
+class ProtocolError(Exception):
+    """The pipes do not carry the protocol any more (closed, broken, or bytes
+    that are no request): the child cannot go on."""
+
+
+def _describe(exc):
+    """An exception as the text of an exception reply."""
+    text = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
+    return "%s: %s" % (type(exc).__name__, text) if text else type(exc).__name__
+
+
+# -- pickles ---------------------------------------------------------------------
+
+
+def make_numpy_ndarray_fromstring(data, dtype, shape):
+    """The array a request's ``make_numpy_ndarray_fromstring`` global builds: C
+    order, little-endian."""
+    if dtype not in _ARRAY_DTYPES:
+        raise pickle.UnpicklingError("array dtype %r is not one of %s" % (dtype, ", ".join(_ARRAY_DTYPES)))
+    wire = numpy.dtype(dtype).newbyteorder("<")
+    array = numpy.frombuffer(bytes(data), dtype=wire).astype(numpy.dtype(dtype), copy=False)
+    return array.reshape(tuple(int(n) for n in shape))
+
+
+def _numpy_scalar_constructor():
+    for module in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        try:
+            return importlib.import_module(module).scalar
+        except (ImportError, AttributeError):
+            continue
+    raise ImportError("numpy has no multiarray.scalar")
+
+
+class _RequestUnpickler(pickle.Unpickler):
+    """Python's unpickler with the globals of PROTOCOL.md section 3 only: a
+    request can build values, never call anything else."""
+
+    def find_class(self, module, name):
+        if name == "make_numpy_ndarray_fromstring" and module in _ARRAY_MODULES:
+            return make_numpy_ndarray_fromstring
+        if name == "scalar" and module in ("numpy.core.multiarray", "numpy._core.multiarray"):
+            return _numpy_scalar_constructor()
+        if (module, name) == ("numpy", "dtype"):
+            return numpy.dtype
+        if (module, name) == ("_codecs", "encode"):
+            return codecs.encode
+        raise pickle.UnpicklingError("global '%s.%s' is not allowed in a request" % (module, name))
+
+
+def _encode(value, out):
+    """Appends the pickle opcodes of `value` (str, bytes, bool, int, float, None,
+    tuple or numpy array) to `out`, in the conservative form of PROTOCOL.md
+    section 3 that every Python 3 and sprintrt's parent read."""
+    if value is None:
+        out += b"N"
+    elif isinstance(value, bool):
+        out += b"\x88" if value else b"\x89"
+    elif isinstance(value, (int, numpy.integer)):
+        value = int(value)
+        if -(2**31) <= value < 2**31:
+            out += b"J" + struct.pack("<i", value)
+        else:
+            raw = value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True)
+            out += b"\x8a" + bytes([len(raw)]) + raw
+    elif isinstance(value, (float, numpy.floating)):
+        out += b"G" + struct.pack(">d", float(value))
+    elif isinstance(value, str):
+        raw = value.encode("utf-8", "surrogatepass")
+        out += b"X" + struct.pack("<I", len(raw)) + raw
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        out += b"B" + struct.pack("<I", len(raw)) + raw
+    elif isinstance(value, tuple):
+        out += b"("
+        for item in value:
+            _encode(item, out)
+        out += b"t"
+    elif isinstance(value, numpy.ndarray):
+        little = value.astype(value.dtype.newbyteorder("<"), order="C", copy=False)
+        out += b"c" + ("%s\n%s\n" % ARRAY_GLOBAL).encode("ascii")
+        _encode((numpy.ascontiguousarray(little).tobytes(), value.dtype.name, tuple(value.shape)), out)
+        out += b"R"
+    else:
+        raise TypeError("cannot send a %s to the parent" % type(value).__name__)
+
+
+def encode_message(value):
+    """One message as a pickle (protocol 3) of `value`."""
+    out = bytearray(b"\x80\x03")
+    _encode(value, out)
+    out += b"."
+    return bytes(out)
+
+
+# -- pipes -----------------------------------------------------------------------
+
+
+class Pipes:
+    """The two pipes to the parent: requests come on ``p2c_fd``, replies go on
+    ``c2p_fd``, each one pickle, with a little-endian int32 length in front
+    (``framing`` ``length_prefixed``) or back to back (``raw``)."""
+
+    def __init__(self, p2c_fd, c2p_fd, framing="length_prefixed"):
+        if framing not in ("length_prefixed", "raw"):
+            raise ValueError("pymod config framing must be length_prefixed or raw, got %r" % framing)
+        self.p2c_fd = p2c_fd
+        self.c2p_fd = c2p_fd
+        self.framing = framing
+        self.requests = 0
+        self._raw_reader = None
+        if framing == "raw":
+            self._raw_reader = os.fdopen(os.dup(p2c_fd), "rb")
+
+    def _read_exactly(self, count, what):
+        buffer = bytearray(count)
+        view = memoryview(buffer)
+        got = 0
+        while got < count:
+            try:
+                n = os.readv(self.p2c_fd, [view[got:]])
+            except OSError as exc:
+                raise ProtocolError("reading %s from the request pipe (fd %d): %s"
+                                    % (what, self.p2c_fd, exc.strerror)) from exc
+            if n == 0:
+                if got == 0 and what == "a length prefix":
+                    raise ProtocolError("the parent closed the request pipe without sending exit")
+                raise ProtocolError("the parent closed the request pipe in the middle of %s "
+                                    "(%d of %d bytes received)" % (what, got, count))
+            got += n
+        return buffer
+
+    def read(self):
+        """The next request, decoded; a ProtocolError when there is none."""
+        self.requests += 1
+        number = self.requests
+        if self.framing == "raw":
+            try:
+                return _RequestUnpickler(self._raw_reader).load()
+            except EOFError as exc:
+                raise ProtocolError("the parent closed the request pipe (request %d)" % number) from exc
+            except Exception as exc:
+                raise ProtocolError("request %d is not a valid pickle: %s" % (number, _describe(exc))) from exc
+        prefix = self._read_exactly(4, "a length prefix")
+        if number == 1 and prefix[0] == 0x80 and 2 <= prefix[1] <= 5:
+            raise ProtocolError("the first request starts with a pickle, not a length prefix: the "
+                                "parent writes raw pickles (add framing:raw to the pymod config, "
+                                "sprintControlConfig {\"framing\": \"raw\"})")
+        (size,) = struct.unpack("<i", bytes(prefix))
+        if size <= 0 or size > MAX_MESSAGE_SIZE:
+            raise ProtocolError("request %d has length prefix %d: no message is that long"
+                                % (number, size))
+        data = self._read_exactly(size, "request %d (%d bytes)" % (number, size))
+        try:
+            return _RequestUnpickler(io.BytesIO(data)).load()
+        except Exception as exc:
+            raise ProtocolError("request %d is not a valid pickle: %s" % (number, _describe(exc))) from exc
+
+    def write(self, value):
+        """Sends one reply."""
+        data = encode_message(value)
+        if self.framing == "length_prefixed":
+            data = struct.pack("<i", len(data)) + data
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self.c2p_fd, view)
+            except BrokenPipeError as exc:
+                raise ProtocolError("the parent closed the reply pipe (fd %d)" % self.c2p_fd) from exc
+            except OSError as exc:
+                raise ProtocolError("writing a reply to fd %d: %s" % (self.c2p_fd, exc.strerror)) from exc
+            view = view[n:]
+
+    def close(self):
+        """Closes both pipes (once)."""
+        if self._raw_reader is not None:
+            self._raw_reader.close()
+            self._raw_reader = None
+        for fd in (self.p2c_fd, self.c2p_fd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.p2c_fd = self.c2p_fd = None

@@ -1,0 +1,227 @@
+"""A stand-in for RASR's nn-trainer with ``--*.action=python-control``, for the
+tests of ``sprintrt_control``: it parses the RASR-style arguments sprintrt
+passes, imports the module from ``--*.pymod-path``/``--*.pymod-name`` and
+drives it as RASR's PythonControl does (``init`` with keyword arguments, then
+``run_control_loop`` or the corpus iteration with ``getSegmentList``,
+``init_processing`` and ``process_segment``, then ``exit``), answering the
+module's ``callback`` commands itself over a corpus in sprint-sim's format
+(``NAME<TAB>LABELS``; a segment's orthography is its label text): CTC FSAs with
+blank 0 as sprint-sim builds them, and the full-sum CTC criterion in float64.
+
+Own arguments: ``--*.corpus=FILE``, ``--*.python-control-loop-type=`` RASR's
+``python-control-loop`` (default) or ``iterate-corpus``. As RASR, it ends with
+status 1 when the module raises, and exits as a ``SystemExit`` asks.
+"""
+
+import importlib
+import sys
+import traceback
+
+import numpy
+
+
+def parse_args(argv):
+    """``--SELECTOR.key=value`` arguments as {key: value} (the last wins)."""
+    options = {}
+    for arg in argv:
+        if not arg.startswith("--") or "=" not in arg:
+            raise SystemExit("stand-in: cannot read argument %r" % arg)
+        name, value = arg[2:].split("=", 1)
+        options[name.rsplit(".", 1)[-1]] = value
+    return options
+
+
+def read_corpus(path):
+    corpus = {}
+    with open(path) as lines:
+        for line in lines:
+            line = line.rstrip("\r\n")
+            if line.strip() and not line.startswith("#"):
+                name, labels = line.split("\t", 1)
+                corpus[name] = labels.strip()
+    return corpus
+
+
+def ctc_fsa(labels):
+    """sprint-sim's CTC FSA (sim/ctc_topology.cpp): states B_0, L_1, B_1, ...,
+    L_L, B_L and a final sink; edges (from, to, emission) in its order."""
+    count = len(labels)
+    label_state = lambda i: 2 * i + 1  # noqa: E731
+    blank_state = lambda i: 2 * i  # noqa: E731
+    final = 2 * count + 1
+    edges = [(0, 0, 0)]
+    if count:
+        edges.append((0, 1, labels[0]))
+    for i in range(count):
+        here, after = label_state(i), blank_state(i + 1)
+        edges.append((here, here, labels[i]))
+        edges.append((here, after, 0))
+        if i + 1 < count and labels[i + 1] != labels[i]:
+            edges.append((here, label_state(i + 1), labels[i + 1]))
+        edges.append((after, after, 0))
+        if i + 1 < count:
+            edges.append((after, label_state(i + 1), labels[i + 1]))
+    ends = (0,) if count == 0 else (label_state(count - 1), blank_state(count))
+    edges += [(f, final, e) for (f, t, e) in list(edges) if t in ends]
+    return final + 1, numpy.array(edges, dtype=numpy.int64).reshape(-1, 3)
+
+
+def full_sum(num_states, edges, log_posteriors):
+    """-log P over the FSA (weights 0) and the state occupancy gamma [T, D], in
+    float64; (None, None) when no path of T frames exists."""
+    frames, dim = log_posteriors.shape
+    src, dst, emission = edges[:, 0], edges[:, 1], edges[:, 2]
+    alpha = numpy.full((frames + 1, num_states), -numpy.inf)
+    beta = numpy.full((frames + 1, num_states), -numpy.inf)
+    alpha[0, 0] = 0.0
+    beta[frames, num_states - 1] = 0.0
+    for t in range(frames):
+        numpy.logaddexp.at(alpha[t + 1], dst, alpha[t, src] + log_posteriors[t, emission])
+    for t in range(frames - 1, -1, -1):
+        numpy.logaddexp.at(beta[t], src, beta[t + 1, dst] + log_posteriors[t, emission])
+    total = alpha[frames, num_states - 1]
+    if not numpy.isfinite(total):
+        return None, None
+    gamma = numpy.zeros((frames, dim))
+    for t in range(frames):
+        edge_posterior = numpy.exp(alpha[t, src] + log_posteriors[t, emission] + beta[t + 1, dst] - total)
+        numpy.add.at(gamma[t], emission, edge_posterior)
+    return -total, gamma
+
+
+class Rasr:
+    """What RASR's PythonControl offers the module through ``callback``."""
+
+    def __init__(self, options, corpus, module):
+        self.options = options
+        self.corpus = corpus
+        self.module = module
+        self.orthographies = None
+
+    def callback(self, *args, **kwargs):
+        if not args or not isinstance(args[0], str):
+            raise TypeError("PythonControl callback(): first arg must be a string")
+        command = args[0]
+        if command == "version":
+            return "<version>rasr stand-in</version>"
+        if command == "version_number":
+            return 5
+        if command == "calculate_criterion":
+            posteriors, orthography, _alignment, error_type, segment_name = bind(
+                args, kwargs, ["posteriors", "orthography", "alignment", "output_error_type",
+                               "segment_name"], required=1, strings=(2, 4, 5))
+            return self.calculate_criterion(posteriors, orthography, error_type, segment_name)
+        if command == "export_allophone_state_fsa_by_segment_name":
+            (name,) = bind(args, kwargs, ["segment_name"], required=1, strings=(1,))
+            labels = [int(x) for x in self.orthography(name, command).split()]
+            num_states, edges = ctc_fsa(labels)
+            flat = numpy.ascontiguousarray(edges.T).reshape(-1).astype(numpy.uint32)
+            return num_states, len(edges), flat, numpy.zeros(len(edges), dtype=numpy.float32)
+        if command == "get_orthography_by_segment_name":
+            (name,) = bind(args, kwargs, ["segment_name"], required=1, strings=(1,))
+            return self.orthography(name, command)
+        raise ValueError("PythonControl callback(): unknown command '%s'" % command)
+
+    def orthography(self, name, command):
+        if self.orthographies is None:
+            # RASR reads its corpus for this map through a corpus description,
+            # which asks the Python segment order for its order when that is on.
+            names = list(self.corpus)
+            if self.options.get("python-segment-order") == "true":
+                names = list(self.module.getSegmentList(
+                    corpusName="corpus", segmentList=names, segmentsInfo=None,
+                    config=self.options["python-segment-order-config"]))
+            self.orthographies = {n: self.corpus[n] for n in names if n in self.corpus}
+        if name not in self.orthographies:
+            raise KeyError("PythonControl %s: unknown segment name '%s'" % (command, name))
+        return self.orthographies[name]
+
+    @staticmethod
+    def calculate_criterion(posteriors, orthography, error_type, segment_name):
+        if error_type != "error-signal":
+            raise ValueError("stand-in: output_error_type %r is not error-signal" % error_type)
+        if (not isinstance(posteriors, numpy.ndarray) or posteriors.ndim != 2
+                or posteriors.dtype not in (numpy.float32, numpy.float64)):
+            raise TypeError("numpy2nnMatrix: expected a 2-d float array")
+        if orthography is None:
+            raise ValueError("stand-in: no orthography for '%s'" % segment_name)
+        log_posteriors = numpy.asarray(posteriors, dtype=numpy.float64).T  # (D, T) -> (T, D)
+        num_states, edges = ctc_fsa([int(x) for x in orthography.split()])
+        loss, gamma = full_sum(num_states, edges, log_posteriors)
+        if loss is None:
+            return None, None
+        error_signal = numpy.exp(log_posteriors) - gamma
+        # RASR returns its f32 loss as a Python float, the signal as (D, T) f32.
+        return float(numpy.float32(loss)), numpy.asfortranarray(error_signal.T, dtype=numpy.float32)
+
+
+def bind(args, kwargs, names, required, strings):
+    """PyArg_ParseTupleAndKeywords for ``(command, *names)``: positional or by
+    keyword; the arguments numbered in `strings` (1-based among `names`) must
+    be str, as RASR's format "s" wants (CPython's message counts the command)."""
+    values = list(args[1:]) + [None] * (len(names) - len(args[1:]))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise TypeError("'%s' is an invalid keyword argument for callback()" % key)
+        values[names.index(key)] = value
+    for i in range(required):
+        if values[i] is None:
+            raise TypeError("callback() missing required argument '%s'" % names[i])
+    for number in strings:
+        value = values[number - 1] if number - 1 < len(values) else None
+        if value is not None and not isinstance(value, str):
+            raise TypeError("callback() argument %d must be str, not %s"
+                            % (number + 1, type(value).__name__))
+    return values
+
+
+def main():
+    options = parse_args(sys.argv[1:])
+    corpus = read_corpus(options["corpus"])
+    if options.get("pymod-path"):
+        sys.path.insert(0, options["pymod-path"])
+    module = importlib.import_module(options["pymod-name"])
+    rasr = Rasr(options, corpus, module)
+    control = module.init(name="Sprint.PythonControl", sprint_unit="NnTrainer.pythonControl",
+                          reference=object(), callback=rasr.callback, version_number=5,
+                          config=options["pymod-config"])
+    loop_type = options.get("python-control-loop-type", "python-control-loop")
+    if loop_type == "python-control-loop":
+        control.run_control_loop(callback=rasr.callback)
+    elif loop_type == "iterate-corpus":
+        order = list(corpus)
+        if options.get("python-segment-order") == "true":
+            if options.get("python-segment-order-pymod-path"):
+                sys.path.insert(0, options["python-segment-order-pymod-path"])
+            ordering = importlib.import_module(options["python-segment-order-pymod-name"])
+            order = ordering.getSegmentList(corpusName="corpus", segmentList=list(corpus),
+                                            segmentsInfo=None,
+                                            config=options["python-segment-order-config"])
+        first = True
+        for name in order:
+            if not isinstance(name, str):
+                raise TypeError("python-segment-order: segment-name is not a string")
+            if name not in corpus:
+                print("stand-in: segment '%s' not found" % name, file=sys.stderr)
+                continue
+            if first:
+                control.init_processing(input_dim=-1, output_dim=-1)
+                first = False
+            # RASR hands the orthography to Python as bytes.
+            control.process_segment(name=name, orthography=corpus[name].encode("utf-8"),
+                                    speaker_name=None, features=None, alignment=None,
+                                    soft_alignment=None)
+    else:
+        raise SystemExit("stand-in: invalid python-control-loop-type %r" % loop_type)
+    control.exit()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except SystemExit:
+        raise
+    except BaseException:  # as RASR's pythonCriticalError: the traceback, then an error exit
+        traceback.print_exc()
+        print("stand-in: CRITICAL ERROR: PythonControl failed", file=sys.stderr)
+        sys.exit(1)

@@ -545,7 +545,8 @@ std::string to_json_string(const sprint_options& opts) {
       {"usePythonSegmentOrder", opts.use_python_segment_order},
       {"numInstances", opts.num_instances},
       {"pymodPath", opts.pymod_path},
-      {"pymodName", opts.pymod_name},
+      // "" is not given: null, which reads back as the default.
+      {"pymodName", opts.pymod_name.empty() ? json(nullptr) : json(opts.pymod_name)},
       {"framing", protocol::to_string(runtime::wire_framing(opts.framing))},
       {"arrayGlobalModule", opts.array_global_module},
       {"initTimeout", seconds(opts.init_timeout)},

@@ -1,5 +1,7 @@
 #include "runtime/sprint_args.hpp"
 
+#include "runtime/control_module.hpp"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -56,18 +58,19 @@ caf::expected<std::vector<std::string>> build_sprint_args(const sprint_options& 
   auto words = expand_sprint_config(opts, lookup);
   if (!words)
     return std::move(words.error());
+  auto pymod = choose_pymod(opts, lookup);
+  if (!pymod)
+    return std::move(pymod.error());
   const auto config = pymod_config_string(opts, c2p_fd, p2c_fd);
   std::vector<std::string> args{
-      opts.sprint_exec_path,
-      "--*.python-control-enabled=true",
-      "--*.pymod-path=" + opts.pymod_path,
-      "--*.pymod-name=" + opts.pymod_name,
+      opts.sprint_exec_path,           "--*.python-control-enabled=true",
+      "--*.pymod-path=" + pymod->path, "--*.pymod-name=" + pymod->name,
       "--*.pymod-config=" + config,
   };
   if (opts.use_python_segment_order) {
     args.push_back("--*.python-segment-order=true");
-    args.push_back("--*.python-segment-order-pymod-path=" + opts.pymod_path);
-    args.push_back("--*.python-segment-order-pymod-name=" + opts.pymod_name);
+    args.push_back("--*.python-segment-order-pymod-path=" + pymod->path);
+    args.push_back("--*.python-segment-order-pymod-name=" + pymod->name);
     args.push_back("--*.python-segment-order-config=" + config);
     args.push_back("--*.python-segment-order-allow-copy=false");
   }

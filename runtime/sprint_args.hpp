@@ -44,7 +44,8 @@ std::string display_word(const config_word& word);
 
 /// The full argument vector of a Sprint child, `argv[0]` (the executable)
 /// first, in the order of PROTOCOL.md section 1: the PythonControl flags, the
-/// five segment-order flags if `use_python_segment_order`, then the words of
+/// five segment-order flags if `use_python_segment_order` (the module and its
+/// path as `choose_pymod` chooses them), then the words of
 /// `sprintConfigStr` with their variables expanded by `lookup` (each word one
 /// argument; see `expand_word`). Pass `environment_lookup` of the child's
 /// environment so that variables expand as the child would see them (see

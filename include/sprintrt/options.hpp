@@ -153,11 +153,14 @@ struct sprint_options {
   bool use_python_segment_order = true;
   /// `numInstances` (1): the most children a pool runs.
   size_t num_instances = 1;
-  /// `pymodPath` (""): the directory Sprint loads the Python module from, i.e.
-  /// the root of a RETURNN checkout for real RASR.
+  /// `pymodPath` ("": not given): the directory Sprint loads the Python module
+  /// from, e.g. the root of a RETURNN checkout.
   std::string pymod_path;
-  /// `pymodName` ("returnn.sprint.control"; legacy: "SprintControl").
-  std::string pymod_name = "returnn.sprint.control";
+  /// `pymodName` ("": not given): the module, e.g. "returnn.sprint.control"
+  /// (legacy: "SprintControl"). With neither given, a child gets sprintrt's
+  /// own `sprintrt_control` and its directory; with only `pymodPath`,
+  /// RETURNN's module (see runtime/control_module.hpp).
+  std::string pymod_name;
   /// `framing` ("length_prefixed" or "raw").
   pipe_framing framing = pipe_framing::length_prefixed;
   /// `arrayGlobalModule` ("returnn.util.task_system"; legacy "TaskSystem"):

@@ -79,7 +79,7 @@ TEST_CASE("only sprintExecPath is required, everything else has RETURNN's defaul
   CHECK(opts.use_python_segment_order);
   CHECK(opts.num_instances == 1);
   CHECK(opts.pymod_path.empty());
-  CHECK(opts.pymod_name == "returnn.sprint.control");
+  CHECK(opts.pymod_name.empty()); // not given: see control_module.hpp
   CHECK(opts.framing == sprintrt::pipe_framing::length_prefixed);
   CHECK(opts.array_global_module == "returnn.util.task_system");
   CHECK(opts.init_timeout == 60s);
@@ -408,7 +408,7 @@ TEST_CASE("to_json_string is canonical JSON with every option") {
         R"({"arrayGlobalModule":"returnn.util.task_system","childOutput":"log",)"
         R"("env":{"set":{},"unset":[]},)"
         R"("exitGrace":5.0,"framing":"length_prefixed","initTimeout":60.0,"maxRetries":2,)"
-        R"("minPythonControlVersion":2,"numInstances":1,"pymodName":"returnn.sprint.control",)"
+        R"("minPythonControlVersion":2,"numInstances":1,"pymodName":null,)"
         R"("pymodPath":"","remote":[],"remoteTls":null,"replyTimeout":600.0,"sprintConfigStr":[],)"
         R"("sprintControlConfig":{},"sprintExecPath":"/s","usePythonSegmentOrder":true})");
   CHECK(sprintrt::to_json_string(parse(R"({"sprintExecPath": "/s", "sprintConfigStr":

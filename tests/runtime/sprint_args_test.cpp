@@ -18,9 +18,13 @@ sprint_options options(std::string_view json) {
   return *opts;
 }
 
-/// A fixed environment: CONF_DIR, LOG_DIR and A are set, nothing else.
-const env_lookup fixed_env =
-    environment_lookup({"CONF_DIR=/conf", "LOG_DIR=/var/log", "A=1", "EMPTY="});
+/// The source tree's python directory, which has sprintrt_control.py.
+const std::string control_dir = SPRINTRT_TEST_DATA "/../../python";
+
+/// A fixed environment: CONF_DIR, LOG_DIR, A and SPRINTRT_CONTROL_DIR are
+/// set, nothing else.
+const env_lookup fixed_env = environment_lookup(
+    {"CONF_DIR=/conf", "LOG_DIR=/var/log", "A=1", "EMPTY=", "SPRINTRT_CONTROL_DIR=" + control_dir});
 
 /// The argv for fds 7 (c2p) and 4 (p2c) in the fixed environment.
 strings args(std::string_view json) {
@@ -43,12 +47,12 @@ const std::string default_config = "c2p_fd:7,p2c_fd:4,minPythonControlVersion:2"
 strings with_words(const strings& words) {
   strings result{"/opt/rasr/nn-trainer",
                  "--*.python-control-enabled=true",
-                 "--*.pymod-path=",
-                 "--*.pymod-name=returnn.sprint.control",
+                 "--*.pymod-path=" + control_dir,
+                 "--*.pymod-name=sprintrt_control",
                  "--*.pymod-config=" + default_config,
                  "--*.python-segment-order=true",
-                 "--*.python-segment-order-pymod-path=",
-                 "--*.python-segment-order-pymod-name=returnn.sprint.control",
+                 "--*.python-segment-order-pymod-path=" + control_dir,
+                 "--*.python-segment-order-pymod-name=sprintrt_control",
                  "--*.python-segment-order-config=" + default_config,
                  "--*.python-segment-order-allow-copy=false"};
   result.insert(result.end(), words.begin(), words.end());
@@ -68,6 +72,33 @@ TEST_CASE("usePythonSegmentOrder false drops the segment-order flags") {
         strings{"/opt/rasr/nn-trainer", "--*.python-control-enabled=true",
                 "--*.pymod-path=/src/returnn", "--*.pymod-name=SprintControl",
                 "--*.pymod-config=" + default_config, "--*.x=1"});
+}
+
+TEST_CASE("without pymodPath and pymodName both modules are sprintrt_control in its directory") {
+  auto argv = args(R"({"sprintExecPath": "/s"})");
+  REQUIRE(argv.size() == 10);
+  CHECK(argv[2] == "--*.pymod-path=" + control_dir);
+  CHECK(argv[3] == "--*.pymod-name=sprintrt_control");
+  CHECK(argv[6] == "--*.python-segment-order-pymod-path=" + control_dir);
+  CHECK(argv[7] == "--*.python-segment-order-pymod-name=sprintrt_control");
+}
+
+TEST_CASE("pymodPath alone is a RETURNN checkout: RETURNN's module in it") {
+  auto argv = args(R"({"sprintExecPath": "/s", "pymodPath": "/src/returnn"})");
+  REQUIRE(argv.size() == 10);
+  CHECK(argv[2] == "--*.pymod-path=/src/returnn");
+  CHECK(argv[3] == "--*.pymod-name=returnn.sprint.control");
+  CHECK(argv[7] == "--*.python-segment-order-pymod-name=returnn.sprint.control");
+}
+
+TEST_CASE("a SPRINTRT_CONTROL_DIR without the module is an error naming it") {
+  const auto lookup = environment_lookup({"SPRINTRT_CONTROL_DIR=/nonexistent/dir"});
+  auto argv = build_sprint_args(options(R"({"sprintExecPath": "/s"})"), 7, 4, lookup);
+  REQUIRE_FALSE(argv);
+  CHECK(argv.error() == sprintrt::errc::spawn_failed);
+  CHECK_THAT(sprintrt::render(argv.error()),
+             Catch::Contains("SPRINTRT_CONTROL_DIR is '/nonexistent/dir', which has no "
+                             "sprintrt_control.py"));
 }
 
 TEST_CASE("pymodPath and pymodName go to both modules") {
@@ -158,7 +189,8 @@ TEST_CASE("variables the options set or unset expand as the child sees them") {
   const auto opts = options(R"({"sprintExecPath": "/opt/rasr/nn-trainer",
     "sprintConfigStr": "--*.corpus.file=$CORPUS --user=$USER",
     "env": {"set": {"CORPUS": "/data/corpus.txt"}, "unset": ["HOME"]}})");
-  const char* const parent[] = {"HOME=/home/u", "CORPUS=/old", "USER=u", nullptr};
+  const auto control = "SPRINTRT_CONTROL_DIR=" + control_dir;
+  const char* const parent[] = {"HOME=/home/u", "CORPUS=/old", "USER=u", control.c_str(), nullptr};
   const auto lookup = environment_lookup(child_environment(opts.env, parent));
   auto argv = build_sprint_args(opts, 7, 4, lookup);
   REQUIRE(argv);

@@ -71,19 +71,56 @@ std::string output_tail::text() const {
   return kept_.substr(kept_.size() - capacity);
 }
 
+namespace {
+
+/// Whether `line` is a frame of a stack trace ("  #12  /path/prog(sym+0x1)
+/// [0x55...]", as RASR prints after an error): the frames say where, the
+/// lines before them what.
+bool is_stack_frame(std::string_view line) {
+  size_t i = line.find_first_not_of(" \t");
+  if (i == std::string_view::npos || line[i] != '#')
+    return false;
+  size_t digits = line.find_first_not_of("0123456789", i + 1);
+  return digits != i + 1 && digits != std::string_view::npos &&
+         (line[digits] == ' ' || line[digits] == '\t');
+}
+
+} // namespace
+
 std::string last_lines(std::string_view all, size_t max_lines) {
   size_t end = all.size();
   while (end > 0 && all[end - 1] == '\n')
     --end;
-  size_t begin = end;
-  for (size_t lines = 0; begin > 0 && lines < max_lines;) {
-    --begin;
-    if (all[begin] == '\n' && ++lines == max_lines) {
-      ++begin;
-      break;
+  // Walks back line by line; a run of stack frames counts as one line.
+  std::vector<std::string> kept;
+  size_t frames = 0;
+  auto close_run = [&] {
+    if (frames > 0)
+      kept.push_back("    (" + std::to_string(frames) + " stack frame line" +
+                     (frames == 1 ? "" : "s") + " left out)");
+    frames = 0;
+  };
+  while (end > 0 && kept.size() < max_lines) {
+    size_t begin = all.rfind('\n', end - 1);
+    begin = begin == std::string_view::npos ? 0 : begin + 1;
+    auto line = all.substr(begin, end - begin);
+    if (is_stack_frame(line)) {
+      ++frames;
+    } else {
+      close_run();
+      if (kept.size() < max_lines)
+        kept.push_back(protocol::escape_for_log(line));
     }
+    end = begin > 0 ? begin - 1 : 0;
   }
-  return protocol::escape_for_log(all.substr(begin, end - begin));
+  close_run();
+  std::string text;
+  for (auto line = kept.rbegin(); line != kept.rend(); ++line) {
+    if (!text.empty())
+      text += '\n';
+    text += *line;
+  }
+  return text;
 }
 
 } // namespace sprintrt::runtime

@@ -80,7 +80,10 @@ private:
 
 /// Returns the last `max_lines` lines of `text` (without trailing newlines),
 /// for error messages where 64 KiB of output would drown the point; escaped
-/// (`protocol::escape_for_log`), as are the lines `output_tail` logs.
+/// (`protocol::escape_for_log`), as are the lines `output_tail` logs. A run
+/// of stack-trace frames ("#3  /path/prog(...) [0x...]") counts as one line
+/// that says how many were left out: RASR prints some forty after its error
+/// message, which would push the message itself out of the tail.
 std::string last_lines(std::string_view text, size_t max_lines);
 
 } // namespace sprintrt::runtime

@@ -28,6 +28,30 @@ TEST_CASE("last_lines keeps the last lines without trailing newlines") {
   CHECK(last_lines("", 3).empty());
 }
 
+TEST_CASE("last_lines leaves stack frames out, so that the message before them stays") {
+  // The end of what RASR prints when its lexicon cannot be read.
+  std::string output = "  <error component=\"neural-network-trainer.lexicon\">\n"
+                       "    Failed to setup XML parser for \"/x/lexicon.xml\"\n"
+                       "    Creating stack trace (innermost first):\n";
+  for (int frame = 0; frame < 40; ++frame)
+    output += "    #" + std::to_string(frame) +
+              "  /rasr/nn-trainer(_ZN4Core9XmlParser5parseEv+0x33) "
+              "[0x55d8de0ef7a3]\n";
+  output += "  </error>\n  <critical-error component=\"neural-network-trainer.lexicon\">\n"
+            "    Terminating due to previous errors\n  </critical-error>\n";
+  CHECK(last_lines(output, 8) == "  <error component=\"neural-network-trainer.lexicon\">\n"
+                                 "    Failed to setup XML parser for \"/x/lexicon.xml\"\n"
+                                 "    Creating stack trace (innermost first):\n"
+                                 "    (40 stack frame lines left out)\n"
+                                 "  </error>\n"
+                                 "  <critical-error component=\"neural-network-trainer.lexicon\">\n"
+                                 "    Terminating due to previous errors\n"
+                                 "  </critical-error>");
+  // Only "#<digits> " starts a frame: a shell comment or "#include" does not.
+  CHECK(last_lines("# a comment\n#include <x>\n#1 frame\nend", 5) ==
+        "# a comment\n#include <x>\n    (1 stack frame line left out)\nend");
+}
+
 TEST_CASE("a child's output is escaped: controls and broken UTF-8 as \\xNN, UTF-8 kept") {
   // ESC [2J (clear screen), a carriage return, CSI in UTF-8 (C2 9B), a lone
   // continuation byte, a backslash, and well-formed German text with a tab.

@@ -79,11 +79,13 @@ unbuffered = true
 file = {dir}/corpus.xml
 capitalize-transcriptions = false
 
-[*.model-combination.lexicon]
+# RASR selects them under several paths (the FSA exporter's model
+# combination, the CTC criterion's own lexicon): "*." matches them all.
+[*.lexicon]
 file = {dir}/lexicon.xml
 normalize-pronunciation = false
 
-[*.model-combination.acoustic-model]
+[*.acoustic-model]
 state-tying.type = monophone
 allophones.add-all = yes
 allophones.add-from-lexicon = no

@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""sprintrt against a real RASR: runs real nn-trainer children on a tiny
+real set-up (tiny_setup.py) and compares what comes back with exact
+expectations. Run through scripts/rasr/test.sh, which finds the pieces:
+
+    suite.py --nn-trainer NN_TRAINER --librasr LIBRASR_SO --sprintrt-build BUILD
+             [--returnn RETURNN_SRC] [--work DIR]
+
+Checks (each prints PASS or FAIL with what differed; the last line counts):
+- doctor on the automata options passes and names the child's module and
+  protocol version; a config whose lexicon file is missing fails with
+  RASR's own message, without debug logging;
+- the automata of every segment of the set-up, as one batch, through 1 and
+  2 children with sprintrt's child module are bit-identical to each other
+  and to librasr's AllophoneStateFsaBuilder per segment, joined into the
+  batch layout (as i6_models joins them); with RETURNN's child module
+  (given --returnn) too, and equal to RETURNN's own SprintInstancePool;
+- the CTC losses of a batch (training-criterion ctc, input in log space,
+  no search aligner, iterate-corpus with the Python segment order) are
+  bit-identical between 1 and 2 children, finite, and agree with a float64
+  full-sum over the automata RASR exports for the same segments, after the
+  offset T * ln(D) of RASR's uniform prior (see docs/rasr.md).
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Suite:
+    """Runs the checks and counts them."""
+
+    def __init__(self, args):
+        self.args = args
+        self.passed = 0
+        self.failed = 0
+        self.work = args.work or tempfile.mkdtemp(prefix="sprintrt-rasr-")
+        summary = subprocess.run([sys.executable, os.path.join(HERE, "tiny_setup.py"),
+                                  os.path.join(self.work, "setup")],
+                                 check=True, capture_output=True, text=True).stdout
+        self.setup = json.loads(summary)
+        self.tags = [s["name"] for s in self.setup["segments"]]
+        sys.path.insert(0, os.path.join(args.sprintrt_build, "python"))
+        import sprintrt  # noqa: E402 (from the build tree given)
+        self.sprintrt = sprintrt
+
+    def check(self, name, ok, detail=""):
+        print("%s %s%s" % ("PASS" if ok else "FAIL", name, (": " + detail) if detail else ""),
+              flush=True)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+        return ok
+
+    def options(self, config, children=1, module="sprintrt", **extra):
+        # A child that waits for something that never comes fails in a
+        # minute, not in replyTimeout's default ten.
+        opts = {"sprintExecPath": self.args.nn_trainer,
+                "sprintConfigStr": ["--config=" + config], "numInstances": children,
+                "initTimeout": 60, "replyTimeout": 60}
+        if module == "returnn":
+            opts["pymodPath"] = self.args.returnn
+            opts["pymodName"] = "returnn.sprint.control"
+            # In python-control-loop, RASR reads its corpus (for the
+            # orthographies) through a second, nested segment order; RETURNN's
+            # module waits for the parent's segment list there and never
+            # returns. RWTH's recipes use the corpus order for this reason.
+            if config == self.setup["files"]["automata_config"]:
+                opts["usePythonSegmentOrder"] = False
+        opts.update(extra)
+        return opts
+
+    def write_options(self, name, opts):
+        path = os.path.join(self.work, name + ".json")
+        with open(path, "w") as out:
+            json.dump(opts, out)
+        return path
+
+    def cli(self, *argv):
+        return subprocess.run([os.path.join(self.args.sprintrt_build, "tools/sprintrt/sprintrt")]
+                              + list(argv), capture_output=True, text=True, timeout=300)
+
+    # -- doctor --------------------------------------------------------------
+
+    def doctor(self):
+        files = self.setup["files"]
+        segment = ["--segment", self.tags[0], "--frames", "40",
+                   "--dim", str(len(self.setup["phonemes"]))]
+        opts = self.write_options("doctor", self.options(files["loss_config"]))
+        run = self.cli("doctor", "--config", opts, *segment)
+        text = run.stdout + run.stderr
+        self.check("doctor passes on nn-trainer with sprintrt's module (one CTC segment)",
+                   run.returncode == 0, "exit %d: %s" % (run.returncode, text[-2000:]))
+        self.check("doctor names the child's module and protocol version",
+                   "child 'sprintrt_control', protocol version 1" in text, text[-1000:])
+        # The lexicon is read when the first segment needs it.
+        broken = os.path.join(self.work, "broken.config")
+        with open(files["loss_config"]) as src, open(broken, "w") as out:
+            out.write(src.read().replace(files["lexicon"],
+                                         os.path.join(self.work, "missing-lexicon.xml")))
+        run = self.cli("doctor", "--config", self.write_options("broken", self.options(broken)),
+                       *segment)
+        text = run.stdout + run.stderr
+        self.check("doctor fails on a missing lexicon, quoting RASR",
+                   run.returncode != 0 and "missing-lexicon.xml" in text,
+                   "exit %d: %s" % (run.returncode, text[-1500:]))
+        print("     " + "\n     ".join(text.strip().splitlines()[-6:]))
+
+    # -- automata ------------------------------------------------------------
+
+    def pool_automata(self, module, children):
+        opts = self.options(self.setup["files"]["automata_config"], children, module)
+        pool = self.sprintrt.SprintInstancePool.get_global_instance(opts)
+        return pool.get_automata_for_batch(self.tags)
+
+    def subprocess_automata(self, code, pythonpath):
+        """Runs `code` (which writes edges, weights, start_end_states into the
+        .npz named by sys.argv[1]) in an interpreter of its own."""
+        out = os.path.join(self.work, "automata-%d.npz" % abs(hash(code)))
+        env = dict(os.environ, PYTHONPATH=pythonpath)
+        run = subprocess.run([sys.executable, "-c", code, out, json.dumps(self.tags),
+                              self.setup["files"]["automata_config"],
+                              json.dumps(self.options(self.setup["files"]["automata_config"], 1,
+                                                      "returnn"))],
+                             env=env, capture_output=True, text=True, timeout=600)
+        if run.returncode != 0:
+            raise RuntimeError(run.stderr[-3000:])
+        with numpy.load(out) as arrays:
+            return arrays["edges"], arrays["weights"], arrays["start_end_states"]
+
+    def librasr_automata(self):
+        # librasr's per-segment FSAs ((S, E, edges [3 * E]: from, to,
+        # emission; weights [E])) joined as i6_models' RasrFsaBuilder does.
+        code = r"""
+import json, sys
+import numpy
+import librasr
+out, tags, config_path = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+config = librasr.Configuration()
+config.set_from_file(config_path)
+builder = librasr.AllophoneStateFsaBuilder(config)
+edges, weights, starts, ends, offset = [], [], [], [], 0
+for b, tag in enumerate(tags):
+    states, count, e, w = builder.build_by_segment_name(tag)
+    e = numpy.asarray(e, dtype=numpy.uint32).reshape(3, count).copy()
+    e[:2] += offset
+    edges.append(numpy.vstack([e, numpy.full((1, count), b, dtype=numpy.uint32)]))
+    weights.append(numpy.asarray(w, dtype=numpy.float32))
+    starts.append(offset)
+    ends.append(offset + states - 1)
+    offset += states
+numpy.savez(out, edges=numpy.hstack(edges), weights=numpy.concatenate(weights),
+            start_end_states=numpy.array([starts, ends], dtype=numpy.uint32))
+"""
+        return self.subprocess_automata(code, os.path.dirname(self.args.librasr))
+
+    def returnn_pool_automata(self):
+        code = r"""
+import json, sys
+import numpy
+from returnn.sprint.error_signals import SprintInstancePool
+out, tags, opts = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[4])
+# RETURNN's pool takes its own keys only (it passes its own module).
+opts = {k: v for k, v in opts.items()
+        if k in ("sprintExecPath", "sprintConfigStr", "numInstances", "usePythonSegmentOrder")}
+opts["sprintConfigStr"] = " ".join(opts["sprintConfigStr"])  # RETURNN wants a str
+pool = SprintInstancePool.get_global_instance(opts)
+edges, weights, start_end = pool.get_automata_for_batch(numpy.array(tags))
+numpy.savez(out, edges=edges, weights=weights, start_end_states=start_end)
+"""
+        return self.subprocess_automata(code, self.args.returnn)
+
+    def same(self, name, got, want):
+        ok = all(numpy.array_equal(numpy.asarray(g), numpy.asarray(w))
+                 and numpy.asarray(g).dtype == numpy.asarray(w).dtype for g, w in zip(got, want))
+        detail = "" if ok else "shapes %s vs %s" % ([numpy.shape(g) for g in got],
+                                                    [numpy.shape(w) for w in want])
+        return self.check(name, ok, detail)
+
+    def automata(self):
+        one = self.pool_automata("sprintrt", 1)
+        two = self.pool_automata("sprintrt", 2)
+        print("     %d segments: %d edges, %d states" % (len(self.tags), one[0].shape[1],
+                                                         int(one[2][1, -1]) + 1))
+        self.same("automata: 2 children equal 1 (sprintrt's module)", two, one)
+        try:
+            self.same("automata: equal librasr's per-segment FSAs joined", one,
+                      self.librasr_automata())
+        except RuntimeError as e:
+            self.check("automata: equal librasr's per-segment FSAs joined", False, str(e))
+        if not self.args.returnn:
+            print("SKIP RETURNN's module and pool (no --returnn)")
+            return
+        for children in (1, 2):
+            self.same("automata: RETURNN's module, %d child(ren), equal sprintrt's" % children,
+                      self.pool_automata("returnn", children), one)
+        try:
+            self.same("automata: RETURNN's own pool equals sprintrt's", self.returnn_pool_automata(),
+                      one)
+        except RuntimeError as e:
+            self.check("automata: RETURNN's own pool equals sprintrt's", False, str(e))
+
+    # -- losses --------------------------------------------------------------
+
+    def full_sum(self, automata, b, log_posteriors):
+        """-log of the sum over all paths of segment b's automaton through
+        `log_posteriors` [T, D] (float64, log space): edges emit one frame
+        each, weights are -log scores."""
+        edges, weights, start_end = automata
+        mine = edges[3] == b
+        src, dst, emit = (edges[i][mine].astype(numpy.int64) for i in range(3))
+        cost = weights[mine].astype(numpy.float64)
+        first, last = int(start_end[0, b]), int(start_end[1, b])
+        alpha = numpy.full(last - first + 1, -numpy.inf)
+        alpha[0] = 0.0
+        for t in range(log_posteriors.shape[0]):
+            scores = alpha[src - first] - cost + log_posteriors[t, emit]
+            nxt = numpy.full_like(alpha, -numpy.inf)
+            numpy.logaddexp.at(nxt, dst - first, scores)
+            alpha = nxt
+        return -alpha[last - first]
+
+    def losses(self):
+        sp = self.sprintrt
+        files = self.setup["files"]
+        tags = self.tags[:8]
+        phonemes = len(self.setup["phonemes"])
+        rng = numpy.random.default_rng(5)
+        lengths = numpy.array([12 + 3 * i for i in range(len(tags))], dtype=numpy.int32)
+        frames = int(lengths.max())
+        logits = rng.normal(0, 2, size=(frames, len(tags), phonemes))
+        lp = logits - numpy.log(numpy.exp(logits).sum(axis=2, keepdims=True))
+        for b, n in enumerate(lengths):
+            lp[n:, b] = 0
+        lp32 = lp.astype(numpy.float32)
+        results = []
+        for children in (1, 2):
+            opts = self.options(files["loss_config"], children)
+            pool = sp.SprintInstancePool.get_global_instance(opts)
+            try:
+                results.append(pool.get_batch_loss_and_error_signal(lp32, lengths, tags))
+            except sp.Error as e:
+                self.check("losses through %d child(ren)" % children, False, str(e)[:3000])
+                return
+        loss, error_signal = results[0]
+        self.check("losses: 2 children equal 1, bit for bit",
+                   all(numpy.array_equal(a, b) for a, b in zip(results[0], results[1])))
+        self.check("losses: all finite", bool(numpy.isfinite(loss).all()), str(loss))
+        automata = self.pool_automata("sprintrt", 1)
+        index = {tag: b for b, tag in enumerate(self.tags)}
+        worst = 0.0
+        for b, tag in enumerate(tags):
+            reference = self.full_sum(automata, index[tag], lp[:lengths[b], b].astype(
+                numpy.float64))
+            offset = lengths[b] * math.log(phonemes)
+            worst = max(worst, abs(loss[b] + offset - reference) / abs(reference))
+        self.check("losses: loss + T ln D equals the full-sum over RASR's automata to 1e-4",
+                   worst < 1e-4, "worst relative difference %.3g" % worst)
+        print("     worst relative difference %.3g" % worst)
+
+    def run(self):
+        for part in (self.doctor, self.automata, self.losses):
+            try:
+                part()
+            except Exception as e:  # a broken part is a failure, named, and the rest runs
+                self.check(part.__name__, False, "%s: %s" % (type(e).__name__, e))
+        print("%d passed, %d failed" % (self.passed, self.failed))
+        return 0 if self.failed == 0 else 1
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nn-trainer", required=True)
+    parser.add_argument("--librasr", required=True)
+    parser.add_argument("--sprintrt-build", required=True)
+    parser.add_argument("--returnn")
+    parser.add_argument("--work")
+    return Suite(parser.parse_args()).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

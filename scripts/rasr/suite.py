@@ -267,8 +267,57 @@ numpy.savez(out, edges=edges, weights=weights, start_end_states=start_end)
                    worst < 1e-4, "worst relative difference %.3g" % worst)
         print("     worst relative difference %.3g" % worst)
 
+    # -- faults --------------------------------------------------------------
+
+    def faults(self):
+        files = self.setup["files"]
+        # A child that dies before its handshake: RASR's own reason, quoted.
+        missing = os.path.join(self.work, "missing.config")
+        run = self.cli("doctor", "--config",
+                       self.write_options("no-config", self.options(missing)))
+        text = run.stdout + run.stderr
+        self.check("a child that dies in its init is reported with RASR's error",
+                   run.returncode != 0 and "missing.config" in text, text[-1500:])
+        print("     " + "\n     ".join(text.strip().splitlines()[-4:]))
+        # iterate-corpus without the Python segment order: RASR walks its
+        # corpus in its own order; a batch in another order must fail fast,
+        # saying why, not hang.
+        sp = self.sprintrt
+        opts = self.options(files["loss_config"], 1, usePythonSegmentOrder=False, maxRetries=0)
+        pool = sp.SprintInstancePool.get_global_instance(opts)
+        tags = [self.tags[3], self.tags[1]]
+        lp = numpy.full((30, 2, len(self.setup["phonemes"])),
+                        -math.log(len(self.setup["phonemes"])), dtype=numpy.float32)
+        try:
+            pool.get_batch_loss_and_error_signal(lp, numpy.array([30, 30]), tags)
+            self.check("usePythonSegmentOrder false, out of corpus order: fails fast", False,
+                       "the batch succeeded")
+        except sp.Error as e:
+            self.check("usePythonSegmentOrder false, out of corpus order: fails fast, saying why",
+                       "usePythonSegmentOrder" in str(e), str(e)[:1500])
+
+    # -- figures -------------------------------------------------------------
+
+    def figures(self):
+        """The child's start-up (doctor's handshake) with sprintrt's module
+        and with RETURNN's, alternating, 5 rounds: medians."""
+        if not self.args.returnn:
+            print("SKIP figures (no --returnn)")
+            return
+        files = self.setup["files"]
+        times = {"sprintrt": [], "returnn": []}
+        for _ in range(5):
+            for module in times:
+                opts = self.write_options("startup-" + module,
+                                          self.options(files["automata_config"], 1, module))
+                run = self.cli("doctor", "--config", opts, "--json")
+                times[module].append(json.loads(run.stdout)["handshake_ms"])
+        ours, theirs = (sorted(times[m])[2] for m in ("sprintrt", "returnn"))
+        print("FIGURE child start-up to handshake: sprintrt's module %.0f ms, RETURNN's %.0f ms "
+              "(%.1fx), medians of 5 alternating runs" % (ours, theirs, theirs / ours))
+
     def run(self):
-        for part in (self.doctor, self.automata, self.losses):
+        for part in (self.doctor, self.automata, self.losses, self.faults, self.figures):
             try:
                 part()
             except Exception as e:  # a broken part is a failure, named, and the rest runs

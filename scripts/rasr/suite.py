@@ -53,8 +53,9 @@ class Suite:
         self.sprintrt = sprintrt
 
     def check(self, name, ok, detail=""):
-        print("%s %s%s" % ("PASS" if ok else "FAIL", name, (": " + detail) if detail else ""),
-              flush=True)
+        """Counts a check; `detail` says what differed (printed on failure)."""
+        print("%s %s%s" % ("PASS" if ok else "FAIL", name,
+                           (": " + detail) if detail and not ok else ""), flush=True)
         if ok:
             self.passed += 1
         else:
@@ -296,6 +297,67 @@ numpy.savez(out, edges=edges, weights=weights, start_end_states=start_end)
             self.check("usePythonSegmentOrder false, out of corpus order: fails fast, saying why",
                        "usePythonSegmentOrder" in str(e), str(e)[:1500])
 
+    def kill_part(self):
+        self.before_kill = self.children()
+        self.killed_mid_batch()
+
+    def killed_mid_batch(self):
+        """An nn-trainer SIGKILLed while it computes a batch is restarted
+        and the batch comes out as it does without the kill."""
+        import signal
+        import threading
+        import time
+        sp = self.sprintrt
+        files = self.setup["files"]
+        phonemes = len(self.setup["phonemes"])
+        rng = numpy.random.default_rng(9)
+        lengths = numpy.array([400 + 20 * (i % 10) for i in range(len(self.tags))],
+                              dtype=numpy.int32)
+        logits = rng.normal(0, 2, size=(int(lengths.max()), len(self.tags), phonemes))
+        lp = (logits - numpy.log(numpy.exp(logits).sum(axis=2, keepdims=True))).astype(
+            numpy.float32)
+        want = sp.SprintInstancePool.get_global_instance(
+            self.options(files["loss_config"], 1, maxRetries=3)).get_batch_loss_and_error_signal(
+                lp, lengths, self.tags)
+        # A second pool of its own (other options), whose child is killed.
+        pool = sp.SprintInstancePool.get_global_instance(
+            self.options(files["loss_config"], 1, maxRetries=4))
+        pool.get_automata_for_batch(self.tags[:1])  # its child is up
+        mine = [pid for pid in self.children() if pid not in self.before_kill]
+        got = {}
+        worker = threading.Thread(target=lambda: got.update(
+            result=pool.get_batch_loss_and_error_signal(lp, lengths, self.tags)))
+        started = time.monotonic()
+        worker.start()
+        time.sleep(0.2)
+        killed = False
+        if worker.is_alive() and mine:
+            os.kill(mine[0], signal.SIGKILL)
+            killed = True
+        worker.join()
+        if not self.check("an nn-trainer is SIGKILLed mid-batch (%.1f s batch)"
+                          % (time.monotonic() - started), killed, "the batch ended first"):
+            return
+        now = [pid for pid in self.children() if pid not in self.before_kill]
+        self.check("the killed child was replaced by a new one",
+                   mine[0] not in now and len(now) == 1, "children before %s, after %s"
+                   % (mine, now))
+        self.check("the batch through the killed child is exact",
+                   all(numpy.array_equal(a, b) for a, b in zip(got["result"], want)))
+
+    def children(self):
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open("/proc/%s/stat" % entry) as stat:
+                        fields = stat.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(fields[1]) == os.getpid():
+                    found.append(int(entry))
+        return found
+
     # -- figures -------------------------------------------------------------
 
     def figures(self):
@@ -317,7 +379,9 @@ numpy.savez(out, edges=edges, weights=weights, start_end_states=start_end)
               "(%.1fx), medians of 5 alternating runs" % (ours, theirs, theirs / ours))
 
     def run(self):
-        for part in (self.doctor, self.automata, self.losses, self.faults, self.figures):
+        self.before_kill = []
+        for part in (self.doctor, self.automata, self.losses, self.faults, self.kill_part,
+                     self.figures):
             try:
                 part()
             except Exception as e:  # a broken part is a failure, named, and the rest runs

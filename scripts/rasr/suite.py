@@ -377,6 +377,76 @@ numpy.savez(out, edges=edges, weights=weights, start_end_states=start_end)
         ours, theirs = (sorted(times[m])[2] for m in ("sprintrt", "returnn"))
         print("FIGURE child start-up to handshake: sprintrt's module %.0f ms, RETURNN's %.0f ms "
               "(%.1fx), medians of 5 alternating runs" % (ours, theirs, theirs / ours))
+        self.automata_figures()
+
+    def automata_figures(self):
+        """The automata of a batch of 32 segments: through sprintrt's pool
+        with 1 and 2 children, RETURNN's own pool (its lockstep
+        get_automata_for_batch), and librasr in-process one segment after
+        another (what i6_models does); medians of 7 calls each, children
+        started before."""
+        import time
+        tags = self.tags[:32]
+        rounds = 7
+        medians = {}
+        for children in (1, 2):
+            pool = self.sprintrt.SprintInstancePool.get_global_instance(
+                self.options(self.setup["files"]["automata_config"], children))
+            pool.get_automata_for_batch(tags)
+            spent = []
+            for _ in range(rounds):
+                start = time.perf_counter()
+                pool.get_automata_for_batch(tags)
+                spent.append(time.perf_counter() - start)
+            medians["sprintrt, %d child%s" % (children, "ren" if children > 1 else "")] = \
+                sorted(spent)[rounds // 2]
+        timing = r"""
+import json, sys, time
+import numpy
+tags, rounds = json.loads(sys.argv[2]), int(sys.argv[5])
+def median(call):
+    call()
+    spent = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        call()
+        spent.append(time.perf_counter() - start)
+    return sorted(spent)[rounds // 2]
+"""
+        librasr = timing + r"""
+import librasr
+config = librasr.Configuration()
+config.set_from_file(sys.argv[3])
+builder = librasr.AllophoneStateFsaBuilder(config)
+print("MEDIAN", median(lambda: [builder.build_by_segment_name(t) for t in tags]))
+"""
+        returnn = timing + r"""
+from returnn.sprint.error_signals import SprintInstancePool
+opts = {k: v for k, v in json.loads(sys.argv[4]).items()
+        if k in ("sprintExecPath", "sprintConfigStr", "numInstances", "usePythonSegmentOrder")}
+opts["sprintConfigStr"] = " ".join(opts["sprintConfigStr"])
+pool = SprintInstancePool.get_global_instance(opts)
+print("MEDIAN", median(lambda: pool.get_automata_for_batch(numpy.array(tags))))
+"""
+        for name, code, path in (("librasr in-process, one after another", librasr,
+                                  os.path.dirname(self.args.librasr)),
+                                 ("RETURNN's pool, 1 child", returnn, self.args.returnn)):
+            run = subprocess.run(
+                [sys.executable, "-c", code, "-", json.dumps(tags),
+                 self.setup["files"]["automata_config"],
+                 json.dumps(self.options(self.setup["files"]["automata_config"], 1, "returnn")),
+                 str(rounds)], env=dict(os.environ, PYTHONPATH=path), capture_output=True,
+                text=True, timeout=600)
+            if run.returncode != 0:
+                print("FIGURE %s: failed: %s" % (name, run.stderr[-500:]))
+                continue
+            # librasr logs to stdout too: the figure is the line marked.
+            medians[name] = float([line for line in run.stdout.splitlines()
+                                   if line.startswith("MEDIAN ")][-1].split()[1])
+        base = medians.get("librasr in-process, one after another")
+        for name, seconds in medians.items():
+            print("FIGURE automata of 32 segments, %s: %.2f ms%s" % (
+                name, 1e3 * seconds, " (%.2fx librasr)" % (seconds / base) if base else ""))
 
     def run(self):
         self.before_kill = []

@@ -45,7 +45,7 @@ class Suite:
         self.work = args.work or tempfile.mkdtemp(prefix="sprintrt-rasr-")
         summary = subprocess.run([sys.executable, os.path.join(HERE, "tiny_setup.py"),
                                   os.path.join(self.work, "setup")],
-                                 check=True, capture_output=True, text=True).stdout
+                                 check=True, capture_output=True, text=True, errors="replace").stdout
         self.setup = json.loads(summary)
         self.tags = [s["name"] for s in self.setup["segments"]]
         sys.path.insert(0, os.path.join(args.sprintrt_build, "python"))
@@ -88,7 +88,7 @@ class Suite:
 
     def cli(self, *argv):
         return subprocess.run([os.path.join(self.args.sprintrt_build, "tools/sprintrt/sprintrt")]
-                              + list(argv), capture_output=True, text=True, timeout=300)
+                              + list(argv), capture_output=True, text=True, errors="replace", timeout=300)
 
     # -- doctor --------------------------------------------------------------
 
@@ -132,7 +132,7 @@ class Suite:
                               self.setup["files"]["automata_config"],
                               json.dumps(self.options(self.setup["files"]["automata_config"], 1,
                                                       "returnn"))],
-                             env=env, capture_output=True, text=True, timeout=600)
+                             env=env, capture_output=True, text=True, errors="replace", timeout=600)
         if run.returncode != 0:
             raise RuntimeError(run.stderr[-3000:])
         with numpy.load(out) as arrays:
@@ -267,6 +267,77 @@ numpy.savez(out, edges=edges, weights=weights, start_end_states=start_end)
         self.check("losses: loss + T ln D equals the full-sum over RASR's automata to 1e-4",
                    worst < 1e-4, "worst relative difference %.3g" % worst)
         print("     worst relative difference %.3g" % worst)
+        if self.args.returnn:
+            self.returnn_losses(lp32, lengths, tags, results[0])
+
+    def patched_returnn(self):
+        """A scratch copy of the RETURNN checkout whose child module decodes
+        the orthography RASR hands it as bytes before passing it back to
+        calculate_criterion (without that, RETURNN's module fails in every
+        loss request: "callback() argument 3 must be str, not bytes")."""
+        import shutil
+        copy = os.path.join(self.work, "returnn-bytes-fix")
+        if not os.path.isdir(copy):
+            shutil.copytree(os.path.join(self.args.returnn, "returnn"),
+                            os.path.join(copy, "returnn"))
+            control = os.path.join(copy, "returnn", "sprint", "control.py")
+            with open(control) as src:
+                text = src.read()
+            call = "seg_name=name, orthography=orthography,"
+            if text.count(call) != 1:
+                raise RuntimeError("RETURNN's control.py changed: no single '%s' to fix" % call)
+            text = text.replace(call, "seg_name=name, orthography=orthography.decode('utf8') if "
+                                      "isinstance(orthography, bytes) else orthography,")
+            with open(control, "w") as out:
+                out.write(text)
+        return copy
+
+    def returnn_losses(self, lp, lengths, tags, ours):
+        """The same batch through RETURNN's module (with the bytes fix) in
+        sprintrt's pool, and through RETURNN's own pool."""
+        files = self.setup["files"]
+        patched = self.patched_returnn()
+        opts = self.options(files["loss_config"], 1, "returnn")
+        opts["pymodPath"] = patched
+        pool = self.sprintrt.SprintInstancePool.get_global_instance(opts)
+        theirs = pool.get_batch_loss_and_error_signal(lp, lengths, tags)
+        self.check("losses: RETURNN's module (bytes fixed) in sprintrt's pool equals ours, "
+                   "bit for bit", all(numpy.array_equal(a, b) for a, b in zip(theirs, ours)))
+        out = os.path.join(self.work, "returnn-losses.npz")
+        numpy.savez(os.path.join(self.work, "batch.npz"), lp=lp, lengths=lengths)
+        code = r"""
+import json, sys
+import numpy
+from returnn.sprint.error_signals import SprintInstancePool
+out, tags, opts, batch = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
+opts = {k: v for k, v in opts.items()
+        if k in ("sprintExecPath", "sprintConfigStr", "numInstances", "usePythonSegmentOrder")}
+opts["sprintConfigStr"] = " ".join(opts["sprintConfigStr"])
+with numpy.load(batch) as b:
+    lp, lengths = b["lp"], b["lengths"]
+pool = SprintInstancePool.get_global_instance(opts)
+# Plain str: a numpy.str_ reaches RETURNN's child pickled as a numpy
+# scalar, which RASR cannot take as a segment name.
+loss, error_signal = pool.get_batch_loss_and_error_signal(lp, lengths, tags)
+numpy.savez(out, loss=loss, error_signal=error_signal)
+"""
+        run = subprocess.run([sys.executable, "-c", code, out, json.dumps(tags),
+                              json.dumps(self.options(files["loss_config"], 1)),
+                              os.path.join(self.work, "batch.npz")],
+                             env=dict(os.environ, PYTHONPATH=patched), capture_output=True,
+                             text=True, errors="replace", timeout=600)
+        if not self.check("losses: RETURNN's own pool (bytes fixed) runs", run.returncode == 0,
+                          run.stderr[-2000:]):
+            return
+        with numpy.load(out) as r:
+            own = (r["loss"], r["error_signal"])
+        print("     RETURNN's pool: loss %s, error signal %s %s" % (
+            own[0].dtype, own[1].dtype, own[1].shape))
+        self.check("losses: RETURNN's own pool equals sprintrt's, bit for bit",
+                   all(numpy.array_equal(numpy.asarray(a, dtype=numpy.float32), b)
+                       for a, b in zip(own, ours)),
+                   "max |loss difference| %.3g" % float(numpy.max(numpy.abs(
+                       numpy.asarray(own[0], dtype=numpy.float64) - ours[0]))))
 
     # -- faults --------------------------------------------------------------
 
@@ -436,7 +507,7 @@ print("MEDIAN", median(lambda: pool.get_automata_for_batch(numpy.array(tags))))
                  self.setup["files"]["automata_config"],
                  json.dumps(self.options(self.setup["files"]["automata_config"], 1, "returnn")),
                  str(rounds)], env=dict(os.environ, PYTHONPATH=path), capture_output=True,
-                text=True, timeout=600)
+                text=True, errors="replace", timeout=600)
             if run.returncode != 0:
                 print("FIGURE %s: failed: %s" % (name, run.stderr[-500:]))
                 continue

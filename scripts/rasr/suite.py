@@ -449,6 +449,65 @@ numpy.savez(out, loss=loss, error_signal=error_signal)
         print("FIGURE child start-up to handshake: sprintrt's module %.0f ms, RETURNN's %.0f ms "
               "(%.1fx), medians of 5 alternating runs" % (ours, theirs, theirs / ours))
         self.automata_figures()
+        self.loss_figures()
+
+    def loss_figures(self):
+        """The loss path per segment, batches of 8 segments of T frames
+        (T = 200, 1000), through sprintrt's pool (its module) and RETURNN's
+        own pool (its module, bytes fixed), 1 child each; medians of 5."""
+        import time
+        files = self.setup["files"]
+        phonemes = len(self.setup["phonemes"])
+        tags = self.tags[:8]
+        patched = self.patched_returnn()
+        rng = numpy.random.default_rng(2)
+        for frames in (200, 1000):
+            logits = rng.normal(0, 2, size=(frames, len(tags), phonemes))
+            lp = (logits - numpy.log(numpy.exp(logits).sum(axis=2, keepdims=True))).astype(
+                numpy.float32)
+            lengths = numpy.full(len(tags), frames, dtype=numpy.int32)
+            pool = self.sprintrt.SprintInstancePool.get_global_instance(
+                self.options(files["loss_config"], 1))
+            pool.get_batch_loss_and_error_signal(lp, lengths, tags)
+            spent = []
+            for _ in range(5):
+                start = time.perf_counter()
+                pool.get_batch_loss_and_error_signal(lp, lengths, tags)
+                spent.append(time.perf_counter() - start)
+            ours = sorted(spent)[2] / len(tags)
+            numpy.savez(os.path.join(self.work, "figure-batch.npz"), lp=lp, lengths=lengths)
+            code = r"""
+import json, sys, time
+import numpy
+from returnn.sprint.error_signals import SprintInstancePool
+tags, opts, batch = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+opts = {k: v for k, v in opts.items()
+        if k in ("sprintExecPath", "sprintConfigStr", "numInstances", "usePythonSegmentOrder")}
+opts["sprintConfigStr"] = " ".join(opts["sprintConfigStr"])
+with numpy.load(batch) as b:
+    lp, lengths = b["lp"], b["lengths"]
+pool = SprintInstancePool.get_global_instance(opts)
+pool.get_batch_loss_and_error_signal(lp, lengths, tags)
+spent = []
+for _ in range(5):
+    start = time.perf_counter()
+    pool.get_batch_loss_and_error_signal(lp, lengths, tags)
+    spent.append(time.perf_counter() - start)
+print("MEDIAN", sorted(spent)[2])
+"""
+            run = subprocess.run([sys.executable, "-c", code, json.dumps(tags),
+                                  json.dumps(self.options(files["loss_config"], 1)),
+                                  os.path.join(self.work, "figure-batch.npz")],
+                                 env=dict(os.environ, PYTHONPATH=patched), capture_output=True,
+                                 text=True, errors="replace", timeout=600)
+            lines = [line for line in run.stdout.splitlines() if line.startswith("MEDIAN ")]
+            if run.returncode != 0 or not lines:
+                print("FIGURE loss path T=%d: RETURNN's pool failed: %s" % (frames,
+                                                                            run.stderr[-500:]))
+                continue
+            theirs = float(lines[-1].split()[1]) / len(tags)
+            print("FIGURE loss path per segment, T=%d D=%d: sprintrt %.2f ms, RETURNN's pool "
+                  "%.2f ms (%.2fx)" % (frames, phonemes, 1e3 * ours, 1e3 * theirs, theirs / ours))
 
     def automata_figures(self):
         """The automata of a batch of 32 segments: through sprintrt's pool

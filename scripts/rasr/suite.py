@@ -339,6 +339,68 @@ numpy.savez(out, loss=loss, error_signal=error_signal)
                    "max |loss difference| %.3g" % float(numpy.max(numpy.abs(
                        numpy.asarray(own[0], dtype=numpy.float64) - ours[0]))))
 
+    # -- settings ------------------------------------------------------------
+
+    def settings(self):
+        """How other CtcCriterion settings change the loss of two segments
+        (T = 20, 30): measured, printed next to the configured one."""
+        files = self.setup["files"]
+        phonemes = len(self.setup["phonemes"])
+        tags = self.tags[1:3]
+        rng = numpy.random.default_rng(11)
+        lengths = numpy.array([20, 30], dtype=numpy.int32)
+        logits = rng.normal(0, 2, size=(30, 2, phonemes))
+        lp = logits - numpy.log(numpy.exp(logits).sum(axis=2, keepdims=True))
+        lp[20:, 0] = 0
+        lp32 = lp.astype(numpy.float32)
+        with open(files["loss_config"]) as src:
+            base = src.read()
+        # Each variant: settings of the criterion's section changed from the
+        # configured ones (use-search-aligner false).
+        variants = [
+            ("configured (use-search-aligner false)", {}),
+            ("state-posterior-scale 0.5", {"state-posterior-scale": "0.5"}),
+            ("use-search-aligner true (RASR's default)", {"use-search-aligner": "true"}),
+            ("use-search-aligner and posterior-use-search-aligner true",
+             {"use-search-aligner": "true", "posterior-use-search-aligner": "true"}),
+        ]
+        results = {}
+        for name, changed in variants:
+            settings = {"use-search-aligner": "false"}
+            settings.update(changed)
+            config = os.path.join(self.work, "loss-%d.config" % abs(hash(name)))
+            with open(config, "w") as out:
+                out.write(base.replace("use-search-aligner = false\n", "") + "".join(
+                    "%s = %s\n" % item for item in sorted(settings.items())))
+            pool = self.sprintrt.SprintInstancePool.get_global_instance(
+                self.options(config, 1, maxRetries=0))
+            try:
+                results[name] = pool.get_batch_loss_and_error_signal(lp32, lengths, tags)
+                loss, error_signal = results[name]
+                print("SETTING %s: loss %s, |error signal| sum %.4f" % (
+                    name, numpy.array2string(loss, precision=6), float(
+                        numpy.abs(error_signal).sum())))
+            except self.sprintrt.Error as e:
+                results[name] = str(e)
+                reason = [line.strip() for line in str(e).splitlines()
+                          if "DEFECTIVE" in line or "precondition" in line]
+                print("SETTING %s: fails: %s" % (name, " | ".join(reason[:2])[:300]))
+        # What they mean, against the full-sum over RASR's automata.
+        automata = self.pool_automata("sprintrt", 1)
+        index = {tag: b for b, tag in enumerate(self.tags)}
+        scaled = results["state-posterior-scale 0.5"]
+        worst = max(
+            abs(scaled[0][b] + lengths[b] * math.log(phonemes) -
+                self.full_sum(automata, index[tag], 0.5 * lp[:lengths[b], b].astype(numpy.float64)))
+            / abs(scaled[0][b]) for b, tag in enumerate(tags)) if not isinstance(scaled, str) else 1
+        self.check("settings: with state-posterior-scale s, loss + T ln D is the full-sum over "
+                   "p^s (1e-4)", worst < 1e-4, "worst relative difference %.3g" % worst)
+        self.check("settings: RASR's default search aligner aborts the child (PROGRAM DEFECTIVE)",
+                   "PROGRAM DEFECTIVE" in str(results["use-search-aligner true (RASR's default)"]))
+        posterior = results["use-search-aligner and posterior-use-search-aligner true"]
+        self.check("settings: with posterior-use-search-aligner the loss is 0",
+                   not isinstance(posterior, str) and bool((posterior[0] == 0).all()))
+
     # -- faults --------------------------------------------------------------
 
     def faults(self):
@@ -580,8 +642,8 @@ print("MEDIAN", median(lambda: pool.get_automata_for_batch(numpy.array(tags))))
 
     def run(self):
         self.before_kill = []
-        for part in (self.doctor, self.automata, self.losses, self.faults, self.kill_part,
-                     self.figures):
+        for part in (self.doctor, self.automata, self.losses, self.settings, self.faults,
+                     self.kill_part, self.figures):
             try:
                 part()
             except Exception as e:  # a broken part is a failure, named, and the rest runs

@@ -80,6 +80,15 @@ class Suite:
         opts.update(extra)
         return opts
 
+    def returnn_pool_options(self, config):
+        """The options of `config` for RETURNN's own pool, 1 child: only the
+        keys it takes (it passes its own module), sprintConfigStr as a str."""
+        opts = {k: v for k, v in self.options(config, 1, "returnn").items()
+                if k in ("sprintExecPath", "sprintConfigStr", "numInstances",
+                         "usePythonSegmentOrder")}
+        opts["sprintConfigStr"] = " ".join(opts["sprintConfigStr"])
+        return opts
+
     def write_options(self, name, opts):
         path = os.path.join(self.work, name + ".json")
         with open(path, "w") as out:
@@ -130,8 +139,8 @@ class Suite:
         env = dict(os.environ, PYTHONPATH=pythonpath)
         run = subprocess.run([sys.executable, "-c", code, out, json.dumps(self.tags),
                               self.setup["files"]["automata_config"],
-                              json.dumps(self.options(self.setup["files"]["automata_config"], 1,
-                                                      "returnn"))],
+                              json.dumps(self.returnn_pool_options(
+                                  self.setup["files"]["automata_config"]))],
                              env=env, capture_output=True, text=True, errors="replace", timeout=600)
         if run.returncode != 0:
             raise RuntimeError(run.stderr[-3000:])
@@ -170,10 +179,6 @@ import json, sys
 import numpy
 from returnn.sprint.error_signals import SprintInstancePool
 out, tags, opts = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[4])
-# RETURNN's pool takes its own keys only (it passes its own module).
-opts = {k: v for k, v in opts.items()
-        if k in ("sprintExecPath", "sprintConfigStr", "numInstances", "usePythonSegmentOrder")}
-opts["sprintConfigStr"] = " ".join(opts["sprintConfigStr"])  # RETURNN wants a str
 pool = SprintInstancePool.get_global_instance(opts)
 edges, weights, start_end = pool.get_automata_for_batch(numpy.array(tags))
 numpy.savez(out, edges=edges, weights=weights, start_end_states=start_end)
@@ -310,9 +315,6 @@ import json, sys
 import numpy
 from returnn.sprint.error_signals import SprintInstancePool
 out, tags, opts, batch = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
-opts = {k: v for k, v in opts.items()
-        if k in ("sprintExecPath", "sprintConfigStr", "numInstances", "usePythonSegmentOrder")}
-opts["sprintConfigStr"] = " ".join(opts["sprintConfigStr"])
 with numpy.load(batch) as b:
     lp, lengths = b["lp"], b["lengths"]
 pool = SprintInstancePool.get_global_instance(opts)
@@ -322,7 +324,7 @@ loss, error_signal = pool.get_batch_loss_and_error_signal(lp, lengths, tags)
 numpy.savez(out, loss=loss, error_signal=error_signal)
 """
         run = subprocess.run([sys.executable, "-c", code, out, json.dumps(tags),
-                              json.dumps(self.options(files["loss_config"], 1)),
+                              json.dumps(self.returnn_pool_options(files["loss_config"])),
                               os.path.join(self.work, "batch.npz")],
                              env=dict(os.environ, PYTHONPATH=patched), capture_output=True,
                              text=True, errors="replace", timeout=600)
@@ -543,9 +545,6 @@ import json, sys, time
 import numpy
 from returnn.sprint.error_signals import SprintInstancePool
 tags, opts, batch = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
-opts = {k: v for k, v in opts.items()
-        if k in ("sprintExecPath", "sprintConfigStr", "numInstances", "usePythonSegmentOrder")}
-opts["sprintConfigStr"] = " ".join(opts["sprintConfigStr"])
 with numpy.load(batch) as b:
     lp, lengths = b["lp"], b["lengths"]
 pool = SprintInstancePool.get_global_instance(opts)
@@ -558,7 +557,7 @@ for _ in range(5):
 print("MEDIAN", sorted(spent)[2])
 """
             run = subprocess.run([sys.executable, "-c", code, json.dumps(tags),
-                                  json.dumps(self.options(files["loss_config"], 1)),
+                                  json.dumps(self.returnn_pool_options(files["loss_config"])),
                                   os.path.join(self.work, "figure-batch.npz")],
                                  env=dict(os.environ, PYTHONPATH=patched), capture_output=True,
                                  text=True, errors="replace", timeout=600)
@@ -614,9 +613,7 @@ print("MEDIAN", median(lambda: [builder.build_by_segment_name(t) for t in tags])
 """
         returnn = timing + r"""
 from returnn.sprint.error_signals import SprintInstancePool
-opts = {k: v for k, v in json.loads(sys.argv[4]).items()
-        if k in ("sprintExecPath", "sprintConfigStr", "numInstances", "usePythonSegmentOrder")}
-opts["sprintConfigStr"] = " ".join(opts["sprintConfigStr"])
+opts = json.loads(sys.argv[4])
 pool = SprintInstancePool.get_global_instance(opts)
 print("MEDIAN", median(lambda: pool.get_automata_for_batch(numpy.array(tags))))
 """
@@ -626,7 +623,7 @@ print("MEDIAN", median(lambda: pool.get_automata_for_batch(numpy.array(tags))))
             run = subprocess.run(
                 [sys.executable, "-c", code, "-", json.dumps(tags),
                  self.setup["files"]["automata_config"],
-                 json.dumps(self.options(self.setup["files"]["automata_config"], 1, "returnn")),
+                 json.dumps(self.returnn_pool_options(self.setup["files"]["automata_config"])),
                  str(rounds)], env=dict(os.environ, PYTHONPATH=path), capture_output=True,
                 text=True, errors="replace", timeout=600)
             if run.returncode != 0:

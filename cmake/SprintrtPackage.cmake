@@ -25,7 +25,7 @@ target_link_libraries(sprintrt_lib INTERFACE sprintrt_actors)
 set_target_properties(sprintrt_lib PROPERTIES EXPORT_NAME sprintrt)
 add_library(sprintrt::sprintrt ALIAS sprintrt_lib)
 
-install(TARGETS sprintrt_lib sprintrt_actors sprintrt_runtime sprintrt_sim sprintrt_protocol
+install(TARGETS sprintrt_lib sprintrt_actors sprintrt_runtime sprintrt_config sprintrt_sim sprintrt_protocol
                 sprintrt_common
         EXPORT sprintrtTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// The two framings of PROTOCOL.md section 2, for both directions.
+/// The two framings of docs/protocol.md section 2, for both directions.
 ///
 /// Encoding wraps one pickle written into a `byte_buffer`. Decoding is
 /// incremental, for bytes arriving from a non-blocking pipe in pieces of any

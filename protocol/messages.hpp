@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// The typed commands and replies of PROTOCOL.md section 4.
+/// The typed commands and replies of docs/protocol.md section 4.
 ///
 /// Parent to child, and the child's reply:
 ///

@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// The whitelist of Python callables a pickle may name (PROTOCOL.md
+/// The whitelist of Python callables a pickle may name (docs/protocol.md
 /// section 3), and what calling each builds. This is the only way a message
 /// gets past plain values, so it is kept small and in one place: RETURNN's
 /// array constructor, NumPy scalars and dtypes, and the two forms Python 3

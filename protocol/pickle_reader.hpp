@@ -4,7 +4,7 @@
 /// Decoding one pickle (protocols 2 to 5) into a `value`.
 ///
 /// The reader is a safe subset of Python's unpickler: it executes the opcodes
-/// of PROTOCOL.md section 3 and calls only the whitelisted globals of
+/// of docs/protocol.md section 3 and calls only the whitelisted globals of
 /// `callable`, so a message can build values and nothing else. It trusts no
 /// length: every count is checked against what is left of the message before
 /// anything is allocated, so memory use is linear in the message size.

@@ -115,7 +115,7 @@ struct numpy_scalar {
   int64_t to_int() const noexcept;
 };
 
-/// The whitelisted Python callables a pickle may name with GLOBAL (PROTOCOL.md
+/// The whitelisted Python callables a pickle may name with GLOBAL (docs/protocol.md
 /// section 3). Nothing else can be called.
 enum class callable : uint8_t {
   /// `make_numpy_ndarray_fromstring(bytes, dtype_str, shape)`, under

@@ -2,7 +2,7 @@
 
 /// @file
 /// Encoding values as pickles in the conservative form every Python 3 reads
-/// (PROTOCOL.md section 3): PROTO 3, BININT*/LONG1, BINFLOAT, BINUNICODE,
+/// (docs/protocol.md section 3): PROTO 3, BININT*/LONG1, BINFLOAT, BINUNICODE,
 /// BINBYTES, TUPLE*, no memo, and arrays as a call of RETURNN's
 /// `make_numpy_ndarray_fromstring(bytes, dtype_name, shape)`.
 ///

@@ -3,7 +3,7 @@
 RASR's nn-trainer (``--*.action=python-control``) imports this module
 (``--*.pymod-name``, found through ``--*.pymod-path``) into its embedded Python
 and passes the parent's pipes in ``--*.pymod-config``; the module answers the
-parent's requests (PROTOCOL.md) with what RASR computes through its
+parent's requests (docs/protocol.md) with what RASR computes through its
 PythonControl ``callback``. It needs only Python 3 and NumPy: it must not
 import ``sprintrt`` (its extension starts threads) or RETURNN.
 
@@ -33,7 +33,7 @@ __all__ = ["init", "getSegmentList", "ProtocolError"]
 
 #: The name this child gives in its ``init`` reply.
 CHILD_NAME = "sprintrt_control"
-#: The protocol version of the ``init`` handshake (PROTOCOL.md section 4).
+#: The protocol version of the ``init`` handshake (docs/protocol.md section 4).
 PROTOCOL_VERSION = 1
 #: What RASR's ``calculate_criterion`` is asked for: the parent sends
 #: log-posteriors and RASR, told ``--*.input-in-log-space=true``, returns the

@@ -1,4 +1,4 @@
-"""The pipes of sprintrt_control (PROTOCOL.md sections 2 and 3): requests read
+"""The pipes of sprintrt_control (docs/protocol.md sections 2 and 3): requests read
 with a restricted unpickler, replies written as conservative pickles, length
 prefixed or raw. Python 3 and NumPy only, as sprintrt_control."""
 
@@ -55,7 +55,7 @@ def _numpy_scalar_constructor():
 
 
 class _RequestUnpickler(pickle.Unpickler):
-    """Python's unpickler with the globals of PROTOCOL.md section 3 only: a
+    """Python's unpickler with the globals of docs/protocol.md section 3 only: a
     request can build values, never call anything else."""
 
     def find_class(self, module, name):
@@ -72,7 +72,7 @@ class _RequestUnpickler(pickle.Unpickler):
 
 def _encode(value, out):
     """Appends the pickle opcodes of `value` (str, bytes, bool, int, float, None,
-    tuple or numpy array) to `out`, in the conservative form of PROTOCOL.md
+    tuple or numpy array) to `out`, in the conservative form of docs/protocol.md
     section 3 that every Python 3 and sprintrt's parent read."""
     if value is None:
         out += b"N"

@@ -18,8 +18,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "runtime/child_environment.hpp"
-#include "runtime/sprint_args.hpp"
+#include "config/child_environment.hpp"
+#include "config/sprint_args.hpp"
 
 // The code between clone and execve must not touch sanitizer state (see
 // `child_main`).
@@ -279,9 +279,9 @@ caf::expected<spawned_child> spawn_sprint_child(const sprint_options& opts,
     if (::fcntl(fd, F_SETPIPE_SZ, pipe_buffer_size) < 0)
       spdlog::debug("F_SETPIPE_SZ({}) failed: {}", pipe_buffer_size, std::strerror(errno));
 
-  auto env = child_environment(opts.env, parent_environ);
+  auto env = config::child_environment(opts.env, parent_environ);
   spawned_child child;
-  auto args = build_sprint_args(opts, child_c2p_fd, child_p2c_fd, environment_lookup(env));
+  auto args = config::build_sprint_args(opts, child_c2p_fd, child_p2c_fd, config::environment_lookup(env));
   if (!args)
     return std::move(args.error());
   child.argv = std::move(*args);

@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// Starting a Sprint child process exactly as PROTOCOL.md section 1 says.
+/// Starting a Sprint child process exactly as docs/protocol.md section 1 says.
 ///
 /// The child gets exactly five file descriptors: 0 is /dev/null, 1 and 2 go
 /// into one pipe the parent reads (Sprint logs to stdout; both streams are

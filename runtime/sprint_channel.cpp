@@ -25,7 +25,7 @@
 #include "runtime/io_thread.hpp"
 #include "runtime/output_tail.hpp"
 #include "runtime/pipe_write.hpp"
-#include "runtime/wire_format.hpp"
+#include "config/wire_format.hpp"
 
 extern char** environ;
 
@@ -102,7 +102,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   impl(io_thread& io_thread, sprint_options options, std::string child_name,
        channel_events callbacks)
       : io(io_thread), opts(std::move(options)), name(std::move(child_name)),
-        events(std::move(callbacks)), decoder(wire_framing(opts.framing)),
+        events(std::move(callbacks)), decoder(config::wire_framing(opts.framing)),
         tail(name, opts.child_output) {}
 
   io_thread& io;

@@ -2,7 +2,7 @@
 
 /// @file
 /// A finite-state acceptor in the layout of the Sprint protocol's
-/// `export_allophone_state_fsa_by_segment_name` reply (PROTOCOL.md section 4):
+/// `export_allophone_state_fsa_by_segment_name` reply (docs/protocol.md section 4):
 /// start state 0, one final state `num_states - 1`, and per edge a source, a
 /// target, an emission index and a weight in -log space.
 ///

@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// The Sprint side of the protocol (PROTOCOL.md section 4) over a criterion:
+/// The Sprint side of the protocol (docs/protocol.md section 4) over a criterion:
 /// takes one decoded message, computes the answer and appends the framed
 /// reply. Pure: no file descriptors, no processes; `sprint-sim` puts it on a
 /// pair of pipes, tests call it directly.

@@ -4,7 +4,7 @@
 /// The command line of `sprint-sim`, the simulated Sprint executable.
 ///
 /// A parent starts Sprint with RASR-style arguments `--SELECTOR.NAME=VALUE`
-/// (PROTOCOL.md section 1). `sprint-sim` has no component hierarchy, so the
+/// (docs/protocol.md section 1). `sprint-sim` has no component hierarchy, so the
 /// selector does not matter: the parameter name is the part of the key after
 /// its last '.' (`--*.corpus=x`, `--corpus=x` and `--*.trainer.corpus=x` all
 /// set `corpus`; a name never contains '.', and the value after the first

@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// What a trainer exchanges with a worker pool (PROTOCOL.md section 5).
+/// What a trainer exchanges with a worker pool (docs/protocol.md section 5).
 
 #include <cstdint>
 #include <string>
@@ -34,7 +34,7 @@ struct batch_result {
   tensor error_signal;
 };
 
-/// The automata of a batch merged into one (PROTOCOL.md section 5).
+/// The automata of a batch merged into one (docs/protocol.md section 5).
 struct batch_automata {
   /// [4, E] row-major: all `from` states, all `to` states, all emission
   /// indices, all segment indices. Segment b's states are shifted by the

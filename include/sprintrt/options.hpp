@@ -121,7 +121,7 @@ struct child_output_mode {
   }
 };
 
-/// How messages are delimited on the pipes (see PROTOCOL.md section 2).
+/// How messages are delimited on the pipes (see docs/protocol.md section 2).
 enum class pipe_framing : uint8_t {
   /// An int32 length, then the pickle (current RETURNN).
   length_prefixed,
@@ -139,7 +139,7 @@ struct sprint_options {
   /// single quotes become variables); a JSON list gives one argument per
   /// element (with `$VAR`/`${VAR}` likewise, and `$$` for a literal `$`).
   /// Variables are expanded when a child starts, each word to exactly one
-  /// argument (unset variables to ""), against the child's environment.
+  /// argument (an unset variable is an error that names it), against the child's environment.
   std::vector<config_word> sprint_config;
   /// `minPythonControlVersion` (2): passed to Sprint's PythonControl.
   int min_python_control_version = 2;
@@ -159,7 +159,7 @@ struct sprint_options {
   /// `pymodName` ("": not given): the module, e.g. "returnn.sprint.control"
   /// (legacy: "SprintControl"). With neither given, a child gets sprintrt's
   /// own `sprintrt_control` and its directory; with only `pymodPath`,
-  /// RETURNN's module (see runtime/control_module.hpp).
+  /// RETURNN's module (see config/control_module.hpp).
   std::string pymod_name;
   /// `framing` ("length_prefixed" or "raw").
   pipe_framing framing = pipe_framing::length_prefixed;

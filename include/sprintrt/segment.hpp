@@ -61,7 +61,7 @@ struct segment_job {
   std::shared_ptr<output_gate> gate{};
 };
 
-/// A segment's automaton in the protocol's layout (PROTOCOL.md section 4).
+/// A segment's automaton in the protocol's layout (docs/protocol.md section 4).
 struct segment_fsa {
   /// State 0 is the start, num_states - 1 the single final state.
   uint64_t num_states = 0;

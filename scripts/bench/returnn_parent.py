@@ -8,7 +8,7 @@ without importing RETURNN:
 
 - two ``os.pipe()`` pipes (inheritable, unbuffered ``os.fdopen(fd, "rb"/"wb", 0)``,
   default pipe size), ``fork`` + ``close_all_fds_except`` + ``execv`` of the argv
-  the sprintrt runtime builds (``runtime/sprint_args.cpp``; ``sprintrt doctor
+  the sprintrt runtime builds (``config/sprint_args.cpp``; ``sprintrt doctor
   --json`` prints it), with the child's fds being the parent's pipe fds;
 - messages as ``returnn.util.basic.write_pickled_object`` / ``read_pickled_object``:
   ``task_system.Pickler`` (the pure-Python ``pickle._Pickler`` at the highest
@@ -210,7 +210,7 @@ class SprintSubprocessInstance:
         return os.fdopen(readend, "rb", 0), os.fdopen(writeend, "wb", 0)
 
     def _build_sprint_args(self):
-        # As sprintrt's runtime builds it (runtime/sprint_args.cpp), which is
+        # As sprintrt's runtime builds it (config/sprint_args.cpp), which is
         # RETURNN's argv with sprintrt's pymod path and name.
         config_str = "c2p_fd:%i,p2c_fd:%i" % (self.pipe_c2p[1].fileno(), self.pipe_p2c[0].fileno())
         config_str += ",minPythonControlVersion:%i" % self.minPythonControlVersion

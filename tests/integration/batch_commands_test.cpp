@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/npy_file.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 #include "sim/corpus.hpp"
 #include "sim/criterion.hpp"
 #include "sim/ctc_topology.hpp"
@@ -58,10 +58,10 @@ TEST_CASE("sprintrt loss round-trips a batch through .npy files") {
         lp[(t * 3 + b) * dim + d] = per_segment[b][t * dim + d];
   }
   size_t lp_shape[] = {frames, 3, dim};
-  REQUIRE_FALSE(runtime::write_npy<float>(dir.path() + "/lp.npy", lp_shape, lp));
+  REQUIRE_FALSE(cli::write_npy<float>(dir.path() + "/lp.npy", lp_shape, lp));
   std::vector<int32_t> lengths32{6, 9, 4};
   size_t len_shape[] = {3};
-  REQUIRE_FALSE(runtime::write_npy<int32_t>(dir.path() + "/len.npy", len_shape, lengths32));
+  REQUIRE_FALSE(cli::write_npy<int32_t>(dir.path() + "/len.npy", len_shape, lengths32));
   auto tags = write_tags(dir, {segments[0].name, segments[1].name, segments[2].name});
   auto r = test::run_cli(dir.path(), "loss --json --config " + write_options(dir) +
                                          " --log-posteriors " + dir.path() + "/lp.npy" +
@@ -74,8 +74,8 @@ TEST_CASE("sprintrt loss round-trips a batch through .npy files") {
   CHECK(summary["batch_size"] == 3);
   CHECK(summary["frames"] == 19);
   CHECK(summary["workers"].size() == 2);
-  auto loss = runtime::read_npy_exact<float>(dir.path() + "/loss.npy");
-  auto es = runtime::read_npy_exact<float>(dir.path() + "/es.npy");
+  auto loss = cli::read_npy_exact<float>(dir.path() + "/loss.npy");
+  auto es = cli::read_npy_exact<float>(dir.path() + "/es.npy");
   REQUIRE(loss);
   REQUIRE(es);
   CHECK(loss->shape == std::vector<size_t>{3});
@@ -104,12 +104,12 @@ TEST_CASE("sprintrt loss explains bad input files") {
   auto opts = write_options(dir);
   size_t lp_shape[] = {4, 2, dim};
   std::vector<double> lp64(4 * 2 * dim, -1.0);
-  REQUIRE_FALSE(runtime::write_npy<double>(dir.path() + "/lp64.npy", lp_shape, lp64));
+  REQUIRE_FALSE(cli::write_npy<double>(dir.path() + "/lp64.npy", lp_shape, lp64));
   std::vector<float> lp(4 * 2 * dim, std::log(0.2f));
-  REQUIRE_FALSE(runtime::write_npy<float>(dir.path() + "/lp.npy", lp_shape, lp));
+  REQUIRE_FALSE(cli::write_npy<float>(dir.path() + "/lp.npy", lp_shape, lp));
   size_t len_shape[] = {2};
   std::vector<int64_t> lengths{4, 5};
-  REQUIRE_FALSE(runtime::write_npy<int64_t>(dir.path() + "/len.npy", len_shape, lengths));
+  REQUIRE_FALSE(cli::write_npy<int64_t>(dir.path() + "/len.npy", len_shape, lengths));
   auto tags = write_tags(dir, {segments[0].name, segments[1].name});
   auto one_tag = dir.path() + "/one.txt";
   std::ofstream{one_tag} << segments[0].name << "\n";
@@ -121,7 +121,7 @@ TEST_CASE("sprintrt loss explains bad input files") {
                                          tags_file + outputs);
   };
   std::vector<int32_t> lp32(4 * 2 * dim, -1);
-  REQUIRE_FALSE(runtime::write_npy<int32_t>(dir.path() + "/lpint.npy", lp_shape, lp32));
+  REQUIRE_FALSE(cli::write_npy<int32_t>(dir.path() + "/lpint.npy", lp_shape, lp32));
   auto wrong_dtype = run(dir.path() + "/lpint.npy", tags);
   CHECK(wrong_dtype.status == 1);
   CHECK_THAT(wrong_dtype.err, Catch::Contains("lpint.npy': has dtype int32, expected float32"));
@@ -146,9 +146,9 @@ TEST_CASE("sprintrt automata writes the merged automata as .npy files") {
                                          " --out-dir " + dir.path());
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
-  auto edges = runtime::read_npy_exact<uint32_t>(dir.path() + "/edges.npy");
-  auto weights = runtime::read_npy_exact<float>(dir.path() + "/weights.npy");
-  auto states = runtime::read_npy_exact<uint32_t>(dir.path() + "/start_end_states.npy");
+  auto edges = cli::read_npy_exact<uint32_t>(dir.path() + "/edges.npy");
+  auto weights = cli::read_npy_exact<float>(dir.path() + "/weights.npy");
+  auto states = cli::read_npy_exact<uint32_t>(dir.path() + "/start_end_states.npy");
   REQUIRE(edges);
   REQUIRE(weights);
   REQUIRE(states);
@@ -191,12 +191,12 @@ std::vector<float> write_batch(const test::temp_dir& dir, const std::vector<int3
   size_t lp_shape[] = {frames, batch, dim};
   if (wide) {
     std::vector<double> lp64(lp.begin(), lp.end());
-    REQUIRE_FALSE(runtime::write_npy<double>(dir.path() + "/lp.npy", lp_shape, lp64));
+    REQUIRE_FALSE(cli::write_npy<double>(dir.path() + "/lp.npy", lp_shape, lp64));
   } else {
-    REQUIRE_FALSE(runtime::write_npy<float>(dir.path() + "/lp.npy", lp_shape, lp));
+    REQUIRE_FALSE(cli::write_npy<float>(dir.path() + "/lp.npy", lp_shape, lp));
   }
   size_t len_shape[] = {batch};
-  REQUIRE_FALSE(runtime::write_npy<int32_t>(dir.path() + "/len.npy", len_shape, lengths));
+  REQUIRE_FALSE(cli::write_npy<int32_t>(dir.path() + "/len.npy", len_shape, lengths));
   return lp;
 }
 
@@ -225,7 +225,7 @@ TEST_CASE("sprintrt loss names and counts the segments Sprint skipped") {
   REQUIRE(json.status == 0);
   auto summary = nlohmann::json::parse(json.out);
   CHECK(summary["skipped"] == nlohmann::json::parse(R"([{"index": 1, "tag": "too_long"}])"));
-  auto loss = runtime::read_npy_exact<float>(dir.path() + "/loss.npy");
+  auto loss = cli::read_npy_exact<float>(dir.path() + "/loss.npy");
   REQUIRE(loss);
   CHECK(std::isinf(loss->values[1]));
   CHECK(summary["loss_sum"].get<double>() ==
@@ -241,14 +241,14 @@ TEST_CASE("sprintrt loss converts float64 log-posteriors to float32, as the Pyth
   write_batch(dir, {5, 4}, 5);
   auto narrow = test::run_cli(dir.path(), loss_args(dir, opts, tags));
   REQUIRE(narrow.status == 0);
-  auto want = runtime::read_npy_exact<float>(dir.path() + "/es.npy");
+  auto want = cli::read_npy_exact<float>(dir.path() + "/es.npy");
   REQUIRE(want);
   write_batch(dir, {5, 4}, 5, /*wide*/ true);
   auto wide = test::run_cli(dir.path(), "--log-level info " + loss_args(dir, opts, tags));
   INFO(wide.out << wide.err);
   REQUIRE(wide.status == 0);
   CHECK_THAT(wide.err, Catch::Contains("lp.npy': float64 log-posteriors converted to float32"));
-  auto got = runtime::read_npy_exact<float>(dir.path() + "/es.npy");
+  auto got = cli::read_npy_exact<float>(dir.path() + "/es.npy");
   REQUIRE(got);
   CHECK(got->values == want->values);
 }
@@ -279,7 +279,7 @@ TEST_CASE("sprintrt automata makes its output directory, parents too") {
                                          " --out-dir " + out);
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
-  CHECK(runtime::read_npy_exact<uint32_t>(out + "/edges.npy"));
+  CHECK(cli::read_npy_exact<uint32_t>(out + "/edges.npy"));
   // A directory that cannot be made fails before any child starts.
   std::ofstream{dir.path() + "/plain"} << "x";
   auto bad = test::run_cli(dir.path(), "automata --config " + write_options(dir) + " --tags " +

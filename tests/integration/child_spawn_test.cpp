@@ -1,5 +1,5 @@
 // How a Sprint child is started: exactly fds 0-4, stdin from /dev/null,
-// stdout and stderr into one captured pipe, the argument list of PROTOCOL.md
+// stdout and stderr into one captured pipe, the argument list of docs/protocol.md
 // section 1, the environment changes of the options, default signals; and
 // nothing of the parent's leaks into the child or stays open in the parent.
 

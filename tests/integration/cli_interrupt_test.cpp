@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/npy_file.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 #include "tests/integration/cli_support.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/process_checks.hpp"
@@ -93,10 +93,10 @@ TEST_CASE("SIGINT stops sprintrt loss mid-batch: exit 130, no output files") {
   // 8 segments of 1 s on two children: 4 s uninterrupted.
   std::vector<float> lp(6 * 8 * dim, std::log(1.0f / dim));
   size_t lp_shape[] = {6, 8, dim};
-  REQUIRE_FALSE(runtime::write_npy<float>(dir.path() + "/lp.npy", lp_shape, lp));
+  REQUIRE_FALSE(cli::write_npy<float>(dir.path() + "/lp.npy", lp_shape, lp));
   std::vector<int32_t> lengths(8, 6);
   size_t len_shape[] = {8};
-  REQUIRE_FALSE(runtime::write_npy<int32_t>(dir.path() + "/len.npy", len_shape, lengths));
+  REQUIRE_FALSE(cli::write_npy<int32_t>(dir.path() + "/len.npy", len_shape, lengths));
   auto cli = test::start_cli(
       dir.path(),
       {"loss", "--config", write_options(dir, 1000), "--log-posteriors", dir.path() + "/lp.npy",

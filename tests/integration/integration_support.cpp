@@ -16,7 +16,7 @@
 #include <boost/asio/post.hpp>
 #include <catch2/catch.hpp>
 
-#include "actors/sprint_worker.hpp"
+#include "actors/worker/sprint_worker.hpp"
 #include "runtime/child_reaper.hpp"
 #include "sim/corpus.hpp"
 #include "sim/criterion.hpp"

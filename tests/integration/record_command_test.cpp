@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/npy_file.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 #include "tests/integration/cli_support.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/process_checks.hpp"
@@ -106,10 +106,10 @@ TEST_CASE("a pool computes through sprintrt record exactly as without it") {
   for (size_t i = 0; i < lp.size(); ++i)
     lp[i] = -1.0f - static_cast<float>(i % 5) * 0.3f;
   size_t lp_shape[] = {7, 4, dim};
-  REQUIRE_FALSE(runtime::write_npy<float>(dir.path() + "/lp.npy", lp_shape, lp));
+  REQUIRE_FALSE(cli::write_npy<float>(dir.path() + "/lp.npy", lp_shape, lp));
   std::vector<int32_t> lengths{7, 5, 6, 7};
   size_t len_shape[] = {4};
-  REQUIRE_FALSE(runtime::write_npy<int32_t>(dir.path() + "/len.npy", len_shape, lengths));
+  REQUIRE_FALSE(cli::write_npy<int32_t>(dir.path() + "/len.npy", len_shape, lengths));
   auto loss = [&](const std::string& opts, const std::string& name) {
     auto r = test::run_cli(dir.path(), "loss --config " + opts + " --log-posteriors " + dir.path() +
                                            "/lp.npy --seq-lengths " + dir.path() +
@@ -118,7 +118,7 @@ TEST_CASE("a pool computes through sprintrt record exactly as without it") {
                                            dir.path() + "/" + name + "-es.npy");
     INFO(r.out << r.err);
     REQUIRE(r.status == 0);
-    auto es = runtime::read_npy_exact<float>(dir.path() + "/" + name + "-es.npy");
+    auto es = cli::read_npy_exact<float>(dir.path() + "/" + name + "-es.npy");
     REQUIRE(es);
     return es->values;
   };

@@ -20,7 +20,7 @@
 #include <regex>
 #include <thread>
 
-#include "runtime/npy_file.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/seqtrain_client.hpp"
 #include "sprintrt/sprint_runtime.hpp"
@@ -328,11 +328,11 @@ TEST_CASE("a server that loses a trainer drops its work and serves the others on
     std::ofstream{dir.path() + "/a.json"} << to_json_string(trainer_a);
     auto b = make_batch(segments, 0, count);
     size_t lp_shape[] = {b.log_posteriors.dim(0), count, dim};
-    REQUIRE_FALSE(runtime::write_npy<float>(
+    REQUIRE_FALSE(cli::write_npy<float>(
         dir.path() + "/lp.npy", lp_shape,
         span<const float>{b.log_posteriors.data(), b.log_posteriors.size()}));
     size_t len_shape[] = {count};
-    REQUIRE_FALSE(runtime::write_npy<int64_t>(dir.path() + "/len.npy", len_shape, b.seq_lengths));
+    REQUIRE_FALSE(cli::write_npy<int64_t>(dir.path() + "/len.npy", len_shape, b.seq_lengths));
     {
       std::ofstream tags{dir.path() + "/tags.txt"};
       for (const auto& tag : b.tags)

@@ -21,7 +21,7 @@
 #include "runtime/child_reaper.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/output_tail.hpp"
-#include "runtime/wire_format.hpp"
+#include "config/wire_format.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/leak_check.hpp"
 #include "tests/support/process_checks.hpp"
@@ -332,7 +332,7 @@ TEST_CASE("messages sent back to back, written at once or by the io thread, arri
   test::temp_dir dir;
   auto segments = test::write_corpus(dir, 6, 16);
   auto opts = test::sim_options(test::corpus_path(dir));
-  auto format = runtime::wire_format_of(opts);
+  auto format = config::wire_format_of(opts);
   {
     runtime::io_thread io;
     message_collector seen;

@@ -3,7 +3,7 @@
 // replies, every kind of child failure, graceful stops, and that nothing is
 // left behind (no child process, no open descriptor).
 
-#include "actors/sprint_worker.hpp"
+#include "actors/worker/sprint_worker.hpp"
 
 #include <catch2/catch.hpp>
 

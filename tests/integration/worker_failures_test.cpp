@@ -4,7 +4,7 @@
 // work in flight. Each test also checks that no child and no descriptor is
 // left behind.
 
-#include "actors/sprint_worker.hpp"
+#include "actors/worker/sprint_worker.hpp"
 
 #include <catch2/catch.hpp>
 

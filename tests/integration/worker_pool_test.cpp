@@ -18,7 +18,7 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "actors/affine_sharing.hpp"
+#include "actors/caller/affine_sharing.hpp"
 #include "sim/corpus.hpp"
 #include "sim/criterion.hpp"
 #include "sim/ctc_topology.hpp"

@@ -10,10 +10,12 @@
 #include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
 #include "protocol/pickle_writer.hpp"
-#include "protocol/value_json.hpp"
+#include "tools/sprintrt/value_json.hpp"
 #include "tests/support/golden_vectors.hpp"
 
 using namespace sprintrt::protocol;
+using sprintrt::cli::from_json;
+using sprintrt::cli::to_json;
 using sprintrt::errc;
 using sprintrt::render;
 using sprintrt::test::golden_vectors;

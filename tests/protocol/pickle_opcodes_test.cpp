@@ -20,7 +20,7 @@ caf::expected<instruction> measure(const std::vector<std::byte>& data, size_t of
 
 } // namespace
 
-TEST_CASE("the opcode table holds exactly PROTOCOL.md's subset") {
+TEST_CASE("the opcode table holds exactly the subset of docs/protocol.md section 3") {
   size_t known = 0;
   for (int code = 0; code < 256; ++code)
     if (find_opcode(static_cast<uint8_t>(code)))

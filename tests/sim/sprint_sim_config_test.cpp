@@ -18,7 +18,7 @@ namespace {
 
 using args = std::vector<std::string>;
 
-/// The arguments RETURNN's SprintSubprocessInstance builds (PROTOCOL.md
+/// The arguments RETURNN's SprintSubprocessInstance builds (docs/protocol.md
 /// section 1), for fds 7 (c2p) and 4 (p2c).
 args returnn_args(bool segment_order) {
   const std::string config = "c2p_fd:7,p2c_fd:4,minPythonControlVersion:2";

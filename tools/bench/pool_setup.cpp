@@ -13,9 +13,9 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
-#include "actors/sprint_worker.hpp"
+#include "actors/worker/sprint_worker.hpp"
 #include "runtime/child_spawn.hpp"
-#include "runtime/sprint_args.hpp"
+#include "config/sprint_args.hpp"
 
 namespace sprintrt::bench {
 
@@ -64,7 +64,7 @@ sprint_options sim_options(const std::string& sprint_sim, const std::string& cor
 
 std::vector<std::string> config_words(const sprint_options& opts) {
   // The benchmarks' options have no variables: nothing can be unset.
-  auto words = runtime::expand_sprint_config(
+  auto words = config::expand_sprint_config(
       opts, [](const std::string&) -> std::optional<std::string> { return std::nullopt; });
   return words ? std::move(*words) : std::vector<std::string>{};
 }

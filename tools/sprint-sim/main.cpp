@@ -1,5 +1,5 @@
 // sprint-sim: a simulated Sprint executable. It takes the arguments a parent
-// gives real RASR (PROTOCOL.md section 1) plus its own (sim/sprint_sim_config.hpp),
+// gives real RASR (docs/protocol.md section 1) plus its own (sim/sprint_sim_config.hpp),
 // serves the Sprint control protocol on the two inherited pipes with a real
 // full-sum criterion, and can inject faults so that a parent's failure handling
 // is testable. It never touches stdin and writes to stdout only for --help: everything it

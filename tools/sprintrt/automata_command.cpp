@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/npy_file.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "tools/sprintrt/batch_files.hpp"
@@ -69,14 +69,14 @@ int run(const automata_options& cli) {
   // temporary file); a signal while writing removes the ones written.
   auto dir = cli.out_dir + "/";
   std::vector<std::string> written;
-  auto error = runtime::write_npy<uint32_t>(dir + "edges.npy", edges_shape, merged->edges);
+  auto error = cli::write_npy<uint32_t>(dir + "edges.npy", edges_shape, merged->edges);
   if (!error) {
     written.push_back(dir + "edges.npy");
-    error = runtime::write_npy<float>(dir + "weights.npy", weights_shape, merged->weights);
+    error = cli::write_npy<float>(dir + "weights.npy", weights_shape, merged->weights);
   }
   if (!error) {
     written.push_back(dir + "weights.npy");
-    error = runtime::write_npy<uint32_t>(dir + "start_end_states.npy", states_shape,
+    error = cli::write_npy<uint32_t>(dir + "start_end_states.npy", states_shape,
                                          merged->start_end_states);
   }
   if (!error)

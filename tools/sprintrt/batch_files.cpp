@@ -6,7 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "runtime/npy_file.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 
 namespace sprintrt::cli {
 
@@ -38,17 +38,17 @@ caf::expected<std::vector<std::string>> read_tags(const std::string& path) {
   return tags;
 }
 
-caf::expected<runtime::npy_typed_array<float>> read_log_posteriors(const std::string& path) {
-  auto type = runtime::read_npy_dtype(path);
+caf::expected<cli::npy_typed_array<float>> read_log_posteriors(const std::string& path) {
+  auto type = cli::read_npy_dtype(path);
   if (!type)
     return std::move(type.error());
   if (*type != protocol::dtype::float64)
-    return runtime::read_npy_exact<float>(path);
+    return cli::read_npy_exact<float>(path);
   // As the Python module's astype(float32): Sprint computes in float32.
-  auto wide = runtime::read_npy_exact<double>(path);
+  auto wide = cli::read_npy_exact<double>(path);
   if (!wide)
     return std::move(wide.error());
-  runtime::npy_typed_array<float> narrow;
+  cli::npy_typed_array<float> narrow;
   narrow.shape = std::move(wide->shape);
   narrow.values.assign(wide->values.begin(), wide->values.end());
   spdlog::info("npy file '{}': float64 log-posteriors converted to float32", path);
@@ -63,8 +63,8 @@ caf::expected<batch> read_batch(const std::string& log_posteriors, const std::st
   if (lp->shape.size() != 3)
     return make_error(errc::invalid_input, "npy file '" + log_posteriors +
                                                "': log-posteriors must be [T, B, D], got " +
-                                               runtime::npy_shape_string(lp->shape));
-  auto lengths_file = runtime::read_npy(seq_lengths);
+                                               cli::npy_shape_string(lp->shape));
+  auto lengths_file = cli::read_npy(seq_lengths);
   if (!lengths_file)
     return lengths_file.error();
   if (lengths_file->type != protocol::dtype::int32 && lengths_file->type != protocol::dtype::int64)
@@ -75,8 +75,8 @@ caf::expected<batch> read_batch(const std::string& log_posteriors, const std::st
     return make_error(errc::invalid_input, "npy file '" + seq_lengths +
                                                "': sequence lengths must be [B] = [" +
                                                std::to_string(lp->shape[1]) + "], got " +
-                                               runtime::npy_shape_string(lengths_file->shape));
-  auto lengths = runtime::values_as<int64_t>(*lengths_file);
+                                               cli::npy_shape_string(lengths_file->shape));
+  auto lengths = cli::values_as<int64_t>(*lengths_file);
   if (!lengths)
     return lengths.error();
   auto names = read_tags(tags);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/npy_file.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 #include "sprintrt/batch.hpp"
 #include "sprintrt/error.hpp"
 
@@ -21,7 +21,7 @@ caf::expected<std::vector<std::string>> read_tags(const std::string& path);
 /// Reads log-posteriors: a float32 array as it is, a float64 one converted
 /// to float32 (as the Python module converts it; logged at info level). Any
 /// other dtype is an error naming the file.
-caf::expected<runtime::npy_typed_array<float>> read_log_posteriors(const std::string& path);
+caf::expected<cli::npy_typed_array<float>> read_log_posteriors(const std::string& path);
 
 /// Reads a batch: `log_posteriors` float32 or float64 [T, B, D], `seq_lengths` int32 or
 /// int64 [B], `tags` B lines. Shapes are checked against each other here;

@@ -24,13 +24,13 @@
 #include "protocol/messages.hpp"
 #include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
-#include "runtime/child_environment.hpp"
+#include "config/child_environment.hpp"
 #include "runtime/child_spawn.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/output_tail.hpp"
-#include "runtime/sprint_args.hpp"
+#include "config/sprint_args.hpp"
 #include "runtime/sprint_channel.hpp"
-#include "runtime/wire_format.hpp"
+#include "config/wire_format.hpp"
 #include "tools/sprintrt/commands.hpp"
 #include "tools/sprintrt/python_reading.hpp"
 
@@ -140,8 +140,8 @@ public:
       return diagnose("program", render(err));
     // The arguments as the child will get them: an unset variable is named
     // here, before anything starts.
-    auto lookup = runtime::environment_lookup(runtime::child_environment(opts_.env, environ));
-    if (auto words = runtime::expand_sprint_config(opts_, lookup); !words)
+    auto lookup = config::environment_lookup(config::child_environment(opts_.env, environ));
+    if (auto words = config::expand_sprint_config(opts_, lookup); !words)
       return diagnose("arguments", render(words.error()));
     summary_["warnings"] = json::array();
     for (const auto& line :
@@ -149,7 +149,7 @@ public:
       summary_["warnings"].push_back(line);
       say("warning: " + line);
     }
-    format_ = runtime::wire_format_of(opts_);
+    format_ = config::wire_format_of(opts_);
     io_.emplace();
     auto start = clock::now();
     channel_ = runtime::sprint_channel::open(*io_, opts_, "doctor", events_.callbacks());

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "protocol/value_json.hpp"
-#include "runtime/npy_file.hpp"
+#include "tools/sprintrt/value_json.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "tools/sprintrt/batch_files.hpp"
@@ -75,10 +75,10 @@ int run(const loss_options& cli) {
   // temporary file); a signal while writing removes the ones written.
   size_t loss_shape[] = {tags.size()};
   std::vector<std::string> written;
-  auto error = runtime::write_npy<float>(cli.loss_out, loss_shape, result->loss);
+  auto error = cli::write_npy<float>(cli.loss_out, loss_shape, result->loss);
   if (!error) {
     written.push_back(cli.loss_out);
-    error = runtime::write_npy<float>(
+    error = cli::write_npy<float>(
         cli.error_signal_out, shape,
         span<const float>{result->error_signal.data(), result->error_signal.size()});
     if (!error)
@@ -114,7 +114,7 @@ int run(const loss_options& cli) {
     for (size_t b = 0; b < tags.size(); ++b)
       summary["segments"].push_back({{"tag", tags[b]},
                                      {"frames", lengths[b]},
-                                     {"loss", protocol::float_to_json(result->loss[b])}});
+                                     {"loss", cli::float_to_json(result->loss[b])}});
     summary["skipped"] = json::array();
     for (size_t b : skipped)
       summary["skipped"].push_back({{"index", b}, {"tag", tags[b]}});

@@ -19,7 +19,7 @@
 #include "protocol/framing.hpp"
 #include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
-#include "protocol/value_json.hpp"
+#include "tools/sprintrt/value_json.hpp"
 #include "tools/sprintrt/commands.hpp"
 
 namespace sprintrt::cli {
@@ -59,8 +59,8 @@ json array_range(const protocol::ndarray& a) {
   json range = json::object();
   if (any) {
     if constexpr (std::is_floating_point_v<T>) {
-      range["min"] = protocol::float_to_json(lo);
-      range["max"] = protocol::float_to_json(hi);
+      range["min"] = cli::float_to_json(lo);
+      range["max"] = cli::float_to_json(hi);
     } else {
       range["min"] = lo;
       range["max"] = hi;
@@ -71,7 +71,7 @@ json array_range(const protocol::ndarray& a) {
   return range;
 }
 
-/// The typed JSON form of `x` (protocol/value_json.hpp), but every array as
+/// The typed JSON form of `x` (tools/sprintrt/value_json.hpp), but every array as
 /// {"ndarray_summary": {"dtype", "shape", "min", "max"}} (min and max absent
 /// for an empty array; "nan_count" when there are NaNs, which min and max
 /// leave out).
@@ -105,7 +105,7 @@ json summary_json(const protocol::value& x) {
     return {{"ndarray_summary", std::move(body)}};
   }
   default:
-    return protocol::to_json(x);
+    return cli::to_json(x);
   }
 }
 
@@ -118,7 +118,7 @@ bool print_message(const pickle_dump_options& opts, size_t index,
               << render(x.error()) << "\n";
     return false;
   }
-  auto j = opts.summary ? summary_json(*x) : protocol::to_json(*x);
+  auto j = opts.summary ? summary_json(*x) : cli::to_json(*x);
   std::cout << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   return true;
 }

@@ -1,6 +1,6 @@
 #include "tools/sprintrt/python_reading.hpp"
 
-#include "runtime/sprint_args.hpp"
+#include "config/sprint_args.hpp"
 
 namespace sprintrt::cli {
 
@@ -9,7 +9,7 @@ namespace {
 /// Whether `text` would be split into other than one word by a shell-like
 /// split (white space, quotes or backslashes in it).
 bool splits(const std::string& text) {
-  auto words = runtime::split_shell_words(text);
+  auto words = config::split_shell_words(text);
   if (!words || words->size() != 1)
     return true;
   const auto& word = words->front();
@@ -19,7 +19,7 @@ bool splits(const std::string& text) {
 } // namespace
 
 std::vector<std::string> python_reading_differences(const sprint_options& opts,
-                                                    const runtime::env_lookup& lookup,
+                                                    const config::env_lookup& lookup,
                                                     const std::optional<std::string>& raw) {
   std::vector<std::string> lines;
   if (raw && raw->find("${") != std::string::npos)
@@ -27,7 +27,7 @@ std::vector<std::string> python_reading_differences(const sprint_options& opts,
                     "argument starting with ${ is read as the variable named {NAME}, anything "
                     "else keeps it literally)");
   for (const auto& word : opts.sprint_config) {
-    auto shown = "'" + runtime::display_word(word) + "'";
+    auto shown = "'" + config::display_word(word) + "'";
     bool has_variable = false;
     for (const auto& piece : word)
       has_variable |= piece.kind == word_piece::variable;

@@ -6,7 +6,7 @@
 ///
 /// The JSON options expand `$NAME` and `${NAME}` anywhere in an argument,
 /// each variable's value staying inside its argument, when a child starts
-/// (runtime/shell_words.hpp). RETURNN's `eval_shell_str`, which the Python
+/// (config/shell_words.hpp). RETURNN's `eval_shell_str`, which the Python
 /// module follows, replaces only an argument that starts with `$`: the rest
 /// of it is the name of a variable whose value is split again like a shell
 /// (an unset one gives no argument at all), and passes every other argument
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/shell_words.hpp"
+#include "config/shell_words.hpp"
 #include "sprintrt/options.hpp"
 
 namespace sprintrt::cli {
@@ -28,7 +28,7 @@ namespace sprintrt::cli {
 /// value Python would split); `raw` is the `sprintConfigStr` string as
 /// written, if it was a string (Python does not know `${NAME}`).
 std::vector<std::string> python_reading_differences(const sprint_options& opts,
-                                                    const runtime::env_lookup& lookup,
+                                                    const config::env_lookup& lookup,
                                                     const std::optional<std::string>& raw);
 
 } // namespace sprintrt::cli

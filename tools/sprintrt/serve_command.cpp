@@ -15,7 +15,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include "actors/remote_server.hpp"
+#include "actors/remote/remote_server.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "tools/sprintrt/commands.hpp"
 

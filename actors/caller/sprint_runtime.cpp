@@ -1,0 +1,125 @@
+#include "sprintrt/sprint_runtime.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/scheduler/coordinator.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/caller/affine_sharing.hpp"
+#include "actors/caller/caller_actors.hpp"
+#include "actors/worker/child_process_source.hpp"
+#include "actors/pool/pool_registry.hpp"
+#include "runtime/io_thread.hpp"
+#include "sprintrt/remote_interface.hpp"
+
+namespace sprintrt {
+
+namespace {
+
+/// How long `shutdown` lets children that were sent `exit` take before the
+/// io thread kills them. Each worker already kills its child after its own
+/// exitGrace; this only bounds the wait for children whose worker is gone.
+constexpr std::chrono::seconds io_grace{5};
+
+caf::actor_system_config& configure(caf::actor_system_config& cfg,
+                                    const sprint_runtime::settings& config) {
+  cfg.set("scheduler.max-threads", config.scheduler_threads);
+  // The network layer, for remote pools (its thread waits in epoll when
+  // there is no connection), and the types that cross it.
+  cfg.load<caf::io::middleman>();
+  add_remote_message_types(cfg);
+  // Heartbeats on every connection, so that a peer that vanished without
+  // closing it (a machine off the network) is noticed as a lost connection.
+  cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds{5}});
+  if (!config.tls.empty()) {
+    cfg.openssl_certificate = config.tls.certificate;
+    cfg.openssl_key = config.tls.key;
+    cfg.openssl_cafile = config.tls.ca;
+    cfg.load<caf::openssl::manager>();
+  }
+  if (config.shared_queue)
+    cfg.load<caf::scheduler::coordinator<detail::affine_sharing>>();
+  else
+    cfg.set("scheduler.policy", caf::atom("stealing"));
+  return cfg;
+}
+
+} // namespace
+
+struct sprint_runtime::impl {
+  explicit impl(const settings& config)
+      : system(configure(system_config, config)), callers(system), registry(system, io) {}
+
+  // Order matters: the io thread outlives the actor system (workers talk to
+  // it until they are done), the registry refers to both.
+  runtime::io_thread io;
+  caf::actor_system_config system_config;
+  caf::actor_system system;
+  detail::caller_actors callers;
+  pool_registry registry;
+  bool shut_down = false;
+};
+
+sprint_runtime::settings runtime_settings_for(const sprint_options& opts) {
+  sprint_runtime::settings config;
+  config.tls = opts.remote_tls;
+  return config;
+}
+
+sprint_runtime::sprint_runtime() : sprint_runtime(settings{}) {}
+
+sprint_runtime::sprint_runtime(const settings& config) : impl_(std::make_unique<impl>(config)) {}
+
+sprint_runtime::~sprint_runtime() {
+  shutdown();
+}
+
+caf::actor_system& sprint_runtime::system() noexcept {
+  return impl_->system;
+}
+
+namespace {
+
+/// `pool` checked: none after shutdown (the registry decides, under its
+/// lock, so that a pool cannot slip in between `stop_all` and the wait).
+worker_pool_actor made_unless_shut_down(worker_pool_actor pool) {
+  if (!pool)
+    spdlog::error("a pool was requested after the runtime was shut down: none is made");
+  return pool;
+}
+
+} // namespace
+
+worker_pool_actor sprint_runtime::pool(const sprint_options& opts) {
+  return made_unless_shut_down(impl_->registry.pool(opts));
+}
+
+worker_pool_actor sprint_runtime::pool(worker_source source, std::string name) {
+  return made_unless_shut_down(impl_->registry.own_pool(std::move(source), std::move(name)));
+}
+
+worker_source sprint_runtime::child_process_source(const sprint_options& opts) {
+  return sprintrt::child_process_source(impl_->io, opts);
+}
+
+detail::caller_actors& sprint_runtime::callers() noexcept {
+  return impl_->callers;
+}
+
+void sprint_runtime::stop_pools() {
+  impl_->registry.stop_all();
+}
+
+void sprint_runtime::shutdown() {
+  if (impl_->shut_down)
+    return;
+  impl_->shut_down = true;
+  impl_->registry.stop_all();
+  impl_->callers.clear();
+  impl_->system.await_all_actors_done();
+  impl_->io.stop(io_grace);
+}
+
+} // namespace sprintrt

@@ -1,0 +1,60 @@
+#include "actors/pool/pool_registry.hpp"
+
+#include <algorithm>
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
+
+#include "actors/worker/child_process_source.hpp"
+#include "actors/pool/worker_pool.hpp"
+
+namespace sprintrt {
+
+worker_pool_actor pool_registry::pool(const sprint_options& opts) {
+  auto key = to_json_string(opts);
+  std::lock_guard<std::mutex> guard{mutex_};
+  if (stopped_)
+    return {};
+  auto i = pools_.find(key);
+  if (i != pools_.end())
+    return i->second;
+  auto name = "pool " + std::to_string(created_++);
+  auto pool = spawn_worker_pool(system_, child_process_source(io_, opts), name);
+  pools_.emplace(std::move(key), pool);
+  return pool;
+}
+
+worker_pool_actor pool_registry::own_pool(worker_source source, std::string name) {
+  std::lock_guard<std::mutex> guard{mutex_};
+  if (stopped_)
+    return {};
+  if (name.empty())
+    name = "pool " + std::to_string(created_);
+  ++created_;
+  auto pool = spawn_worker_pool(system_, std::move(source), std::move(name));
+  // Forget pools that ended (an actor_addr that no longer converts to a
+  // strong pointer), so that a trainer making pool after pool does not grow
+  // this list.
+  own_pools_.erase(std::remove_if(own_pools_.begin(), own_pools_.end(),
+                                  [](const caf::actor_addr& addr) {
+                                    return !caf::actor_cast<caf::strong_actor_ptr>(addr);
+                                  }),
+                   own_pools_.end());
+  own_pools_.push_back(pool.address());
+  return pool;
+}
+
+void pool_registry::stop_all() {
+  std::lock_guard<std::mutex> guard{mutex_};
+  stopped_ = true;
+  for (auto& [key, pool] : pools_)
+    caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+  pools_.clear();
+  for (auto& pool : own_pools_)
+    caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+  own_pools_.clear();
+}
+
+} // namespace sprintrt

@@ -1,0 +1,24 @@
+#include "actors/worker/child_process_source.hpp"
+
+#include <string>
+
+#include "actors/remote/remote_source.hpp"
+#include "actors/worker/sprint_worker.hpp"
+#include "sprintrt/error.hpp"
+
+namespace sprintrt {
+
+worker_source child_process_source(runtime::io_thread& io, const sprint_options& opts) {
+  worker_source source;
+  source.description = "Sprint children of " + opts.sprint_exec_path;
+  source.capacity = opts.num_instances;
+  source.max_resends = opts.max_retries;
+  // The options are copied into the function: the source outlives the
+  // caller's options, and every worker gets its own copy, as it always did.
+  source.make = [&io, opts](caf::actor_system& system, size_t, const std::string& name) {
+    return spawn_sprint_worker(system, io, opts, name);
+  };
+  return with_remote_pools(std::move(source), opts);
+}
+
+} // namespace sprintrt

@@ -1,0 +1,343 @@
+#include "actors/worker/sim_worker_actor.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <random>
+
+#include <caf/actor_system.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/sec.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/pool/segment_requests.hpp"
+#include "protocol/utf8.hpp"
+#include "sim/criterion.hpp"
+#include "sim/matrix_views.hpp"
+
+namespace sprintrt {
+
+namespace {
+
+/// The delay of the request at the head of the queue is over.
+using serve_atom = caf::atom_constant<caf::atom("simserve")>;
+
+/// The worker's full interface: the public one plus its own timer.
+using sim_worker_impl = sprint_worker_actor::extend<caf::reacts_to<serve_atom, uint64_t>>;
+
+using clock = std::chrono::steady_clock;
+
+/// A request the worker took from its mailbox.
+struct queued_request {
+  segment_request request;
+  /// 1-based arrival number (what `fail_request` counts).
+  size_t number = 0;
+
+  const std::string& segment() const noexcept { return request.segment(); }
+  std::string_view command() const noexcept { return request.command(); }
+  void fail(const caf::error& err) { request.fail(err); }
+};
+
+struct sim_worker_state {
+  static inline const char* name = "sim_worker";
+
+  std::shared_ptr<const sim_worker_setup> setup;
+  std::optional<sim::criterion> criterion;
+  std::string label;
+  /// Draws the delays, seeded with `behavior.seed` + slot.
+  std::mt19937_64 random;
+  std::deque<queued_request> queue;
+  /// The request being served (waiting for its delay to pass).
+  std::optional<queued_request> in_flight;
+  clock::time_point served_since;
+  /// Numbers the delayed serve messages, so that one is never mistaken for
+  /// another's.
+  uint64_t serial = 0;
+  /// Compute and FSA requests received so far.
+  size_t received = 0;
+  worker_stats stats;
+
+  ~sim_worker_state() {
+    // The worker normally ends with nothing pending (stop and die answer or
+    // hand back everything); if it ended otherwise, nobody may wait forever.
+    fail_pending(in_flight, queue, make_error(errc::cancelled, label + " terminated"));
+  }
+};
+
+using sim_worker_pointer = sim_worker_impl::stateful_pointer<sim_worker_state>;
+
+/// What a `sprint-sim` exception reply carries, as the real worker decodes
+/// it: the error's message (or its rendering), bytes Python could not
+/// decode replaced by '?'.
+std::string exception_text(const caf::error& err) {
+  auto text = error_message(err);
+  if (text.empty())
+    text = render(err);
+  if (!protocol::is_valid_utf8(text))
+    for (auto& c : text)
+      if (static_cast<unsigned char>(c) >= 0x80)
+        c = '?';
+  return text;
+}
+
+/// The injected failure for `req`, if any.
+caf::error injected_failure(const sim_worker_state& st, const queued_request& req) {
+  const auto& behavior = st.setup->behavior;
+  if (behavior.fail_request != 0 && req.number == behavior.fail_request)
+    return make_error(errc::child_failed,
+                      request_context(st.label, req) + ": request " + std::to_string(req.number) +
+                          " fails on purpose (sim_worker_behavior::fail_request)");
+  if (!behavior.fail_segment.empty() && req.segment() == behavior.fail_segment)
+    return make_error(errc::child_failed,
+                      request_context(st.label, req) +
+                          ": the segment fails on purpose (sim_worker_behavior::fail_segment)");
+  return {};
+}
+
+/// Computes a loss job as `sprint-sim` would, writing its error signal into
+/// the job's output slice.
+caf::expected<double> compute_loss(sim_worker_state& st, const queued_request& req,
+                                   const segment_job& job) {
+  using strided = Eigen::OuterStride<>;
+  const auto& in = job.log_posteriors;
+  const auto& out = job.error_signal;
+  const auto rows = static_cast<Eigen::Index>(in.rows);
+  const auto cols = static_cast<Eigen::Index>(in.cols);
+  // Straight on the shared storage: the criterion's arithmetic reads row by
+  // row in element order, so the row stride and alignment do not change a
+  // bit of the result (the tests compare against sprint-sim, which computes
+  // on a contiguous copy in its receive buffer).
+  Eigen::Map<const sim::row_matrix_f, Eigen::Unaligned, strided> input{
+      in.row(0), rows, cols, strided{static_cast<Eigen::Index>(in.row_stride)}};
+  Eigen::Map<sim::row_matrix_f, Eigen::Unaligned, strided> error_signal{
+      out.row(0), rows, cols, strided{static_cast<Eigen::Index>(out.row_stride)}};
+  // Computed straight into the caller's output: through its gate, if any.
+  std::optional<decltype(st.criterion->loss_and_error_signal(job.segment, input, error_signal))>
+      computed;
+  if (!write_output(job, [&] {
+        computed.emplace(st.criterion->loss_and_error_signal(job.segment, input, error_signal));
+      }))
+    return with_context(request_context(st.label, req),
+                        make_error(errc::cancelled, "its caller stopped waiting (output gate "
+                                                    "closed); the error signal was not written"));
+  auto& result = *computed;
+  if (!result)
+    return with_context(request_context(st.label, req),
+                        make_error(errc::child_exception, exception_text(result.error())));
+  double loss = result->loss;
+  // sprint-sim sends a numpy.float32 for loss-type=numpy-float32: the
+  // parent receives the loss rounded to float.
+  if (st.setup->loss_encoding == protocol::loss_encoding::numpy_float32)
+    loss = static_cast<double>(static_cast<float>(loss));
+  // The parent refuses these as no loss at all (protocol::decode_loss_reply).
+  if (std::isnan(loss) || loss == -std::numeric_limits<double>::infinity())
+    return with_context(request_context(st.label, req),
+                        make_error(errc::invalid_message,
+                                   std::string{"reply to get_loss_and_error_signal: loss is "} +
+                                       (std::isnan(loss) ? "NaN" : "-inf")));
+  return loss;
+}
+
+/// Exports an FSA as `sprint-sim` would.
+caf::expected<segment_fsa> export_fsa(sim_worker_state& st, const queued_request& req,
+                                      const std::string& segment) {
+  auto automaton = st.criterion->cached_fsa(segment);
+  if (!automaton)
+    return with_context(request_context(st.label, req),
+                        make_error(errc::child_exception, exception_text(automaton.error())));
+  const sim::fsa& exported = **automaton;
+  segment_fsa result;
+  result.num_states = exported.num_states();
+  result.edges.assign(exported.flat_edges().begin(), exported.flat_edges().end());
+  result.weights.assign(exported.weights().begin(), exported.weights().end());
+  return result;
+}
+
+void serve_next(sim_worker_pointer self);
+
+/// Answers the request in flight: its delay is over.
+void finish_in_flight(sim_worker_pointer self) {
+  auto& st = self->state;
+  auto req = std::move(*st.in_flight);
+  st.in_flight.reset();
+  auto fail = [&](const caf::error& err) {
+    ++st.stats.requests_failed;
+    spdlog::warn("{}", render(err));
+    req.fail(err);
+  };
+  if (auto err = injected_failure(st, req)) {
+    fail(err);
+  } else if (auto* loss = std::get_if<loss_request>(&req.request.what)) {
+    auto result = compute_loss(st, req, loss->job);
+    if (!result) {
+      fail(result.error());
+    } else {
+      ++st.stats.requests_served;
+      loss->promise.deliver(*result);
+    }
+  } else {
+    auto& entry = std::get<fsa_request>(req.request.what);
+    auto result = export_fsa(st, req, entry.name);
+    if (!result) {
+      fail(result.error());
+    } else {
+      ++st.stats.requests_served;
+      entry.promise.deliver(std::move(*result));
+    }
+  }
+  st.stats.busy_ns +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - st.served_since).count();
+  serve_next(self);
+}
+
+/// Draws the next delay from [min_delay, max_delay].
+std::chrono::microseconds next_delay(sim_worker_state& st) {
+  const auto& behavior = st.setup->behavior;
+  if (behavior.max_delay <= behavior.min_delay)
+    return behavior.min_delay;
+  std::uniform_int_distribution<int64_t> draw{behavior.min_delay.count(),
+                                              behavior.max_delay.count()};
+  return std::chrono::microseconds{draw(st.random)};
+}
+
+/// Starts serving the head of the queue if the worker is idle.
+void serve_next(sim_worker_pointer self) {
+  auto& st = self->state;
+  if (st.in_flight || st.queue.empty())
+    return;
+  st.in_flight = std::move(st.queue.front());
+  st.queue.pop_front();
+  st.served_since = clock::now();
+  auto delay = next_delay(st);
+  if (delay.count() <= 0) {
+    finish_in_flight(self);
+    return;
+  }
+  self->delayed_send(self, delay, serve_atom::value, ++st.serial);
+}
+
+/// What a request to a worker that terminated gets.
+caf::error worker_gone() {
+  return caf::sec::request_receiver_down;
+}
+
+/// Counts a request that just arrived; returns whether the worker dies of it
+/// (`die_at_request`). Then the caller answers it with `worker_gone()`.
+bool dies_at_arrival(sim_worker_pointer self) {
+  auto& st = self->state;
+  if (++st.received != st.setup->behavior.die_at_request)
+    return false;
+  // CAF answers the messages left in a terminated actor's mailbox with
+  // request_receiver_down. This one and those already taken out get the
+  // same answer from the worker itself, so that their senders, like the
+  // pool, see a worker that is gone. (Skipping this one instead would leave
+  // the actor unfinished until another message arrived: CAF 0.17 finalizes
+  // a quitting actor only after it consumed a message.)
+  fail_pending(st.in_flight, st.queue, worker_gone());
+  auto reason = make_error(errc::child_failed, st.label + " died at its request " +
+                                                   std::to_string(st.received) +
+                                                   " (sim_worker_behavior::die_at_request)");
+  spdlog::warn("{}", render(reason));
+  self->quit(reason);
+  return true;
+}
+
+/// Queues a request that arrived (numbered by `dies_at_arrival`).
+void enqueue(sim_worker_pointer self, segment_request request) {
+  auto& st = self->state;
+  st.queue.push_back(queued_request{std::move(request), st.received});
+  serve_next(self);
+}
+
+/// Answers the request that `origin` names with `cancelled`, if the worker
+/// still holds it; one being served is dropped (its pending serve message
+/// no longer matches), and the next one starts.
+void abandon(sim_worker_pointer self, const request_origin& origin) {
+  auto& st = self->state;
+  auto cancelled = [&](const queued_request& req) {
+    return make_error(errc::cancelled, request_context(st.label, req) + ": cancelled");
+  };
+  if (st.in_flight && st.in_flight->request.origin == origin) {
+    st.in_flight->request.cancel(cancelled(*st.in_flight));
+    st.in_flight.reset();
+    ++st.serial;
+    serve_next(self);
+    return;
+  }
+  for (auto i = st.queue.begin(); i != st.queue.end(); ++i)
+    if (i->request.origin == origin) {
+      i->request.cancel(cancelled(*i));
+      st.queue.erase(i);
+      return;
+    }
+}
+
+/// Fails everything pending with `cancelled` and terminates.
+void stop(sim_worker_pointer self, const caf::error& reason) {
+  auto& st = self->state;
+  fail_pending(st.in_flight, st.queue,
+               make_error(errc::cancelled, st.label + " stopped before serving the request"));
+  self->quit(reason);
+}
+
+/// The worker's behavior. Spawned as a function with arguments: CAF 0.17
+/// dereferences a null argument tuple when a lambda is spawned without any.
+sim_worker_impl::behavior_type
+sim_worker_behavior_fun(sim_worker_pointer self, std::shared_ptr<const sim_worker_setup> setup,
+                        size_t slot, std::string name) {
+  auto& st = self->state;
+  st.setup = std::move(setup);
+  st.criterion.emplace(*st.setup->segments, st.setup->automaton_topology, st.setup->criterion);
+  st.label = std::move(name);
+  st.random.seed(st.setup->behavior.seed + slot);
+  self->set_exit_handler([self](caf::exit_msg& msg) { stop(self, msg.reason); });
+  return {
+      [self](compute_atom, segment_job& job) -> caf::result<double> {
+        if (auto err = check_job(job))
+          return err;
+        if (dies_at_arrival(self))
+          return worker_gone();
+        auto origin = request_origin::current(self);
+        auto promise = self->make_response_promise<double>();
+        enqueue(self, {loss_request{std::move(job), promise}, 0, 0, std::move(origin)});
+        return promise;
+      },
+      [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
+        if (segment.empty())
+          return make_error(errc::invalid_input, "segment name is empty");
+        if (dies_at_arrival(self))
+          return worker_gone();
+        auto origin = request_origin::current(self);
+        auto promise = self->make_response_promise<segment_fsa>();
+        enqueue(self, {fsa_request{std::move(segment), promise}, 0, 0, std::move(origin)});
+        return promise;
+      },
+      [self](stats_atom) { return self->state.stats; },
+      [self](cancel_atom, uint64_t id) {
+        abandon(self, {caf::actor_cast<caf::actor_addr>(self->current_sender()), id});
+      },
+      [self](stop_atom) -> int32_t {
+        stop(self, caf::exit_reason::normal);
+        return 0;
+      },
+      [self](serve_atom, uint64_t serial) {
+        if (serial == self->state.serial && self->state.in_flight)
+          finish_in_flight(self);
+      },
+  };
+}
+
+} // namespace
+
+sprint_worker_actor spawn_sim_worker(caf::actor_system& system,
+                                     std::shared_ptr<const sim_worker_setup> setup, size_t slot,
+                                     std::string name) {
+  auto impl = system.spawn(sim_worker_behavior_fun, std::move(setup), slot, std::move(name));
+  return caf::actor_cast<sprint_worker_actor>(impl);
+}
+
+} // namespace sprintrt

@@ -1,0 +1,484 @@
+#include "actors/worker/sprint_worker.hpp"
+
+#include "actors/worker/sprint_worker_state.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <variant>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/caller/caller_execution_unit.hpp"
+#include "actors/pool/segment_requests.hpp"
+#include "protocol/messages.hpp"
+#include "runtime/io_thread.hpp"
+#include "runtime/sprint_channel.hpp"
+#include "config/wire_format.hpp"
+
+namespace sprintrt::detail {
+
+namespace {
+
+// -- helpers ----------------------------------------------------------------------
+
+/// Whether retrying cannot help: the program is missing, or speaks another
+/// protocol version.
+bool permanent(const caf::error& cause) {
+  return cause == errc::spawn_failed || cause == errc::invalid_message || cause == errc::cancelled;
+}
+
+/// The deadline of what the worker waits for now: the init reply, or the
+/// reply to the request in flight.
+std::optional<clock::time_point> current_deadline(const worker_state& st) {
+  if (st.current == phase::starting)
+    return st.started_at + st.opts.init_timeout;
+  if (st.current == phase::ready && !st.in_flight.empty())
+    return st.in_flight.front().sent_at + st.opts.reply_timeout;
+  return std::nullopt;
+}
+
+/// Makes sure a timeout message arrives no later than `deadline`. The
+/// message names the due time it was armed for, so that exactly that
+/// arming is forgotten when it arrives, however early or late.
+void arm_timer(worker_pointer self, clock::time_point deadline) {
+  auto& st = self->state;
+  if (st.timer_due && *st.timer_due <= deadline)
+    return;
+  st.timer_due = deadline;
+  auto delay = std::chrono::ceil<std::chrono::microseconds>(deadline - clock::now());
+  self->delayed_send(self, std::max(delay, std::chrono::microseconds{0}), timeout_atom::value,
+                     static_cast<int64_t>(deadline.time_since_epoch().count()));
+}
+
+protocol::byte_buffer take_buffer(worker_state& st) {
+  if (st.spares.empty())
+    return {};
+  auto buf = std::move(st.spares.back());
+  st.spares.pop_back();
+  buf.clear();
+  return buf;
+}
+
+/// Keeps a buffer back from the channel for the next message.
+void keep_buffer(worker_state& st, protocol::byte_buffer buf) {
+  if (st.spares.size() < write_ahead + 1)
+    st.spares.push_back(std::move(buf));
+}
+
+void start_child(worker_pointer self);
+
+/// Sends one framed message to the current child, whose reply may take at
+/// most `max_reply_size` bytes (a buffer written at once comes straight back
+/// for the next message).
+void send_to_child(worker_pointer self, protocol::byte_buffer message, size_t max_reply_size) {
+  if (auto back = self->state.channel->send(std::move(message), max_reply_size))
+    keep_buffer(self->state, std::move(*back));
+}
+
+} // namespace
+
+void fail_request(worker_pointer self, pending_request& req, const caf::error& err) {
+  ++self->state.stats.requests_failed;
+  // The error names the worker, the command and the segment.
+  spdlog::warn("{}", render(err));
+  req.fail(err);
+}
+
+namespace {
+
+/// Kills the current child for `cause`; nothing more is written to it.
+void kill_child(worker_pointer self, caf::error cause) {
+  self->state.dying = true;
+  self->state.channel->kill(std::move(cause));
+}
+
+} // namespace
+
+void condemn_child(worker_pointer self, caf::error cause) {
+  self->state.broken = true;
+  kill_child(self, std::move(cause));
+}
+
+namespace {
+
+/// Replies up to this size are handled on the io thread that read them (see
+/// `detail::send_and_run`): decoding one and copying its error signal takes
+/// microseconds. Larger ones go to a scheduler thread, so that the io thread
+/// keeps serving the other children's pipes meanwhile.
+constexpr size_t inline_reply_bytes = 64 * 1024;
+
+/// Channel events become messages to the worker; the worker may be gone by
+/// the time they are sent, so only a weak handle is kept.
+runtime::channel_events make_events(worker_pointer self, uint64_t generation) {
+  auto weak = caf::actor_cast<caf::weak_actor_ptr>(self);
+  auto send = [weak](auto&&... xs) {
+    if (auto strong = weak.lock())
+      caf::anon_send(caf::actor_cast<caf::actor>(strong), std::forward<decltype(xs)>(xs)...);
+  };
+  // A small reply, or a buffer coming back, is handled right here.
+  auto send_and_run = [weak](auto&&... xs) {
+    if (auto strong = weak.lock())
+      detail::send_and_run(strong, caf::make_message(std::forward<decltype(xs)>(xs)...));
+  };
+  runtime::channel_events events;
+  events.started = [send, generation](pid_t pid, const std::vector<std::string>&) {
+    send(started_atom::value, generation, static_cast<int32_t>(pid));
+  };
+  events.message = [send, send_and_run, generation](protocol::byte_buffer msg) {
+    const bool small = msg.size() <= inline_reply_bytes;
+    auto shared = std::make_shared<protocol::byte_buffer>(std::move(msg));
+    if (small)
+      send_and_run(received_atom::value, generation, std::move(shared));
+    else
+      send(received_atom::value, generation, std::move(shared));
+  };
+  events.sent = [send_and_run, generation](protocol::byte_buffer buf) {
+    send_and_run(sent_atom::value, generation,
+                 std::make_shared<protocol::byte_buffer>(std::move(buf)));
+  };
+  events.down = [send, generation](runtime::child_down down) {
+    send(down_atom::value, generation, std::move(down));
+  };
+  return events;
+}
+
+void start_child(worker_pointer self) {
+  auto& st = self->state;
+  ++st.generation;
+  st.timed_out.reset();
+  st.dying = false;
+  st.broken = false;
+  st.abandoned = false;
+  st.current = phase::starting;
+  st.started_at = clock::now();
+  st.channel =
+      runtime::sprint_channel::open(*st.io, st.opts, st.label, make_events(self, st.generation));
+  auto init = take_buffer(st);
+  if (auto err = protocol::encode_init_command(init, st.format)) {
+    condemn_child(self, err);
+    return;
+  }
+  send_to_child(self, std::move(init), protocol::max_init_reply_size);
+  arm_timer(self, *current_deadline(st));
+}
+
+/// Puts the requests still in flight back at the front of the queue, in
+/// their order, uncharged.
+void requeue_in_flight(worker_state& st) {
+  while (!st.in_flight.empty()) {
+    st.queue.push_front(std::move(st.in_flight.back()));
+    st.in_flight.pop_back();
+  }
+}
+
+/// Handles a child that is down while the worker still needs it: retries or
+/// fails what it was doing, and starts another child if there is work.
+void on_child_lost(worker_pointer self, const runtime::child_down& down) {
+  auto& st = self->state;
+  bool was_starting = st.current == phase::starting;
+  st.current = phase::down;
+  st.channel.reset();
+  st.stats.pid = -1;
+  caf::error cause = down.cause ? down.cause : make_error(errc::child_failed, "");
+  auto what = describe_down(down);
+  auto error_for = [&](const pending_request& req) {
+    return make_error(cause == errc::timeout ? errc::timeout : errc::child_failed,
+                      request_context(st.label, req) + ": " + what);
+  };
+  if (st.abandoned) {
+    // Killed on purpose (see `abandon`): nothing it held is to blame.
+    spdlog::info("{}: {}; resending the {} other request(s) written to it", st.label, what,
+                 st.in_flight.size());
+    requeue_in_flight(st);
+    dispatch(self);
+    return;
+  }
+  if (!st.in_flight.empty() && st.timed_out && *st.timed_out != st.in_flight.front().serial) {
+    // Killed for a request that was answered before the kill took effect:
+    // what is in flight now was not late; it goes back, unharmed.
+    spdlog::warn("{}: {}; resending {} request(s) written to it", st.label, what,
+                 st.in_flight.size());
+    requeue_in_flight(st);
+  } else if (!st.in_flight.empty()) {
+    // Only the request the child was serving is charged with its end; those
+    // written behind it were never begun and go back, in order, unharmed.
+    auto req = std::move(st.in_flight.front());
+    st.in_flight.pop_front();
+    requeue_in_flight(st);
+    if (++req.failures > st.opts.max_retries || permanent(cause)) {
+      fail_request(self, req, error_for(req));
+    } else {
+      spdlog::warn("{}: {}; resending segment '{}' (attempt {} of {})", st.label, what,
+                   req.segment(), req.failures + 1, st.opts.max_retries + 1);
+      st.queue.push_front(std::move(req));
+    }
+  } else if (was_starting) {
+    ++st.start_failures;
+    if (st.start_failures > st.opts.max_retries || permanent(cause)) {
+      // Nothing works without a child: fail everything that waits. Each
+      // caller gets the cause; it was logged at the first attempt.
+      auto failed = make_error(cause == errc::timeout ? errc::timeout : errc::child_failed,
+                               st.label + ": the Sprint child could not be started: " + what);
+      if (st.start_failures == 1)
+        spdlog::warn("{}", render(failed));
+      else
+        spdlog::info("{}: the Sprint child failed to start {} times; failing {} request(s)",
+                     st.label, st.start_failures, st.queue.size());
+      st.stats.requests_failed += st.queue.size();
+      for (auto& req : st.queue)
+        req.fail(failed);
+      st.queue.clear();
+      st.start_failures = 0;
+      return;
+    }
+    // Said once, with the child's output; the retries only count.
+    if (st.start_failures == 1)
+      spdlog::warn("{}: the Sprint child failed to start: {}; trying again ({} more attempt(s))",
+                   st.label, what, st.opts.max_retries);
+    else
+      spdlog::info("{}: the Sprint child failed to start again (attempt {} of {})", st.label,
+                   st.start_failures, st.opts.max_retries + 1);
+  } else {
+    spdlog::warn("{}: {}", st.label, what);
+  }
+  if (st.queue.empty())
+    return;
+  // Back off 100 ms, 200 ms, 400 ms, ... up to 5 s after consecutive failures.
+  size_t failures = std::max<size_t>({1, st.start_failures, st.queue.front().failures});
+  auto delay = std::chrono::milliseconds{
+      std::min<int64_t>(5000, int64_t{100} << std::min<size_t>(failures - 1, 6))};
+  st.restart_pending = true;
+  self->delayed_send(self, delay, restart_atom::value, st.generation);
+}
+
+/// Answers the request that `origin` names with `cancelled`, if the worker
+/// still holds it. One already written to the child cannot be taken back:
+/// the child is killed (its replies are ignored from now on), and the
+/// others written to it go to the next child.
+void abandon(worker_pointer self, const request_origin& origin) {
+  auto& st = self->state;
+  auto cancel = [&](pending_request& req) {
+    req.cancel(make_error(errc::cancelled, request_context(st.label, req) + ": cancelled"));
+  };
+  if (auto req = take_request(st.queue, origin)) {
+    cancel(*req);
+    return;
+  }
+  if (auto req = take_request(st.in_flight, origin)) {
+    cancel(*req);
+    // Whatever the child still sends would be taken as the answer to the
+    // request behind it: from now on it is ignored, also from a child that
+    // is being killed already (its down report then handles the rest).
+    st.broken = true;
+    if (!st.dying) {
+      st.abandoned = true;
+      kill_child(self, make_error(errc::cancelled, "stopped: it held a request its caller "
+                                                   "cancelled"));
+    }
+  }
+}
+
+} // namespace
+
+void dispatch(worker_pointer self) {
+  auto& st = self->state;
+  if (st.queue.empty())
+    return;
+  if (st.current == phase::down) {
+    // After a failure the scheduled restart starts the next child (backoff).
+    if (!st.restart_pending)
+      start_child(self);
+    return;
+  }
+  if (st.current != phase::ready || st.dying || st.in_flight.size() >= write_ahead)
+    return;
+  auto req = std::move(st.queue.front());
+  st.queue.pop_front();
+  auto message = take_buffer(st);
+  caf::error err;
+  // An FSA's size is not known from its request: the configured maximum.
+  size_t max_reply_size = st.format.max_message_size;
+  if (req.is_loss()) {
+    const auto& in = std::get<loss_request>(req.what).job.log_posteriors;
+    err = protocol::encode_loss_command(message, st.format, req.segment(), in.rows, in.cols,
+                                        in.row(0), in.row_stride);
+    max_reply_size = protocol::max_loss_reply_size(in.rows, in.cols);
+  } else {
+    err = protocol::encode_fsa_command(message, st.format, req.segment());
+  }
+  if (err) {
+    fail_request(self, req, with_context(st.label + ": segment '" + req.segment() + "'", err));
+    keep_buffer(st, std::move(message));
+    dispatch(self);
+    return;
+  }
+  req.sent_at = clock::now();
+  st.in_flight.push_back(std::move(req));
+  arm_timer(self, *current_deadline(st));
+  send_to_child(self, std::move(message), max_reply_size);
+  dispatch(self);
+}
+
+namespace {
+
+/// Begins a graceful stop: fails waiting requests, sends `exit`.
+void begin_stop(worker_pointer self, caf::error reason) {
+  auto& st = self->state;
+  if (st.current == phase::stopping)
+    return;
+  st.exit_reason = std::move(reason);
+  fail_pending(st.in_flight, st.queue,
+               make_error(errc::cancelled, st.label + " stopped before serving the request"));
+  if (!st.channel || st.current == phase::down) {
+    for (auto& promise : st.stop_promises)
+      promise.deliver(int32_t{0});
+    st.current = phase::down;
+    self->quit(st.exit_reason);
+    return;
+  }
+  st.current = phase::stopping;
+  auto exit = take_buffer(st);
+  if (protocol::encode_exit_command(exit, st.format))
+    exit.clear(); // cannot happen for a 1-tuple; the pipe still closes
+  st.channel->stop(st.opts.exit_grace, std::move(exit));
+}
+
+/// The worker's behavior. Spawned as a function with arguments: CAF 0.17
+/// dereferences a null argument tuple when a lambda is spawned without any.
+worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options opts,
+                                           std::string name, runtime::io_thread* io) {
+  auto& st = self->state;
+  st.opts = std::move(opts);
+  st.io = io;
+  st.label = std::move(name);
+  st.format = config::wire_format_of(st.opts);
+  self->set_exit_handler([self](caf::exit_msg& msg) { begin_stop(self, msg.reason); });
+  start_child(self);
+  return {
+      [self](compute_atom, segment_job& job) -> caf::result<double> {
+        auto& st = self->state;
+        if (auto err = check_job(job))
+          return err;
+        if (st.current == phase::stopping)
+          return make_error(errc::cancelled, st.label + " is stopping");
+        pending_request req;
+        req.serial = st.next_serial++;
+        req.origin = request_origin::current(self);
+        auto promise = self->make_response_promise<double>();
+        req.what = loss_request{std::move(job), promise};
+        st.queue.push_back(std::move(req));
+        dispatch(self);
+        return promise;
+      },
+      [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
+        auto& st = self->state;
+        if (segment.empty())
+          return make_error(errc::invalid_input, "segment name is empty");
+        if (st.current == phase::stopping)
+          return make_error(errc::cancelled, st.label + " is stopping");
+        pending_request req;
+        req.serial = st.next_serial++;
+        req.origin = request_origin::current(self);
+        auto promise = self->make_response_promise<segment_fsa>();
+        req.what = fsa_request{std::move(segment), promise};
+        st.queue.push_back(std::move(req));
+        dispatch(self);
+        return promise;
+      },
+      [self](stats_atom) { return self->state.stats; },
+      [self](cancel_atom, uint64_t id) {
+        abandon(self, {caf::actor_cast<caf::actor_addr>(self->current_sender()), id});
+      },
+      [self](stop_atom) -> caf::result<int32_t> {
+        auto promise = self->make_response_promise<int32_t>();
+        self->state.stop_promises.push_back(promise);
+        begin_stop(self, caf::exit_reason::normal);
+        return promise;
+      },
+      [self](started_atom, uint64_t generation, int32_t pid) {
+        if (generation != self->state.generation)
+          return;
+        if (self->state.generation > 1)
+          ++self->state.stats.restarts;
+        self->state.stats.pid = pid;
+      },
+      [self](received_atom, uint64_t generation, message_buffer& buffer) {
+        on_child_message(self, generation, buffer);
+      },
+      [self](sent_atom, uint64_t, message_buffer& buffer) {
+        if (buffer.use_count() == 1)
+          keep_buffer(self->state, std::move(*buffer));
+      },
+      [self](down_atom, uint64_t generation, runtime::child_down& down) {
+        auto& st = self->state;
+        if (generation != st.generation)
+          return;
+        if (st.current == phase::stopping) {
+          if (!down.clean_exit())
+            spdlog::warn("{}: {}", st.label, describe_down(down));
+          for (auto& promise : st.stop_promises)
+            promise.deliver(static_cast<int32_t>(down.exit_code()));
+          st.current = phase::down;
+          st.channel.reset();
+          self->quit(st.exit_reason);
+          return;
+        }
+        on_child_lost(self, down);
+      },
+      [self](timeout_atom, int64_t due) {
+        auto& st = self->state;
+        auto now = clock::now();
+        if (st.timer_due && st.timer_due->time_since_epoch().count() == due)
+          st.timer_due.reset();
+        auto deadline = current_deadline(st);
+        if (!deadline || !st.channel)
+          return;
+        if (now < *deadline) {
+          arm_timer(self, *deadline);
+        } else if (st.current == phase::starting) {
+          kill_child(self,
+                     make_error(errc::timeout, "no reply to init within " +
+                                                   std::to_string(st.opts.init_timeout.count()) +
+                                                   " ms (initTimeout)"));
+        } else {
+          // A late reply still counts (it answers the request it is for).
+          st.timed_out = st.in_flight.front().serial;
+          kill_child(self,
+                     make_error(errc::timeout, "no reply within " +
+                                                   std::to_string(st.opts.reply_timeout.count()) +
+                                                   " ms (replyTimeout)"));
+        }
+      },
+      [self](restart_atom, uint64_t generation) {
+        auto& st = self->state;
+        if (generation != st.generation)
+          return;
+        st.restart_pending = false;
+        if (st.current == phase::down)
+          dispatch(self);
+      },
+  };
+}
+
+} // namespace
+
+} // namespace sprintrt::detail
+
+namespace sprintrt {
+
+sprint_worker_actor spawn_sprint_worker(caf::actor_system& system, runtime::io_thread& io,
+                                        sprint_options opts, std::string name) {
+  auto impl = system.spawn(detail::worker_behavior, std::move(opts), std::move(name), &io);
+  return caf::actor_cast<sprint_worker_actor>(impl);
+}
+
+} // namespace sprintrt

@@ -1,0 +1,142 @@
+// The worker's replies half: what the child sends back, decoded in place,
+// checked against the request it answers, and delivered, or taken as a
+// protocol failure (kill, restart, resend).
+
+#include "actors/worker/sprint_worker_state.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "protocol/messages.hpp"
+#include "protocol/pickle_reader.hpp"
+#include "protocol/pickle_repr.hpp"
+
+namespace sprintrt::detail {
+
+namespace {
+
+/// Handles the reply to `init`.
+void on_init_reply(worker_pointer self, const protocol::value& msg) {
+  auto& st = self->state;
+  // Killed for its initTimeout: a late answer does not make it ready (its
+  // down report counts a start failure).
+  if (st.dying)
+    return;
+  auto reply = protocol::decode_init_reply(msg);
+  if (!reply) {
+    condemn_child(self,
+                  make_error(errc::child_failed, "bad reply to init: " + render(reply.error())));
+    return;
+  }
+  if (auto err = protocol::check_protocol_version(*reply)) {
+    condemn_child(self, err);
+    return;
+  }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - st.started_at);
+  spdlog::info("{}: Sprint child '{}' pid {} ready after {} ms", st.label, reply->child_name,
+               st.stats.pid, ms.count());
+  st.current = phase::ready;
+  st.start_failures = 0;
+  dispatch(self);
+}
+
+/// Whether a reply that decoded as a pickle but not as the answer to its
+/// request means the child is broken (wrong shape, types or arity: kill,
+/// restart, resend, like garbage) rather than that it failed this segment
+/// (an ("exception", message) reply) or that the caller no longer wants it.
+bool broken_reply(const caf::error& err) {
+  // `cancelled`: the reply was valid, but its caller had stopped waiting.
+  return err != errc::child_exception && err != errc::cancelled;
+}
+
+/// Kills the child because its reply `bytes` to the front request is no
+/// valid answer (`err`); the front request stays in flight, so the child's
+/// death charges it and it is resent, up to maxRetries.
+void kill_for_invalid_reply(worker_pointer self, const caf::error& err, byte_span bytes) {
+  // The charged request's name is put in front of this when it fails.
+  condemn_child(self, make_error(errc::child_failed,
+                                 "the child's reply is not a valid answer: " + render(err) +
+                                     "; the reply began with " + protocol::excerpt(bytes)));
+}
+
+/// Takes the request the child answered out of `in_flight`, counting its
+/// time; the next one written begins now.
+pending_request take_answered(worker_state& st) {
+  auto req = std::move(st.in_flight.front());
+  st.in_flight.pop_front();
+  auto now = clock::now();
+  st.stats.busy_ns +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now - req.sent_at).count();
+  if (!st.in_flight.empty())
+    st.in_flight.front().sent_at = std::max(st.in_flight.front().sent_at, now);
+  return req;
+}
+
+/// Ends the request the child answered with `result`: delivered through the
+/// promise `promise_of(request)` returns, or failed with the child's
+/// exception. A reply that is no valid answer (`broken_reply`; `bytes` is
+/// the reply as it arrived) instead condemns the child while the request is
+/// still in flight, so that the child's death charges it.
+template <class T, class PromiseOf>
+void answer(worker_pointer self, caf::expected<T> result, byte_span bytes, PromiseOf promise_of) {
+  auto& st = self->state;
+  if (!result && broken_reply(result.error())) {
+    kill_for_invalid_reply(self, result.error(), bytes);
+    return;
+  }
+  auto req = take_answered(st);
+  if (!result) {
+    fail_request(self, req, with_context(request_context(st.label, req), result.error()));
+    return;
+  }
+  ++st.stats.requests_served;
+  promise_of(req).deliver(std::move(*result));
+}
+
+/// Handles the reply to the request in flight; `bytes` is the reply as it
+/// arrived.
+void on_request_reply(worker_pointer self, const protocol::value& msg, byte_span bytes) {
+  auto& front = self->state.in_flight.front();
+  if (front.is_loss())
+    answer(
+        self, store_loss_reply(msg, std::get<loss_request>(front.what).job), bytes,
+        [](pending_request & req) -> auto& { return std::get<loss_request>(req.what).promise; });
+  else
+    answer(
+        self, fsa_from_reply(msg), bytes,
+        [](pending_request & req) -> auto& { return std::get<fsa_request>(req.what).promise; });
+  dispatch(self); // nothing is written to a condemned child
+}
+
+} // namespace
+
+void on_child_message(worker_pointer self, uint64_t generation, message_buffer& buffer) {
+  auto& st = self->state;
+  if (generation != st.generation)
+    return;
+  {
+    // Decode in place: arrays point into the buffer, shared, not copied.
+    auto msg = protocol::read_pickle(std::shared_ptr<const protocol::byte_buffer>{buffer});
+    if (st.broken) {
+      // Condemned: nothing it sends counts any more.
+    } else if (!msg) {
+      if (st.current != phase::stopping)
+        condemn_child(self,
+                      make_error(errc::child_failed,
+                                 "the child sent a malformed message: " + render(msg.error()) +
+                                     "; it began with " + protocol::excerpt(buffer->bytes())));
+    } else if (st.current == phase::starting) {
+      on_init_reply(self, *msg);
+    } else if (st.current == phase::ready && !st.in_flight.empty()) {
+      on_request_reply(self, *msg, buffer->bytes());
+    } else if (st.current != phase::stopping) {
+      condemn_child(self,
+                    make_error(errc::child_failed, "the child sent a message nobody asked for: " +
+                                                       protocol::repr(*msg)));
+    }
+  }
+  // Nothing refers to the buffer any more: the channel may reuse it.
+  if (buffer.use_count() == 1 && st.channel)
+    st.channel->recycle(std::move(*buffer));
+}
+
+} // namespace sprintrt::detail

@@ -1,0 +1,183 @@
+#include "actors/pool/segment_requests.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/messages.hpp"
+#include "protocol/pickle_reader.hpp"
+
+using namespace sprintrt;
+
+namespace {
+
+/// Decodes the single length-prefixed message in `wire`.
+protocol::value unframe(const protocol::byte_buffer& wire) {
+  protocol::frame_decoder decoder{protocol::framing::length_prefixed};
+  REQUIRE_FALSE(decoder.feed(wire.bytes()));
+  auto msg = decoder.next();
+  REQUIRE(msg);
+  auto x = protocol::read_pickle(std::make_shared<const protocol::byte_buffer>(std::move(*msg)));
+  REQUIRE(x);
+  return *x;
+}
+
+segment_job job_2x3() {
+  segment_job job;
+  job.segment = "seg";
+  job.log_posteriors = matrix_slice::dense(2, 3);
+  // The error signal goes to rows 1 and 3 of a 4 x 3 buffer (stride 6 = two rows).
+  job.error_signal = {make_storage(12, -1.0f), 3, 2, 3, 6};
+  return job;
+}
+
+} // namespace
+
+TEST_CASE("jobs are checked before they are sent") {
+  auto job = job_2x3();
+  CHECK_FALSE(check_job(job));
+  job.segment.clear();
+  CHECK(check_job(job) == errc::invalid_input);
+  job = job_2x3();
+  job.error_signal.cols = 2;
+  CHECK(render(check_job(job)).find("error signal slice must be a valid 2 x 3 matrix") !=
+        std::string::npos);
+  job = job_2x3();
+  job.log_posteriors.storage.reset();
+  CHECK(render(check_job(job)).find("log-posteriors slice is empty or outside") !=
+        std::string::npos);
+}
+
+TEST_CASE("a loss reply's error signal goes into the job's strided slice") {
+  auto job = job_2x3();
+  float es[6] = {1, 2, 3, 4, 5, 6};
+  protocol::byte_buffer wire;
+  REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 2.5, 2, 3, es));
+  auto loss = store_loss_reply(unframe(wire), job);
+  REQUIRE(loss);
+  CHECK(*loss == 2.5);
+  CHECK(job.error_signal.storage->to_vector() ==
+        std::vector<float>{-1, -1, -1, 1, 2, 3, -1, -1, -1, 4, 5, 6});
+}
+
+TEST_CASE("an exception or misshapen loss reply writes nothing") {
+  auto job = job_2x3();
+  protocol::byte_buffer wire;
+  REQUIRE_FALSE(protocol::encode_exception_reply(wire, {}, "KeyError: 'seg'"));
+  auto raised = store_loss_reply(unframe(wire), job);
+  CHECK(raised.error() == errc::child_exception);
+  float es[3] = {1, 2, 3};
+  wire.clear();
+  REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 1.0, 1, 3, es));
+  CHECK(store_loss_reply(unframe(wire), job).error() == errc::invalid_message);
+  CHECK(job.error_signal.storage->to_vector() == std::vector<float>(12, -1.0f));
+}
+
+TEST_CASE("a valid loss reply for a job whose gate is closed writes nothing and is cancelled") {
+  auto job = job_2x3();
+  job.gate = std::make_shared<output_gate>();
+  float es[6] = {1, 2, 3, 4, 5, 6};
+  protocol::byte_buffer wire;
+  REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 2.5, 2, 3, es));
+  auto reply = unframe(wire);
+  job.gate->close();
+  auto loss = store_loss_reply(reply, job);
+  REQUIRE_FALSE(loss);
+  CHECK(loss.error() == errc::cancelled);
+  CHECK_THAT(render(loss.error()), Catch::Contains("segment 'seg': its caller stopped waiting"));
+  CHECK(job.error_signal.storage->to_vector() == std::vector<float>(12, -1.0f));
+  // A broken reply is still reported as broken, gate or not.
+  float short_es[3] = {1, 2, 3};
+  wire.clear();
+  REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 1.0, 1, 3, short_es));
+  CHECK(store_loss_reply(unframe(wire), job).error() == errc::invalid_message);
+}
+
+TEST_CASE("cancelling a loss request closes its gate before it answers") {
+  auto job = job_2x3();
+  job.gate = std::make_shared<output_gate>();
+  auto gate = job.gate;
+  segment_request req{loss_request{std::move(job), {}}};
+  req.cancel(make_error(errc::cancelled, "the pool stopped"));
+  CHECK(gate->closed());
+}
+
+TEST_CASE("an FSA reply becomes a segment_fsa") {
+  std::vector<uint32_t> edges{0, 1, 1, 2, 7, 8};
+  std::vector<float> weights{0.5f, 0.25f};
+  protocol::byte_buffer wire;
+  REQUIRE_FALSE(protocol::encode_fsa_reply(wire, {}, 3, edges, weights));
+  auto fsa = fsa_from_reply(unframe(wire));
+  REQUIRE(fsa);
+  CHECK(fsa->num_states == 3);
+  CHECK(fsa->edges == edges);
+  CHECK(fsa->weights == weights);
+}
+
+TEST_CASE("a child's end is described with cause, status and last output lines") {
+  runtime::child_down down;
+  down.cause = make_error(errc::timeout, "no reply within 300 ms (replyTimeout)");
+  down.pid = 42;
+  down.wait_status = SIGKILL; // killed by signal 9
+  std::string output;
+  for (int i = 0; i < 30; ++i)
+    output += "line " + std::to_string(i) + "\n";
+  down.output = output;
+  auto text = describe_down(down);
+  CHECK(text.rfind("no reply within 300 ms (replyTimeout); Sprint child pid 42 was killed by "
+                   "signal 9",
+                   0) == 0);
+  CHECK(text.find("its output ended with:\nline 10\n") != std::string::npos);
+  CHECK(text.find("line 9\n") == std::string::npos);
+  CHECK(text.substr(text.size() - 7) == "line 29");
+  runtime::child_down never;
+  never.cause = make_error(errc::spawn_failed, "sprintExecPath 'x' does not exist");
+  CHECK(describe_down(never) ==
+        "sprintExecPath 'x' does not exist; Sprint child was never started");
+}
+
+TEST_CASE("a segment request knows its kind, segment, weight and command") {
+  segment_request loss;
+  loss.what = loss_request{job_2x3(), {}};
+  CHECK(loss.is_loss());
+  CHECK(loss.segment() == "seg");
+  CHECK(loss.frames() == 2);
+  CHECK(loss.command() == "get_loss_and_error_signal");
+
+  segment_request fsa;
+  fsa.what = fsa_request{"corpus/rec/seg-7", {}};
+  CHECK_FALSE(fsa.is_loss());
+  CHECK(fsa.segment() == "corpus/rec/seg-7");
+  CHECK(fsa.frames() == 0);
+  CHECK(fsa.command() == "export_allophone_state_fsa_by_segment_name");
+}
+
+namespace {
+
+/// A request that records the error it was failed with.
+struct recorded_request {
+  std::shared_ptr<std::vector<std::string>> log;
+  std::string name;
+  void fail(const caf::error& err) { log->push_back(name + ": " + sprintrt::render(err)); }
+};
+
+} // namespace
+
+TEST_CASE("fail_pending fails the request in flight, then the queue in order, and forgets them") {
+  auto log = std::make_shared<std::vector<std::string>>();
+  std::optional<recorded_request> in_flight = recorded_request{log, "a"};
+  std::deque<recorded_request> queue{{log, "b"}, {log, "c"}};
+  sprintrt::fail_pending(in_flight, queue, sprintrt::make_error(errc::cancelled, "stopped"));
+  CHECK(*log == std::vector<std::string>{"a: cancelled: stopped", "b: cancelled: stopped",
+                                         "c: cancelled: stopped"});
+  CHECK_FALSE(in_flight);
+  CHECK(queue.empty());
+  sprintrt::fail_pending(in_flight, queue, sprintrt::make_error(errc::cancelled, "again"));
+  CHECK(log->size() == 3);
+}

@@ -80,25 +80,6 @@ sprint_options sim_options(const std::string& corpus, const std::vector<std::str
   return opts;
 }
 
-std::vector<float> random_log_posteriors(size_t frames, size_t dim, uint64_t seed) {
-  std::mt19937_64 gen{seed};
-  std::normal_distribution<float> logit{0.0f, 2.0f};
-  std::vector<float> lp(frames * dim);
-  for (size_t t = 0; t < frames; ++t) {
-    float* row = lp.data() + t * dim;
-    float max = -INFINITY;
-    for (size_t d = 0; d < dim; ++d)
-      max = std::max(max, row[d] = logit(gen));
-    double sum = 0;
-    for (size_t d = 0; d < dim; ++d)
-      sum += std::exp(row[d] - max);
-    float log_z = max + static_cast<float>(std::log(sum));
-    for (size_t d = 0; d < dim; ++d)
-      row[d] -= log_z;
-  }
-  return lp;
-}
-
 reference_result reference_loss(const std::string& corpus, const std::string& segment,
                                 const std::vector<float>& log_posteriors, size_t dim) {
   auto segments = sim::corpus::from_file(corpus);

@@ -22,6 +22,7 @@
 #include "runtime/io_thread.hpp"
 #include "runtime/temp_directory.hpp"
 #include "sim/corpus.hpp"
+#include "sim/random_posteriors.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/worker_interface.hpp"
 
@@ -58,7 +59,7 @@ sprint_options sim_options(const std::string& corpus, const std::vector<std::str
                            pipe_framing framing = pipe_framing::length_prefixed);
 
 /// Random log-posteriors [frames, dim]: log_softmax of N(0, 2) logits.
-std::vector<float> random_log_posteriors(size_t frames, size_t dim, uint64_t seed);
+using sim::random_log_posteriors;
 
 /// The in-process reference: sim::criterion (CTC, blank 0) on `corpus`.
 struct reference_result {

@@ -1,5 +1,7 @@
 #include "sim_test_support.hpp"
 
+#include "sim/random_posteriors.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -175,7 +177,10 @@ row_matrix_d random_logits(Eigen::Index frames, Eigen::Index classes, std::mt199
 }
 
 row_matrix_f random_log_posteriors(Eigen::Index frames, Eigen::Index classes, std::mt19937& rng) {
-  return log_softmax(random_logits(frames, classes, rng));
+  row_matrix_f lp(frames, classes);
+  fill_random_log_posteriors(lp.data(), static_cast<size_t>(frames), static_cast<size_t>(classes),
+                             rng, 1.5);
+  return lp;
 }
 
 fsa random_fsa(uint32_t num_states, uint32_t num_edges, uint32_t classes, std::mt19937& rng) {

@@ -50,7 +50,7 @@ row_matrix_f log_softmax(const row_matrix_d& logits);
 row_matrix_d random_logits(Eigen::Index frames, Eigen::Index classes, std::mt19937& rng,
                            double scale = 1.5);
 
-/// log_softmax of `random_logits`.
+/// log_softmax of `random_logits` (sim/random_posteriors.hpp, scale 1.5).
 row_matrix_f random_log_posteriors(Eigen::Index frames, Eigen::Index classes, std::mt19937& rng);
 
 /// A random FSA: `num_states` states, `num_edges` edges with random ends,

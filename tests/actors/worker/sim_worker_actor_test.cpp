@@ -28,6 +28,7 @@
 #include "sim/criterion.hpp"
 #include "sim/ctc_topology.hpp"
 #include "sim/hmm_topology.hpp"
+#include "sim/random_posteriors.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 
@@ -111,16 +112,7 @@ struct test_batch {
   test_batch(size_t t, size_t b, uint64_t seed)
       : frames(t), width(b), input(make_storage(t * b * dim)),
         output(make_storage(t * b * dim, 7.0f)) {
-    std::mt19937_64 gen{seed};
-    std::normal_distribution<float> logit{0.0f, 2.0f};
-    for (size_t r = 0; r < t * b; ++r) {
-      float* row = input->data() + r * dim;
-      double sum = 0;
-      for (size_t k = 0; k < dim; ++k)
-        sum += std::exp(row[k] = logit(gen));
-      for (size_t k = 0; k < dim; ++k)
-        row[k] -= static_cast<float>(std::log(sum));
-    }
+    sim::fill_random_log_posteriors(input->data(), t * b, dim, seed);
   }
 
   /// The job of column `b`, its first `t` frames.

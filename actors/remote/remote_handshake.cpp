@@ -1,9 +1,8 @@
 #include "actors/remote/remote_handshake.hpp"
 
-#include <initializer_list>
-
 #include <nlohmann/json.hpp>
 
+#include "config/option_table.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/remote_interface.hpp"
 
@@ -20,11 +19,7 @@ std::string shortened(const nlohmann::json& value) {
 } // namespace
 
 std::string remote_options_key(const sprint_options& opts) {
-  auto json = nlohmann::json::parse(to_json_string(opts));
-  for (const char* key : {"numInstances", "remote", "initTimeout", "replyTimeout", "exitGrace",
-                          "maxRetries", "env", "remoteTls", "childOutput"})
-    json.erase(key);
-  return json.dump();
+  return config::options_json(opts, config::option_selection::shared).dump();
 }
 
 caf::error check_handshake(const std::string& server, const std::string& interface,

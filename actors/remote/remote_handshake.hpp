@@ -12,11 +12,11 @@
 
 namespace sprintrt {
 
-/// The options that must be equal on both ends, as canonical JSON: all of
-/// them except those about the local machine and process (`numInstances`,
-/// `remote`, the timeouts, `maxRetries`, `env`, `remoteTls`, `childOutput`).
-/// A server may run a different number of children with other timeouts; it
-/// must run the same Sprint, with the same arguments and protocol settings.
+/// The options that must be equal on both ends, as canonical JSON: those the
+/// option table (config/option_table.cpp) declares `shared`, leaving out
+/// those about the local machine and process. A server may run a different
+/// number of children with other timeouts; it must run the same Sprint, with
+/// the same arguments and protocol settings.
 std::string remote_options_key(const sprint_options& opts);
 
 /// Checks a trainer's handshake at the server `server`: the interface

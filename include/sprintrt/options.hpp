@@ -3,13 +3,12 @@
 /// @file
 /// The options of a Sprint worker pool: RETURNN's `sprint_opts`, as JSON.
 ///
-/// RETURNN's keys keep their names and meaning (`sprintExecPath`,
-/// `sprintConfigStr`, `minPythonControlVersion`, `sprintControlConfig`,
-/// `usePythonSegmentOrder`, `numInstances`); sprintrt adds its own (`pymodPath`,
-/// `pymodName`, `framing`, `arrayGlobalModule`, `initTimeout`, `replyTimeout`,
-/// `exitGrace`, `maxRetries`, `env`, `remote`, `remoteTls`, `childOutput`).
-/// Timeouts are
-/// seconds.
+/// RETURNN's keys keep their names and meaning; sprintrt adds its own. Each
+/// option is declared once, in config/option_table.cpp (its key, member,
+/// codec, help, whether it is required and whether it is local to a
+/// machine); its default is its member's initializer below. The README's
+/// table of options and `sprintrt doctor --list-options` are generated from
+/// that table.
 ///
 /// A string value `config:NAME` stands for the top-level key NAME of the same
 /// JSON document (RETURNN's `config:` indirection); keys referenced that way
@@ -130,70 +129,49 @@ enum class pipe_framing : uint8_t {
 };
 
 /// Validated options of one worker pool. Two equal values select the same
-/// pool (the original's singleton per `sprint_opts`).
+/// pool (the original's singleton per `sprint_opts`). What each option means:
+/// the README's table of options, or `sprintrt doctor --list-options`.
 struct sprint_options {
-  /// `sprintExecPath` (required): the Sprint executable, started without a shell.
+  /// `sprintExecPath` (required).
   std::string sprint_exec_path;
-  /// `sprintConfigStr`: the Sprint arguments. A JSON string is split like a
-  /// POSIX shell splits words (quotes, backslashes; `$VAR`/`${VAR}` outside
-  /// single quotes become variables); a JSON list gives one argument per
-  /// element (with `$VAR`/`${VAR}` likewise, and `$$` for a literal `$`).
-  /// Variables are expanded when a child starts, each word to exactly one
-  /// argument (an unset variable is an error that names it), against the child's environment.
+  /// `sprintConfigStr`, as words: a word's variables are expanded when a
+  /// child starts, each word to exactly one argument.
   std::vector<config_word> sprint_config;
-  /// `minPythonControlVersion` (2): passed to Sprint's PythonControl.
+  /// `minPythonControlVersion`.
   int min_python_control_version = 2;
-  /// `sprintControlConfig`: extra `key:value` items of the pymod config
-  /// string, values rendered as Python's `%s` would (true -> "True", 1e-05).
-  /// Keys have no ',' or ':', values no ','; the keys sprintrt sets itself
-  /// (`c2p_fd`, `p2c_fd`, `minPythonControlVersion`,
-  /// `EnableAutoNumpySharedMemPickling`) are refused.
+  /// `sprintControlConfig`: the values as the pymod config string has them
+  /// (Python's `%s`: true -> "True", 1e-05).
   std::map<std::string, std::string> sprint_control_config;
-  /// `usePythonSegmentOrder` (true): also pass the segment-order flags.
+  /// `usePythonSegmentOrder`.
   bool use_python_segment_order = true;
-  /// `numInstances` (1): the most children a pool runs.
+  /// `numInstances`: the most children a pool runs.
   size_t num_instances = 1;
-  /// `pymodPath` ("": not given): the directory Sprint loads the Python module
-  /// from, e.g. the root of a RETURNN checkout.
+  /// `pymodPath`; "" when not given.
   std::string pymod_path;
-  /// `pymodName` ("": not given): the module, e.g. "returnn.sprint.control"
-  /// (legacy: "SprintControl"). With neither given, a child gets sprintrt's
-  /// own `sprintrt_control` and its directory; with only `pymodPath`,
-  /// RETURNN's module (see config/control_module.hpp).
+  /// `pymodName`; "" when not given (see config/control_module.hpp).
   std::string pymod_name;
-  /// `framing` ("length_prefixed" or "raw").
+  /// `framing`.
   pipe_framing framing = pipe_framing::length_prefixed;
-  /// `arrayGlobalModule` ("returnn.util.task_system"; legacy "TaskSystem"):
-  /// the module of the array constructor in pickles we write.
+  /// `arrayGlobalModule`.
   std::string array_global_module = "returnn.util.task_system";
-  /// `initTimeout` (60 s): the child must answer `init` within this time.
-  /// Timeouts are numbers of seconds > 0 and at most 1e9, fractions allowed,
-  /// kept in milliseconds rounded up (0.0001 s is 1 ms).
+  /// `initTimeout`. The timeouts are numbers of seconds > 0 and at most 1e9,
+  /// fractions allowed, kept in milliseconds rounded up (0.0001 s is 1 ms).
   std::chrono::milliseconds init_timeout{60'000};
-  /// `replyTimeout` (600 s): the child must answer each request within this.
+  /// `replyTimeout`.
   std::chrono::milliseconds reply_timeout{600'000};
-  /// `exitGrace` (5 s): how long a child may take to exit after `exit`
-  /// before it is killed.
+  /// `exitGrace`.
   std::chrono::milliseconds exit_grace{5'000};
-  /// `maxRetries` (2): how often a request is resent after its child failed
-  /// (died, hung, broke the protocol) before it fails.
+  /// `maxRetries`.
   size_t max_retries = 2;
-  /// `env`: {"set": {...}, "unset": [...]}. Names are non-empty without '=';
-  /// a name may not be both set and unset; `unset` is kept sorted and
-  /// without repetitions.
+  /// `env`: names are non-empty without '='; a name may not be both set and
+  /// unset; `unset` is kept sorted and without repetitions.
   environment_changes env;
-  /// `remote`: ["host:port", ...] or [{"host": ..., "port": ...}, ...]: the
-  /// remote pools (`sprintrt serve`) used beside the local children; empty
-  /// for local children only.
+  /// `remote`; empty for local children only.
   std::vector<remote_endpoint> remote;
-  /// `remoteTls`: {"certificate": ..., "key": ..., "ca": ...}, paths of PEM
-  /// files: connect to the remote pools over TLS. CAF 0.17 sets TLS up once
-  /// per process, so the runtime must be made with the same files
-  /// (`runtime_settings_for(opts)`).
+  /// `remoteTls`. CAF 0.17 sets TLS up once per process, so the runtime must
+  /// be made with the same files (`runtime_settings_for(opts)`).
   tls_files remote_tls;
-  /// `childOutput` ("log"): where each child's own stdout and stderr go:
-  /// `"log"`, `"inherit"` or `{"file": "DIR"}` (see `child_output_mode`).
-  /// Except with `inherit`, error messages quote the output's last lines.
+  /// `childOutput` (see `child_output_mode`).
   child_output_mode child_output;
 
   friend bool operator==(const sprint_options& x, const sprint_options& y);

@@ -89,3 +89,27 @@ TEST_CASE("doctor diagnoses a missing program, a dying child and a silent one") 
   CHECK_THAT(bad_options.out, Catch::Contains("FAILED at options: io_error"));
   CHECK(test::child_processes().empty());
 }
+
+TEST_CASE("doctor shows the options given, and lists every option without --config") {
+  test::temp_dir dir;
+  test::write_corpus(dir, 1, 3);
+  auto r = test::run_cli(dir.path(), "doctor --config " + write_options(dir, "--*.topology=ctc"));
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("options (the others have their defaults):\n"
+                                    "    sprintExecPath \"") &&
+                        Catch::Contains("\n    initTimeout 2.0\n    exitGrace 2.0\n") &&
+                        !Catch::Contains("    numInstances"));
+  auto list = test::run_cli(dir.path(), "doctor --list-options");
+  CHECK(list.status == 0);
+  CHECK_THAT(list.out, Catch::StartsWith("sprintExecPath (required)\n") &&
+                           Catch::Contains("\nmaxRetries (default `2`; a remote pool has its "
+                                           "own)\n    how often a request is resent"));
+  auto markdown = test::run_cli(dir.path(), "doctor --list-options --markdown");
+  CHECK(markdown.status == 0);
+  CHECK_THAT(markdown.out, Catch::StartsWith("| key | default | on a remote pool | meaning |\n") &&
+                               Catch::Contains("| `numInstances` | `1` | its own | "));
+  auto neither = test::run_cli(dir.path(), "doctor");
+  CHECK(neither.status != 0);
+  CHECK_THAT(neither.err, Catch::Contains("--config is required"));
+}

@@ -3,7 +3,10 @@
 // handshake, optionally computes one segment on uniform posteriors, and stops
 // the child with `exit`. Each step reports its timing; the first failure ends
 // the run with a diagnosis (program missing, handshake failed, child died with
-// status N and this output, timeout) and a non-zero exit status.
+// status N and this output, timeout) and a non-zero exit status. It first
+// shows the options that differ from their defaults; `--list-options` lists
+// every option instead (`--markdown`: as the README's table), both derived
+// from the option table (config/option_table.hpp).
 //
 // It drives the pipe channel directly (not the worker actor, which would
 // retry and restart and so hide the first failure), waiting on the channel's
@@ -21,16 +24,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/child_environment.hpp"
+#include "config/option_table.hpp"
+#include "config/sprint_args.hpp"
+#include "config/wire_format.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
-#include "config/child_environment.hpp"
 #include "runtime/child_spawn.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/output_tail.hpp"
-#include "config/sprint_args.hpp"
 #include "runtime/sprint_channel.hpp"
-#include "config/wire_format.hpp"
 #include "tools/sprintrt/commands.hpp"
 #include "tools/sprintrt/python_reading.hpp"
 
@@ -45,6 +49,8 @@ using json = nlohmann::json;
 
 struct doctor_options {
   std::string config;
+  bool list_options = false;
+  bool markdown = false;
   std::string segment;
   size_t frames = 0;
   size_t dim = 0;
@@ -136,6 +142,7 @@ public:
       return diagnose("options", render(opts.error()));
     opts_ = *opts;
     summary_["options"] = json::parse(to_json_string(opts_));
+    say_options();
     if (auto err = runtime::check_executable(opts_.sprint_exec_path))
       return diagnose("program", render(err));
     // The arguments as the child will get them: an unset variable is named
@@ -322,6 +329,15 @@ private:
     return 1;
   }
 
+  /// Shows the options that differ from their defaults, as canonical JSON.
+  void say_options() {
+    const sprint_options defaults;
+    say("options (the others have their defaults):");
+    for (const auto& option : config::option_table())
+      if (!option.equal(opts_, defaults))
+        say("    " + std::string{option.key} + " " + option.write(opts_).dump());
+  }
+
   void say(const std::string& line) {
     if (!cli_.json_output)
       std::cout << line << "\n";
@@ -350,8 +366,8 @@ void add_doctor_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<doctor_options>();
   auto* cmd = app.add_subcommand("doctor", "Check a Sprint set-up: start one child, handshake, "
                                            "optionally compute one segment, stop it");
-  cmd->add_option("--config", opts->config, "Options JSON file (RETURNN's sprint_opts)")
-      ->required();
+  cmd->add_option("--config", opts->config,
+                  "Options JSON file (RETURNN's sprint_opts; --list-options lists them)");
   auto* segment = cmd->add_option("--segment", opts->segment,
                                   "Also compute this segment on uniform posteriors");
   auto* frames = cmd->add_option("--frames", opts->frames, "Frames of the segment (T)")
@@ -362,7 +378,19 @@ void add_doctor_command(CLI::App& app, int& exit_code) {
   frames->needs(segment);
   dim->needs(segment);
   cmd->add_flag("--json", opts->json_output, "Print one JSON summary instead of steps");
+  auto* list = cmd->add_flag("--list-options", opts->list_options,
+                             "List the options with their defaults and meanings, and exit");
+  cmd->add_flag("--markdown", opts->markdown, "With --list-options: as the README's table")
+      ->needs(list);
   cmd->callback([opts, &exit_code] {
+    if (opts->list_options) {
+      std::cout << (opts->markdown ? config::options_markdown_table()
+                                   : config::options_text_listing());
+      return;
+    }
+    // Required unless the options are only listed.
+    if (opts->config.empty())
+      throw CLI::RequiredError("--config");
     json summary = json::object();
     exit_code = doctor{*opts, summary}.run();
     if (opts->json_output)

@@ -10,6 +10,9 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
+#include "config/option_table.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/remote_interface.hpp"
@@ -145,4 +148,13 @@ TEST_CASE("the options key differs when an option that decides the results diffe
   CHECK(err == errc::invalid_options);
   CHECK(contains(error_message(err), R"('sprintExecPath': the trainer "/opt/rasr2/nn-trainer", )"
                                      R"(the server "/opt/rasr/nn-trainer")"));
+}
+
+TEST_CASE("the options key holds exactly the options the table declares shared") {
+  const auto key = nlohmann::json::parse(key_of(base_json));
+  for (const auto& option : config::option_table()) {
+    INFO(option.key);
+    CHECK(key.contains(std::string{option.key}) == (option.scope == config::option_scope::shared));
+  }
+  CHECK(key.size() == 9);
 }

@@ -15,9 +15,10 @@ alternate in rounds, on the same pool:
 - cpp: ``pool_client::compute`` on the same batch, timed in C++ around the
   call with no Python in the loop (``Pool._time_facade``).
 
-Prints one JSON line: {"python_ms": {"median", "min", "max", "runs"},
-"cpp_ms": {...}, "batch": {...}}, or {"skipped": reason} when NumPy or the
-module is missing. Usage:
+Prints one JSON line: {"python_ms": [...], "cpp_ms": [...], "batch": {...}}
+(each call's time, in the order they ran), or {"skipped": reason} when NumPy
+or the module is missing. sprintrt-bench reads it (python/module_batch).
+Usage:
 
     python_module.py --module-dir build/python --sprint-sim build/tools/sprint-sim/sprint-sim
                      [--frames 150 --batch 64 --dim 28 --labels 40 --workers 2 --rounds 60
@@ -28,15 +29,9 @@ import argparse
 import json
 import os
 import shlex
-import statistics
 import sys
 import tempfile
 import time
-
-
-def spread(samples_s):
-    ms = [x * 1e3 for x in samples_s]
-    return {"median": statistics.median(ms), "min": min(ms), "max": max(ms), "runs": len(ms)}
 
 
 def main():
@@ -97,7 +92,7 @@ def main():
             python_s += [python_call() for _ in range(args.per_round)]
             cpp_s += pool._pool._time_facade(log_posteriors, lengths, names, args.per_round)
     print(json.dumps({
-        "python_ms": spread(python_s), "cpp_ms": spread(cpp_s),
+        "python_ms": [x * 1e3 for x in python_s], "cpp_ms": [x * 1e3 for x in cpp_s],
         "batch": {"frames": args.frames, "batch": args.batch, "dim": args.dim,
                   "labels": args.labels, "workers": args.workers},
         "python": sys.version.split()[0], "numpy": numpy.__version__}))

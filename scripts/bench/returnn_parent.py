@@ -29,9 +29,10 @@ fresh array, without the per-call DeprecationWarning). The reply's global
 ``returnn.util.task_system make_numpy_ndarray_fromstring`` resolves to this
 file's copy of the function instead of an import of RETURNN.
 
-Prints one JSON line: {"per_segment_us": {"median", "min", "max", "runs"},
-"samples_us": [...], ...} with one sample per batch (batch time / batch size),
-after one untimed warm-up batch, or {"skipped": reason} when NumPy is missing. Usage:
+Prints one JSON line: {"samples_us": [...], ...} with one sample per batch
+(batch time / batch size), after one untimed warm-up batch, or {"skipped":
+reason} when NumPy is missing. sprintrt-bench reads it (python/returnn_parent).
+Usage:
 
     returnn_parent.py --sprint-exec PATH [--frames 100 --dim 40 --batch 100
                       --segments 2000 --tag-prefix bench/seg-] -- SPRINT_CONFIG_WORDS...
@@ -379,13 +380,9 @@ def main():
             samples.append((time.perf_counter() - start) * 1e6 / args.batch)
     finally:
         instance.exit()
-    samples.sort()
-    n = len(samples)
-    median = samples[n // 2] if n % 2 == 1 else (samples[n // 2 - 1] + samples[n // 2]) / 2
     print(
         json.dumps(
             {
-                "per_segment_us": {"median": median, "min": samples[0], "max": samples[-1], "runs": n},
                 "samples_us": samples,
                 "segments": batches * args.batch,
                 "batch": args.batch,

@@ -8,8 +8,9 @@ one sample is the forward (reduction "sum") plus ``backward()`` to the
 log-posteriors, what sprintrt's workers return per batch (loss [B] and the
 error signal [T, B, D]). One warm-up run, then ``--repeat`` timed runs.
 
-Prints one JSON line: {"batch_ms": {"median", "min", "max", "runs"}, ...}, or
-{"skipped": reason} when PyTorch is missing. Usage:
+Prints one JSON line: {"samples_ms": [...], ...} (each timed run), or
+{"skipped": reason} when PyTorch is missing. sprintrt-bench reads it
+(python/torch_ctc_loss). Usage:
 
     torch_ctc.py [--frames 150 --batch 256 --dim 28 --labels 40 --threads 2 --repeat 10]
 """
@@ -56,13 +57,10 @@ def main():
         start = time.perf_counter()
         loss, _ = run()
         samples.append((time.perf_counter() - start) * 1e3)
-    samples.sort()
-    n = len(samples)
-    median = samples[n // 2] if n % 2 == 1 else (samples[n // 2 - 1] + samples[n // 2]) / 2
     print(
         json.dumps(
             {
-                "batch_ms": {"median": median, "min": samples[0], "max": samples[-1], "runs": n},
+                "samples_ms": samples,
                 "frames": args.frames,
                 "batch": args.batch,
                 "dim": args.dim,

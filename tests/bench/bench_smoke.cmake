@@ -1,88 +1,129 @@
-# Smoke test of `sprintrt-bench all`: runs it with --quick --json and checks
-# that every figure of the issues (a-g) is in the document with finite numbers
-# (JSON has no NaN or infinity: nlohmann writes them as null) and a status,
-# not what the numbers are. Only the Python-dependent figures (c, e.torch, g)
-# may be "skipped" (no /usr/bin/python3 with NumPy or PyTorch, or no Python
-# module built).
+# Smoke test of sprintrt-bench: runs every benchmark once in quick mode
+# (--quick, --benchmark_min_time=0.01) and checks that every figure declared
+# in the output's context has both sides measured with finite numbers, not
+# what they are. Only the Python-dependent figures may be skipped (no
+# /usr/bin/python3 with NumPy or PyTorch, or no Python module built). With
+# PYTHON and FIGURES, scripts/bench/figures.py must also read the output.
 #
-#   cmake -DBENCH=<sprintrt-bench> [-DNO_PYTHON=ON] -P bench_smoke.cmake
+#   cmake -DBENCH=<sprintrt-bench> -DWORK_DIR=<dir> [-DPYTHON=<python3> -DFIGURES=<figures.py>]
+#         [-DNO_PYTHON=ON] -P bench_smoke.cmake
 #
-# NO_PYTHON=ON runs only the Python-dependent groups with a Python that does
-# not exist and requires them to be skipped.
+# NO_PYTHON=ON runs only the Python-dependent benchmarks with a Python that
+# does not exist and requires their figures to be skipped.
 cmake_minimum_required(VERSION 3.19) # string(JSON)
 
-if(NOT BENCH)
-  message(FATAL_ERROR "pass -DBENCH=<path of sprintrt-bench>")
+if(NOT BENCH OR NOT WORK_DIR)
+  message(FATAL_ERROR "pass -DBENCH=<path of sprintrt-bench> -DWORK_DIR=<dir>")
 endif()
 
-set(args all --quick --json)
-set(required a b c d.transport d.faults_parent d.faults_child d.peak_rss e.speedup e.serial
-    e.torch f g)
-set(may_skip c e.torch g)
+set(out "${WORK_DIR}/bench_smoke.json")
 if(NO_PYTHON)
-  list(APPEND args --python /nonexistent/python3 --only c e g)
-  set(required c e.speedup e.serial e.torch g)
+  set(out "${WORK_DIR}/bench_smoke_no_python.json")
 endif()
-
+set(args --quick --benchmark_min_time=0.01 --benchmark_out=${out} --benchmark_out_format=json)
+if(NO_PYTHON)
+  list(APPEND args --python=/nonexistent/python3 --benchmark_filter=^python/)
+endif()
 execute_process(COMMAND ${BENCH} ${args}
-                OUTPUT_VARIABLE out
+                OUTPUT_VARIABLE console
                 ERROR_VARIABLE err
                 RESULT_VARIABLE rc
-                TIMEOUT 120)
+                TIMEOUT 110)
 if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "sprintrt-bench ${args} failed (${rc}):\n${err}\n${out}")
+  message(FATAL_ERROR "sprintrt-bench ${args} failed (${rc}):\n${err}\n${console}")
 endif()
+file(READ "${out}" doc)
 
-string(JSON bench ERROR_VARIABLE json_error GET "${out}" bench)
-if(json_error OR NOT bench STREQUAL "all")
-  message(FATAL_ERROR "not the JSON document of `all`: ${json_error}\n${out}")
-endif()
-string(JSON count LENGTH "${out}" figures)
+# Every benchmark's name (without what Google Benchmark appends), its real
+# time, its counters and its error, by index.
+string(JSON count LENGTH "${doc}" benchmarks)
+set(names "")
+math(EXPR last "${count} - 1")
+foreach(i RANGE ${last})
+  string(JSON name GET "${doc}" benchmarks ${i} run_name)
+  string(REGEX REPLACE "(/(manual_time|real_time|iterations:[0-9]+|repeats:[0-9]+))+$" "" name
+                       "${name}")
+  list(APPEND names "${name}")
+endforeach()
 
+# Checks one side of a figure ("name" or "name@counter"); sets `side_status`
+# to "ok", "skipped: ..." or the problem.
+function(check_side ref)
+  string(FIND "${ref}" "@" at)
+  set(counter real_time)
+  set(name "${ref}")
+  if(at GREATER -1)
+    string(SUBSTRING "${ref}" 0 ${at} name)
+    math(EXPR from "${at} + 1")
+    string(SUBSTRING "${ref}" ${from} -1 counter)
+  endif()
+  list(FIND names "${name}" i)
+  if(i EQUAL -1)
+    set(side_status "missing: ${name}" PARENT_SCOPE)
+    return()
+  endif()
+  string(JSON failed ERROR_VARIABLE none GET "${doc}" benchmarks ${i} error_occurred)
+  if(failed)
+    string(JSON message GET "${doc}" benchmarks ${i} error_message)
+    set(side_status "${message}" PARENT_SCOPE)
+    return()
+  endif()
+  string(JSON type ERROR_VARIABLE missing TYPE "${doc}" benchmarks ${i} ${counter})
+  if(NOT type STREQUAL "NUMBER")
+    set(side_status "${ref}: ${counter} is not a number" PARENT_SCOPE)
+    return()
+  endif()
+  set(side_status ok PARENT_SCOPE)
+endfunction()
+
+string(JSON figures GET "${doc}" context figures)
+string(JSON nfigures LENGTH "${figures}")
+math(EXPR last "${nfigures} - 1")
 set(problems "")
-foreach(id IN LISTS required)
-  set(found -1)
-  if(count GREATER 0)
-    math(EXPR last "${count} - 1")
-    foreach(i RANGE ${last})
-      string(JSON this GET "${out}" figures ${i} id)
-      if(this STREQUAL id)
-        set(found ${i})
-      endif()
-    endforeach()
-  endif()
-  if(found EQUAL -1)
-    list(APPEND problems "${id}: missing")
+set(checked 0)
+foreach(f RANGE ${last})
+  string(JSON title GET "${figures}" ${f} title)
+  string(JSON python GET "${figures}" ${f} python)
+  if(NO_PYTHON AND NOT python)
     continue()
   endif()
-  string(JSON status GET "${out}" figures ${found} status)
-  if(status STREQUAL "skipped")
-    string(JSON reason GET "${out}" figures ${found} skipped)
-    if(NOT id IN_LIST may_skip)
-      list(APPEND problems "${id}: skipped (${reason}), only ${may_skip} may be")
-    elseif(NO_PYTHON)
-      message(STATUS "${id}: skipped as expected (${reason})")
+  math(EXPR checked "${checked} + 1")
+  foreach(side value baseline)
+    string(JSON ref GET "${figures}" ${f} ${side})
+    if(NO_PYTHON AND NOT ref MATCHES "^python/")
+      continue() # not run: only the Python side must be skipped
     endif()
-    continue()
-  endif()
-  if(NO_PYTHON AND id IN_LIST may_skip)
-    list(APPEND problems "${id}: not skipped without Python")
-  endif()
-  if(NOT status MATCHES "^(met|missed|n/a)$")
-    list(APPEND problems "${id}: status '${status}'")
-  endif()
-  foreach(path "median" "min" "max" "ratio" "baseline;median" "baseline;min" "baseline;max")
-    string(JSON type TYPE "${out}" figures ${found} ${path})
-    if(NOT type STREQUAL "NUMBER")
-      string(REPLACE ";" "." name "${path}")
-      list(APPEND problems "${id}: ${name} is ${type}, not a finite number")
+    check_side("${ref}")
+    if(side_status MATCHES "^skipped")
+      if(NOT python)
+        list(APPEND problems "${title}: ${side} ${side_status}, only Python figures may be")
+      elseif(NO_PYTHON)
+        message(STATUS "${title}: ${side_status} (as expected)")
+      endif()
+    elseif(NOT side_status STREQUAL "ok")
+      list(APPEND problems "${title}: ${side}: ${side_status}")
+    elseif(NO_PYTHON)
+      list(APPEND problems "${title}: not skipped without Python")
     endif()
   endforeach()
-  string(JSON text GET "${out}" figures ${found} target text)
-  message(STATUS "${id}: ${status} (target '${text}')")
 endforeach()
+if(checked EQUAL 0)
+  list(APPEND problems "no figure to check")
+endif()
+
+if(PYTHON AND FIGURES AND NOT NO_PYTHON)
+  execute_process(COMMAND ${PYTHON} ${FIGURES} ${out} --check
+                  OUTPUT_VARIABLE table
+                  ERROR_VARIABLE table_err
+                  RESULT_VARIABLE table_rc)
+  if(NOT table_rc EQUAL 0)
+    list(APPEND problems "figures.py --check failed (${table_rc}): ${table_err}")
+  endif()
+  message(STATUS "${table}")
+endif()
 
 if(problems)
   string(REPLACE ";" "\n  " problems "${problems}")
-  message(FATAL_ERROR "sprintrt-bench all --quick --json:\n  ${problems}")
+  message(FATAL_ERROR "sprintrt-bench ${args}:\n  ${problems}")
 endif()
+message(STATUS "${checked} figures checked")

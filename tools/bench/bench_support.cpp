@@ -4,133 +4,185 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
-#include <iomanip>
-#include <iostream>
+#include <iterator>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
+
+#include "config/sprint_args.hpp"
+#include "protocol/messages.hpp"
+#include "sim/ctc_topology.hpp"
+#include "sim/random_posteriors.hpp"
+#include "tools/bench/bench_world.hpp"
 
 namespace sprintrt::bench {
 
-void add_common_options(CLI::App& command, bench_options& options) {
-  command.add_option("--repeat", options.repeat, "timed runs per measurement (median reported)")
-      ->check(CLI::Range(1, 1000000));
-  command.add_flag("--json", options.json, "print one JSON document instead of a table");
-}
-
-timing measure(int repeat, const std::function<void()>& body) {
-  body();
-  std::vector<double> durations;
-  durations.reserve(repeat);
-  for (int run = 0; run < repeat; ++run) {
-    const auto start = std::chrono::steady_clock::now();
-    body();
-    durations.push_back(micros_since(start));
-  }
-  return summarize(std::move(durations));
-}
-
-timing summarize(std::vector<double> samples_us) {
-  if (samples_us.empty())
-    return {};
-  std::sort(samples_us.begin(), samples_us.end());
-  const size_t n = samples_us.size();
-  const double median =
-      n % 2 == 1 ? samples_us[n / 2] : (samples_us[n / 2 - 1] + samples_us[n / 2]) / 2;
-  return {median, samples_us.front(), static_cast<int>(n), samples_us.back()};
-}
-
-double micros_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-double megabytes_per_second(double bytes, double us) {
-  return us > 0 ? bytes / us : 0.0;
-}
-
-std::string machine_load() {
-  std::ifstream in{"/proc/loadavg"};
-  double one = 0, five = 0, fifteen = 0;
-  in >> one >> five >> fifteen;
-  return std::to_string(std::thread::hardware_concurrency()) + " CPUs, load average " +
-         format_fixed(one, 2) + " / " + format_fixed(five, 2) + " / " + format_fixed(fifteen, 2) +
-         " (1/5/15 min)";
-}
-
-std::string format_fixed(double x, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << x;
-  return out.str();
-}
-
 namespace {
 
-std::string cell(const nlohmann::json& value) {
-  if (value.is_string())
-    return value.get<std::string>();
-  if (value.is_number_float()) {
-    // Three significant digits for small values (sub-microsecond times),
-    // else two or one decimals.
-    const double x = value.get<double>();
-    const double magnitude = std::abs(x);
-    const int digits = magnitude < 1 ? 3 : magnitude < 100 ? 2 : 1;
-    return format_fixed(x, digits);
-  }
-  return value.dump();
+int failures = 0;
+
+double minimum(const std::vector<double>& xs) {
+  return *std::min_element(xs.begin(), xs.end());
 }
 
-void print_table(const std::string& title, const std::vector<column>& columns,
-                 const std::vector<nlohmann::json>& rows) {
-  std::cout << title << '\n';
-  for (const auto& col : columns)
-    std::cout << std::setw(col.width) << col.header;
-  std::cout << '\n';
-  for (const auto& row : rows) {
-    for (const auto& col : columns)
-      std::cout << std::setw(col.width) << cell(row.at(col.key));
-    std::cout << '\n';
-  }
+double maximum(const std::vector<double>& xs) {
+  return *std::max_element(xs.begin(), xs.end());
 }
 
 } // namespace
 
-void report(const bench_options& options, const std::string& name, const std::string& title,
-            const std::vector<column>& columns, const std::vector<nlohmann::json>& rows) {
-  if (options.json) {
-    const nlohmann::json document = {
-        {"bench", name}, {"repeat", options.repeat}, {"results", rows}};
-    std::cout << document.dump(2) << '\n';
-    return;
-  }
-  print_table(title, columns, rows);
+[[noreturn]] void throw_error(const std::string& what, const caf::error& err) {
+  throw std::runtime_error(what + ": " + render(err));
 }
 
-void report(const bench_options& options, const std::string& name,
-            const std::vector<section>& sections) {
-  if (options.json) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& s : sections)
-      list.push_back(
-          {{"name", s.name}, {"title", s.title}, {"results", s.rows}, {"notes", s.notes}});
-    const nlohmann::json document = {
-        {"bench", name}, {"repeat", options.repeat}, {"sections", list}};
-    std::cout << document.dump(2) << '\n';
-    return;
+void check(const caf::error& err, const std::string& what) {
+  if (err)
+    throw_error(what, err);
+}
+
+benchmark::internal::Benchmark* add_benchmark(const std::string& name,
+                                              std::function<void(benchmark::State&)> body) {
+  return benchmark::RegisterBenchmark(name.c_str(),
+                                      [body](benchmark::State& state) {
+                                        try {
+                                          body(state);
+                                        } catch (const std::exception& e) {
+                                          ++failures;
+                                          state.SkipWithError(e.what());
+                                        }
+                                      })
+      // Beside the mean, median and deviation: the figures' ranges.
+      ->ComputeStatistics("min", minimum)
+      ->ComputeStatistics("max", maximum);
+}
+
+int benchmark_failures() {
+  return failures;
+}
+
+void skip(benchmark::State& state, const std::string& reason) {
+  state.SkipWithError(("skipped: " + reason).c_str());
+}
+
+double seconds_since(bench_clock::time_point start) {
+  return std::chrono::duration<double>(bench_clock::now() - start).count();
+}
+
+bench_corpus write_corpus(const std::vector<sim::corpus_entry>& segments) {
+  auto dir = runtime::temp_directory::make("sprintrt-bench");
+  if (!dir)
+    throw_error("temporary directory", dir.error());
+  std::string path = dir->path() + "/corpus.txt";
+  check(sim::write_corpus_file(path, segments), "corpus file");
+  return {std::move(*dir), std::move(path)};
+}
+
+sprint_options sim_options(const std::string& corpus, size_t instances,
+                           const std::vector<std::string>& extra) {
+  auto word = [](std::string text) {
+    return config_word{word_piece{word_piece::literal, std::move(text)}};
+  };
+  sprint_options opts;
+  opts.sprint_exec_path = world().settings().sprint_sim;
+  opts.sprint_config = {word("--*.corpus=" + corpus), word("--*.topology=ctc"),
+                        word("--*.framing=length_prefixed")};
+  for (const auto& text : extra)
+    opts.sprint_config.push_back(word(text));
+  opts.num_instances = instances;
+  opts.init_timeout = std::chrono::seconds{30};
+  opts.reply_timeout = std::chrono::seconds{120};
+  opts.exit_grace = std::chrono::seconds{5};
+  return opts;
+}
+
+std::vector<std::string> config_words(const sprint_options& opts) {
+  // The benchmarks' options have no variables: nothing can be unset.
+  return unwrap(config::expand_sprint_config(
+                    opts, [](const std::string&) -> std::optional<std::string> { return {}; }),
+                "sprint config");
+}
+
+sim::criterion load_criterion(const std::string& corpus, sim::criterion_kind kind) {
+  return sim::criterion{unwrap(sim::corpus::from_file(corpus), "corpus"),
+                        std::make_shared<sim::ctc_topology>(0), kind};
+}
+
+std::vector<uint32_t> alignable_labels(size_t count, size_t dim, size_t frames, std::mt19937& rng) {
+  std::uniform_int_distribution<uint32_t> label{1, static_cast<uint32_t>(dim - 1)};
+  for (;;) {
+    std::vector<uint32_t> labels(count);
+    size_t needed = count;
+    for (size_t i = 0; i < count; ++i) {
+      labels[i] = label(rng);
+      needed += i > 0 && labels[i] == labels[i - 1];
+    }
+    if (needed <= frames)
+      return labels;
   }
-  for (size_t i = 0; i < sections.size(); ++i) {
-    if (i > 0)
-      std::cout << '\n';
-    print_table(sections[i].title, sections[i].columns, sections[i].rows);
-    for (const auto& note : sections[i].notes)
-      std::cout << "  " << note << '\n';
+}
+
+segment_job make_job(const std::string& name, size_t frames, size_t dim, uint64_t seed) {
+  auto lp = matrix_slice::dense(frames, dim);
+  sim::fill_random_log_posteriors(lp.storage->data(), frames, dim, seed);
+  return {name, lp, matrix_slice::dense(frames, dim)};
+}
+
+batch random_batch(const std::vector<int64_t>& lengths, const std::vector<std::string>& tags,
+                   size_t dim, uint64_t seed) {
+  const auto frames = static_cast<size_t>(*std::max_element(lengths.begin(), lengths.end()));
+  batch b;
+  b.log_posteriors = tensor::zeros({frames, tags.size(), dim});
+  sim::fill_random_log_posteriors(b.log_posteriors.data(), frames * tags.size(), dim, seed);
+  b.seq_lengths = lengths;
+  b.tags = tags;
+  return b;
+}
+
+std::vector<float> compute_reusing(const pool_client& client, const batch& data, tensor& reuse) {
+  batch b{data.log_posteriors, data.seq_lengths, data.tags, std::move(reuse)};
+  auto result = unwrap(client.compute(std::move(b)), "batch");
+  reuse = std::move(result.error_signal);
+  return std::move(result.loss);
+}
+
+size_t request_bytes(const std::string& segment, size_t frames, size_t dim) {
+  std::vector<float> data(frames * dim, -1.0f);
+  protocol::byte_buffer out;
+  check(protocol::encode_loss_command(out, {}, segment, frames, dim, data.data(), dim),
+        "encode_loss_command");
+  return out.size();
+}
+
+size_t reply_bytes(size_t frames, size_t dim) {
+  std::vector<float> data(frames * dim, 0.0f);
+  protocol::byte_buffer out;
+  check(protocol::encode_loss_reply(out, {}, 0.0, frames, dim, data.data()), "encode_loss_reply");
+  return out.size();
+}
+
+double pages_of(size_t request, size_t reply) {
+  constexpr double page = 4096;
+  return std::ceil(static_cast<double>(request) / page) +
+         std::ceil(static_cast<double>(reply) / page);
+}
+
+uint64_t minor_faults(int pid) {
+  if (pid < 0)
+    return 0;
+  std::ifstream in{pid > 0 ? "/proc/" + std::to_string(pid) + "/stat" : "/proc/self/stat"};
+  std::string text{std::istreambuf_iterator<char>{in}, {}};
+  // Fields after the command name, which ends at the last ')': state is
+  // field 3, minflt field 10.
+  std::istringstream fields{text.substr(std::min(text.size(), text.rfind(')') + 1))};
+  std::string field;
+  for (int i = 3; i <= 10 && (fields >> field); ++i) {
   }
-  std::cout << std::flush;
+  return std::strtoull(field.c_str(), nullptr, 10);
 }
 
 void write_fully(int fd, const char* data, size_t n, const std::string& what) {

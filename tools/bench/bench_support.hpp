@@ -1,61 +1,145 @@
 #pragma once
 
 /// @file
-/// What every sprintrt-bench subcommand shares: the common options (--repeat,
-/// --json), timing a body over repeated runs, and printing results as a text
-/// table or as JSON.
+/// What the benchmarks of sprintrt-bench share besides their run's state
+/// (bench_world.hpp): errors as exceptions, corpus files and options running
+/// sprint-sim on them, random jobs and batches, message sizes, the timing
+/// step of a manually timed benchmark, page-fault counts, and blocking pipe
+/// I/O for the echo baselines.
+
+#include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "runtime/temp_directory.hpp"
+#include "sim/corpus.hpp"
+#include "sim/criterion.hpp"
+#include "sprintrt/batch.hpp"
+#include "sprintrt/options.hpp"
+#include "sprintrt/pool_client.hpp"
+#include "sprintrt/segment.hpp"
 
 namespace sprintrt::bench {
 
-/// The options of every subcommand.
-struct bench_options {
-  /// Timed runs per measurement (after one untimed warm-up run).
-  int repeat = 50;
-  /// Print one JSON document instead of a table.
-  bool json = false;
-};
+/// Throws `std::runtime_error` with `what` and the rendered `err`.
+[[noreturn]] void throw_error(const std::string& what, const caf::error& err);
 
-/// Adds --repeat and --json to a subcommand.
-void add_common_options(CLI::App& command, bench_options& options);
+/// Throws (see `throw_error`) if `err` is set.
+void check(const caf::error& err, const std::string& what);
 
-/// The median, minimum and maximum duration of a body over repeated runs.
-struct timing {
-  double median_us = 0;
-  double min_us = 0;
-  int runs = 0;
-  double max_us = 0;
-};
+/// Returns the value of `x` or throws its error (see `throw_error`).
+template <class T>
+T unwrap(caf::expected<T> x, const std::string& what) {
+  if (!x)
+    throw_error(what, x.error());
+  return std::move(*x);
+}
 
-/// Runs `body` once to warm up (caches, allocations of reusable workspaces),
-/// then `repeat` times under a steady clock.
-timing measure(int repeat, const std::function<void()>& body);
+/// Registers `body` as benchmark `name`. An exception thrown by `body`
+/// becomes the benchmark's error (`SkipWithError`), so that one failing
+/// benchmark neither ends the run nor hides the others; main's exit status
+/// counts them (`benchmark_failures`). Repetitions also report their minimum
+/// and maximum ("min", "max" aggregates).
+benchmark::internal::Benchmark* add_benchmark(const std::string& name,
+                                              std::function<void(benchmark::State&)> body);
 
-/// The median, minimum and maximum of `samples_us` (durations in microseconds, at
-/// least one), for benches that collect their own samples (e.g. interleaving
-/// a measurement with its baseline run by run).
-timing summarize(std::vector<double> samples_us);
+/// The benchmarks that failed so far (not the skipped ones).
+int benchmark_failures();
 
-/// Returns the microseconds since `start` on the steady clock.
-double micros_since(std::chrono::steady_clock::time_point start);
+/// Marks the benchmark skipped with `reason`: an error whose message starts
+/// with "skipped: ", which scripts/bench/figures.py and the smoke test read
+/// as a figure that could not be measured here (no Python, no PyTorch).
+void skip(benchmark::State& state, const std::string& reason);
 
-/// Times `count` calls of `body` one by one, appending each duration (in
-/// microseconds) to `samples`.
+/// The steady clock of every manual timing.
+using bench_clock = std::chrono::steady_clock;
+
+/// Returns the seconds since `start`.
+double seconds_since(bench_clock::time_point start);
+
+/// Runs `body` once per iteration of `state`, reporting its wall time
+/// divided by `per` (e.g. the segments of a batch: the time per segment) as
+/// the iteration's manual time.
 template <class Body>
-void time_each(size_t count, std::vector<double>& samples, Body&& body) {
-  for (size_t i = 0; i < count; ++i) {
-    const auto start = std::chrono::steady_clock::now();
+void time_manually(benchmark::State& state, double per, Body&& body) {
+  for (auto _ : state) {
+    const auto start = bench_clock::now();
     body();
-    samples.push_back(micros_since(start));
+    state.SetIterationTime(seconds_since(start) / per);
   }
 }
+
+/// A corpus file in a directory of its own, removed with it.
+struct bench_corpus {
+  runtime::temp_directory dir;
+  /// `dir/corpus.txt`.
+  std::string path;
+};
+
+/// Writes `segments` as a fresh directory's `corpus.txt` in sprint-sim's
+/// format.
+bench_corpus write_corpus(const std::vector<sim::corpus_entry>& segments);
+
+/// sprint-sim's parameter that makes it reply loss 0 and a zero error signal
+/// of full size (the request still decoded and checked): transport figures.
+inline const std::string zero_criterion = "--*.criterion=zero";
+
+/// Options that run the run's sprint-sim (CTC, blank 0, length-prefixed
+/// framing) on `corpus` with `instances` children, with the sprint-sim
+/// parameters `extra` appended.
+sprint_options sim_options(const std::string& corpus, size_t instances,
+                           const std::vector<std::string>& extra = {});
+
+/// The Sprint config words of `opts` as its children get them, for another
+/// parent (a comparison script) to start the same child.
+std::vector<std::string> config_words(const sprint_options& opts);
+
+/// The criterion sprint-sim runs for these options (CTC, blank 0) over the
+/// corpus file `corpus`.
+sim::criterion load_criterion(const std::string& corpus,
+                              sim::criterion_kind kind = sim::criterion_kind::full_sum);
+
+/// `count` labels in 1..dim-1 (0 is the blank) that CTC can align in
+/// `frames` frames (one blank between equal neighbours), drawn from `rng`.
+std::vector<uint32_t> alignable_labels(size_t count, size_t dim, size_t frames, std::mt19937& rng);
+
+/// A job for segment `name` over random log-posteriors [frames, dim] (from
+/// `seed`), with an error-signal slice every request writes into again.
+segment_job make_job(const std::string& name, size_t frames, size_t dim, uint64_t seed);
+
+/// A batch of `tags.size()` segments of `lengths` frames (padded to the
+/// longest) over random log-posteriors [T, B, D] from `seed`.
+batch random_batch(const std::vector<int64_t>& lengths, const std::vector<std::string>& tags,
+                   size_t dim, uint64_t seed);
+
+/// Computes `data` through `client`, passing the previous error signal
+/// `reuse` back (as a trainer does, so that the batch allocates nothing) and
+/// keeping the new one there; returns the losses.
+std::vector<float> compute_reusing(const pool_client& client, const batch& data, tensor& reuse);
+
+/// The framed size of a `get_loss_and_error_signal` request for `segment`
+/// of [frames, dim] as the runtime encodes it.
+size_t request_bytes(const std::string& segment, size_t frames, size_t dim);
+
+/// The framed size of its reply ("ok", a loss, [frames, dim]).
+size_t reply_bytes(size_t frames, size_t dim);
+
+/// The number of 4 KiB pages that a request and a reply of these framed
+/// sizes span: the page faults of a request that reuses no buffer.
+double pages_of(size_t request, size_t reply);
+
+/// Returns the minor page faults of process `pid` so far (this process for
+/// 0), from /proc/PID/stat; 0 if unknown (also for a negative pid).
+uint64_t minor_faults(int pid = 0);
 
 /// Writes all `n` bytes at `data` to `fd` (retrying after signals); throws
 /// `std::runtime_error` naming `what` and the system error otherwise.
@@ -64,57 +148,5 @@ void write_fully(int fd, const char* data, size_t n, const std::string& what);
 /// Reads exactly `n` bytes from `fd` into `data`; returns false if the
 /// stream ended first; throws `std::runtime_error` naming `what` on errors.
 bool read_fully(int fd, char* data, size_t n, const std::string& what);
-
-/// Returns the throughput of `bytes` moved in `us` microseconds, in MB/s
-/// (10^6 bytes per second).
-double megabytes_per_second(double bytes, double us);
-
-/// Describes how busy the machine is, for a note under a report: the CPUs
-/// online and the 1/5/15-minute load averages from /proc/loadavg.
-std::string machine_load();
-
-/// Formats `x` with `digits` decimals (for figures inside notes).
-std::string format_fixed(double x, int digits);
-
-/// Keeps the compiler from dropping work whose only effect is the memory
-/// `p` points to (a memcpy into a buffer nobody reads, in a timing loop).
-inline void keep_alive(const void* p) {
-  asm volatile("" : : "g"(p) : "memory");
-}
-
-/// One column of a text report: the key in each result row, its header and
-/// its width.
-struct column {
-  std::string key;
-  std::string header;
-  int width;
-};
-
-/// Prints `rows` (one JSON object per measurement) for the subcommand `name`:
-/// with --json as {"bench": name, "repeat": N, "results": rows}, otherwise
-/// `title` and a table of `columns`.
-void report(const bench_options& options, const std::string& name, const std::string& title,
-            const std::vector<column>& columns, const std::vector<nlohmann::json>& rows);
-
-/// One table of a report with several tables.
-struct section {
-  /// The key of the table in --json output.
-  std::string name;
-  /// The line printed above the table.
-  std::string title;
-  std::vector<column> columns;
-  /// One JSON object per row; every column's key must be in each.
-  std::vector<nlohmann::json> rows;
-  /// Lines printed under the table: what the figures include, how to read
-  /// the ratios.
-  std::vector<std::string> notes;
-};
-
-/// Prints several tables for the subcommand `name`: with --json as one
-/// document {"bench": name, "repeat": N, "sections": [{"name", "title",
-/// "results", "notes"}, ...]}, otherwise each title, table and notes, with a
-/// blank line between tables.
-void report(const bench_options& options, const std::string& name,
-            const std::vector<section>& sections);
 
 } // namespace sprintrt::bench

@@ -1,37 +1,161 @@
-// sprintrt-bench: micro-benchmarks of sprintrt's layers, one subcommand each.
-// Not tests: they report times, they do not judge them.
+// sprintrt-bench: every benchmark of sprintrt under Google Benchmark (its
+// flags: --benchmark_filter, --benchmark_repetitions, --benchmark_format,
+// --benchmark_out, ...), with sprintrt's own:
+//   --quick              smaller shapes and counts (the smoke test)
+//   --sprint-sim=PATH    the simulated Sprint [<dir of this program>/../sprint-sim/sprint-sim]
+//   --python=PATH        the Python of the comparison scripts [/usr/bin/python3]
+//   --scripts=DIR        the directory of the comparison scripts [scripts/bench]
+//   --python-module=DIR  the directory holding the Python package sprintrt [build/python]
+// The figures (figure_table.hpp) go into the output's context;
+// scripts/bench/figures.py prints them from a JSON output. `--helper=...`
+// runs one of the helper processes the benchmarks start.
 
 #include <exception>
+#include <filesystem>
 #include <iostream>
+#include <string>
+#include <vector>
 
-#include <CLI/CLI.hpp>
+#include <benchmark/benchmark.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
-#include "tools/bench/figure_runs.hpp"
-#include "tools/bench/pool_bench.hpp"
-#include "tools/bench/protocol_bench.hpp"
-#include "tools/bench/remote_bench.hpp"
-#include "tools/bench/seqtrain_bench.hpp"
-#include "tools/bench/sim_bench.hpp"
+#include "runtime/child_spawn.hpp"
+#include "tools/bench/bench_support.hpp"
+#include "tools/bench/bench_world.hpp"
+#include "tools/bench/benchmarks.hpp"
+#include "tools/bench/figure_table.hpp"
+#include "tools/bench/pipe_echo.hpp"
+
+#ifndef SPRINTRT_BENCH_SCRIPTS
+#define SPRINTRT_BENCH_SCRIPTS "scripts/bench"
+#endif
+#ifndef SPRINTRT_BENCH_PYTHON_MODULE
+#define SPRINTRT_BENCH_PYTHON_MODULE "build/python"
+#endif
+
+namespace {
+
+using namespace sprintrt::bench;
+
+const char* usage = "sprintrt-bench [--quick] [--sprint-sim=PATH] [--python=PATH] "
+                    "[--scripts=DIR] [--python-module=DIR] [Google Benchmark's flags]\n";
+
+std::string this_program(const char* argv0) {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec)
+    self = std::filesystem::absolute(argv0, ec);
+  return self.string();
+}
+
+// The value of `--name=VALUE` in `arg`, if it is that flag.
+bool flag_value(const std::string& arg, const std::string& name, std::string& value) {
+  const std::string prefix = "--" + name + "=";
+  if (arg.compare(0, prefix.size(), prefix) != 0)
+    return false;
+  value = arg.substr(prefix.size());
+  return true;
+}
+
+// Takes sprintrt-bench's flags out of `argv`; returns the arguments left.
+std::vector<std::string> parse_settings(int argc, char** argv, bench_settings& s) {
+  std::vector<std::string> rest;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--quick")
+      s.quick = true;
+    else if (!flag_value(arg, "sprint-sim", s.sprint_sim) && !flag_value(arg, "python", s.python) &&
+             !flag_value(arg, "scripts", s.scripts) &&
+             !flag_value(arg, "python-module", s.python_module))
+      rest.push_back(arg);
+  }
+  if (s.sprint_sim.empty())
+    s.sprint_sim =
+        (std::filesystem::path{s.self}.parent_path() / ".." / "sprint-sim" / "sprint-sim")
+            .lexically_normal()
+            .string();
+  return rest;
+}
+
+int run_helper(const std::string& mode, int argc, char** argv, const bench_settings& s) {
+  if (mode == "pipe-echo")
+    return serve_pipe_echo();
+  if (mode == "remote-echo")
+    return run_remote_echo_helper();
+  if (mode == "large-rss") {
+    bench_world w{s};
+    set_world(&w);
+    // Positional arguments only: the flags were read into `s`.
+    std::vector<char*> args;
+    for (int i = 2; i < argc; ++i)
+      if (std::string{argv[i]}.compare(0, 2, "--") != 0)
+        args.push_back(argv[i]);
+    const int status = run_large_rss_helper(static_cast<int>(args.size()), args.data());
+    set_world(nullptr);
+    return status;
+  }
+  std::cerr << "sprintrt-bench: unknown helper " << mode << '\n';
+  return 2;
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"sprintrt micro-benchmarks: per-layer timings (medians over --repeat runs)"};
-  app.require_subcommand(1);
-  sprintrt::bench::add_sim_bench(app);
-  sprintrt::bench::add_protocol_bench(app);
-  sprintrt::bench::add_pool_bench(app, argc > 0 ? argv[0] : "");
-  sprintrt::bench::add_seqtrain_bench(app, argc > 0 ? argv[0] : "");
-  sprintrt::bench::add_remote_bench(app);
-  sprintrt::bench::add_all_bench(app, argc > 0 ? argv[0] : "");
-  sprintrt::bench::add_large_rss_command(app, argc > 0 ? argv[0] : "");
+  bench_settings settings;
+  settings.self = this_program(argv[0]);
+  settings.scripts = SPRINTRT_BENCH_SCRIPTS;
+  settings.python_module = SPRINTRT_BENCH_PYTHON_MODULE;
+  // Log lines (warnings only) go to stderr, never into the benchmark output.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("sprintrt-bench"));
+  spdlog::set_level(spdlog::level::warn);
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (argc > 1 && std::string{argv[1]}.compare(0, 9, "--helper=") == 0) {
+      parse_settings(argc, argv, settings);
+      return run_helper(std::string{argv[1]}.substr(9), argc, argv, settings);
+    }
+    // The figures go into the context only when it is written as JSON (the
+    // input of figures.py), not onto the console's first lines.
+    bool json = false;
+    for (int i = 1; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg == "--help")
+        std::cout << usage;
+      json =
+          json || arg.compare(0, 16, "--benchmark_out=") == 0 || arg == "--benchmark_format=json";
+    }
+    benchmark::Initialize(&argc, argv);
+    const auto rest = parse_settings(argc, argv, settings);
+    if (!rest.empty()) {
+      std::cerr << "sprintrt-bench: unknown argument " << rest.front() << "\n" << usage;
+      return 2;
+    }
+    if (auto err = sprintrt::runtime::check_executable(settings.sprint_sim)) {
+      std::cerr << "sprintrt-bench: sprint-sim not found (" << sprintrt::render(err)
+                << "); build the sprint-sim target or pass --sprint-sim=PATH\n";
+      return 2;
+    }
+    bench_world w{settings};
+    set_world(&w);
+    register_codec_benchmarks();
+    register_criterion_benchmarks();
+    register_transport_benchmarks();
+    register_large_benchmarks();
+    register_batch_benchmarks();
+    register_seqtrain_benchmarks();
+    register_remote_benchmarks();
+    register_python_benchmarks();
+    if (json)
+      publish_figures();
+    benchmark::AddCustomContext("sprintrt_quick", settings.quick ? "true" : "false");
+    benchmark::RunSpecifiedBenchmarks();
+    // Before main returns: every child stopped and reaped, files removed.
+    w.stop();
+    set_world(nullptr);
+    benchmark::Shutdown();
   } catch (const std::exception& e) {
-    // Caught here so that the stack unwinds: children stopped, temporary
-    // files removed.
     std::cerr << "sprintrt-bench: " << e.what() << '\n';
     return 1;
   }
-  return 0;
+  return benchmark_failures() == 0 ? 0 : 1;
 }

@@ -82,4 +82,12 @@ script_outcome run_script(const std::string& python, const std::string& needs,
   return {"", std::move(document)};
 }
 
+void replay_samples(benchmark::State& state, const nlohmann::json& samples, double unit) {
+  if (samples.empty())
+    throw std::runtime_error("the script reported no sample");
+  size_t i = 0;
+  for (auto _ : state)
+    state.SetIterationTime(samples.at(i++ % samples.size()).get<double>() * unit);
+}
+
 } // namespace sprintrt::bench

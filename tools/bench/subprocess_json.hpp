@@ -3,12 +3,13 @@
 /// @file
 /// Running another program from a bench and reading the one JSON document it
 /// prints: the Python comparison scripts (scripts/bench/*.py) and this
-/// program itself in a fresh process (`sprintrt-bench large-rss`), so that a
-/// peak RSS is not polluted by what the bench did before.
+/// program itself in a fresh process (`sprintrt-bench --helper=large-rss`), so
+/// that a peak RSS is not polluted by what the run did before.
 
 #include <string>
 #include <vector>
 
+#include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>
 
 namespace sprintrt::bench {
@@ -47,5 +48,9 @@ struct script_outcome {
 /// otherwise.
 script_outcome run_script(const std::string& python, const std::string& needs,
                           const std::string& script, const std::vector<std::string>& args);
+
+/// Reports `samples` (a JSON array of a script's timings, `unit` seconds
+/// each) as the manual times of `state`'s iterations, one sample each.
+void replay_samples(benchmark::State& state, const nlohmann::json& samples, double unit);
 
 } // namespace sprintrt::bench

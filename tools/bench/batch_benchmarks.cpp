@@ -1,0 +1,213 @@
+// CPU-bound CTC batches (the real full-sum criterion in every child): the
+// same batch through pools of 1, 2 (and 4) sprint-sim children and through
+// the criterion in this process, one segment after the other; every pool's
+// losses must equal the in-process ones bit for bit. Two batches: B=256
+// segments of T=150, D=28 with 40 labels each (also against PyTorch's
+// ctc_loss forward + backward on the same shape, scripts/bench/torch_ctc.py),
+// and B=32 segments of skewed lengths (300 down to 20 frames, D=50).
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sprintrt/pool_client.hpp"
+#include "tools/bench/bench_support.hpp"
+#include "tools/bench/bench_world.hpp"
+#include "tools/bench/benchmarks.hpp"
+#include "tools/bench/figure_table.hpp"
+#include "tools/bench/subprocess_json.hpp"
+
+namespace sprintrt::bench {
+
+namespace {
+
+// One batch, its corpus, and the criterion over copies of its segments.
+struct ctc_rig {
+  ctc_rig(const std::vector<int64_t>& lengths, size_t dim,
+          const std::vector<std::vector<uint32_t>>& labels, const std::string& prefix) {
+    std::vector<sim::corpus_entry> entries;
+    std::vector<std::string> tags;
+    for (size_t b = 0; b < lengths.size(); ++b) {
+      tags.push_back(prefix + std::to_string(b));
+      entries.push_back({tags.back(), labels[b]});
+    }
+    corpus = std::make_unique<bench_corpus>(write_corpus(entries));
+    data = random_batch(lengths, tags, dim, 7);
+    criterion = std::make_unique<sim::criterion>(load_criterion(corpus->path));
+    for (size_t b = 0; b < lengths.size(); ++b) {
+      const auto frames = static_cast<size_t>(lengths[b]);
+      auto slice = segment_slice(data.log_posteriors, b, frames);
+      segments.emplace_back(frames, dim);
+      for (size_t t = 0; t < frames; ++t)
+        std::copy(slice.row(t), slice.row(t) + dim, segments.back().row(t).data());
+    }
+    error_signal = sim::row_matrix_f(data.log_posteriors.shape()[0], dim);
+    expected.resize(lengths.size());
+    serial();
+  }
+
+  void serial() {
+    for (size_t b = 0; b < segments.size(); ++b)
+      expected[b] = static_cast<float>(
+          unwrap(criterion->loss_and_error_signal(data.tags[b], segments[b],
+                                                  error_signal.topRows(segments[b].rows())),
+                 "criterion")
+              .loss);
+  }
+
+  // The pool of `workers` children, started on first use.
+  pool_client& pool(size_t workers) {
+    while (pools.size() < workers) {
+      pools.push_back(nullptr);
+      reuse.emplace_back();
+    }
+    if (!pools[workers - 1]) {
+      pools[workers - 1] =
+          std::make_unique<pool_client>(world().runtime(), sim_options(corpus->path, workers));
+      through(workers);
+    }
+    return *pools[workers - 1];
+  }
+
+  void through(size_t workers) {
+    if (compute_reusing(pool(workers), data, reuse[workers - 1]) != expected)
+      throw std::runtime_error("the pool's losses differ from the in-process ones");
+  }
+
+  std::unique_ptr<bench_corpus> corpus;
+  batch data;
+  std::unique_ptr<sim::criterion> criterion;
+  std::vector<sim::row_matrix_f> segments;
+  sim::row_matrix_f error_signal;
+  std::vector<float> expected;
+  std::vector<std::unique_ptr<pool_client>> pools;
+  std::vector<tensor> reuse;
+};
+
+struct batch_spec {
+  std::string key;
+  std::string shape;
+  std::string text;
+  std::vector<int64_t> lengths;
+  size_t dim;
+  std::vector<std::vector<uint32_t>> labels;
+};
+
+ctc_rig& rig_of(const batch_spec& spec) {
+  return world().rig<ctc_rig>(spec.key, [&] {
+    return std::make_unique<ctc_rig>(spec.lengths, spec.dim, spec.labels,
+                                     "bench/" + spec.key + "-");
+  });
+}
+
+// B segments of T=150, D=28, 40 random alignable labels each.
+batch_spec uniform_batch(size_t batch) {
+  constexpr size_t frames = 150;
+  constexpr size_t dim = 28;
+  constexpr size_t labels = 40;
+  std::mt19937 rng{20240601};
+  batch_spec spec{"ctc",
+                  "B:" + std::to_string(batch) + "/T:150/D:28/L:40",
+                  "B=" + std::to_string(batch) + ", T=150, D=28, 40 labels",
+                  {},
+                  dim,
+                  {}};
+  for (size_t b = 0; b < batch; ++b) {
+    spec.lengths.push_back(frames);
+    spec.labels.push_back(alignable_labels(labels, dim, frames, rng));
+  }
+  return spec;
+}
+
+// 32 segments, 300 frames down to 20 (many short, few long), D=50, one
+// label per 6 frames.
+batch_spec skewed_batch() {
+  constexpr size_t batch = 32;
+  batch_spec spec{"skewed", "B:32/T:20-300/D:50", "B=32, T=300 down to 20, D=50", {}, 50, {}};
+  for (size_t b = 0; b < batch; ++b) {
+    const double x = static_cast<double>(batch - 1 - b) / (batch - 1);
+    spec.lengths.push_back(20 + static_cast<int64_t>(std::lround(280 * x * x)));
+    std::vector<uint32_t> labels;
+    for (int64_t i = 0; i < std::max<int64_t>(1, spec.lengths.back() / 6); ++i)
+      labels.push_back(1 + static_cast<uint32_t>((b * 7 + static_cast<size_t>(i) * 13) % 49));
+    spec.labels.push_back(std::move(labels));
+  }
+  return spec;
+}
+
+std::string workers_name(const batch_spec& spec, size_t workers) {
+  return "pool/ctc_batch/" + spec.shape + "/workers:" + std::to_string(workers);
+}
+
+// Registers the serial run and the pools; returns the serial one's name.
+std::string register_batch(const batch_spec& spec, const std::vector<size_t>& workers) {
+  const std::string serial = "sim/criterion_serial/" + spec.shape;
+  add_benchmark(serial,
+                [spec](benchmark::State& state) {
+                  auto& rig = rig_of(spec);
+                  time_manually(state, 1, [&] { rig.serial(); });
+                })
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+  for (size_t n : workers)
+    add_benchmark(workers_name(spec, n),
+                  [spec, n](benchmark::State& state) {
+                    auto& rig = rig_of(spec);
+                    rig.pool(n);
+                    time_manually(state, 1, [&] { rig.through(n); });
+                  })
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  declare_figure("CTC batch (" + spec.text +
+                     ") through 1 worker, against the in-process serial "
+                     "criterion",
+                 "ms/batch", workers_name(spec, 1), serial);
+  return serial;
+}
+
+void torch_ctc(benchmark::State& state, size_t batch, size_t samples) {
+  const auto& s = world().settings();
+  auto outcome =
+      run_script(s.python, "python3-torch", s.scripts + "/torch_ctc.py",
+                 {"--frames", "150", "--batch", std::to_string(batch), "--dim", "28", "--labels",
+                  "40", "--threads", "2", "--repeat", std::to_string(samples)});
+  if (!outcome.skipped.empty())
+    return skip(state, outcome.skipped);
+  replay_samples(state, outcome.result.at("samples_ms"), 1e-3);
+  state.SetLabel("torch " + outcome.result.value("torch", std::string{"?"}));
+}
+
+} // namespace
+
+void register_batch_benchmarks() {
+  const bool quick = world().settings().quick;
+  const auto uniform = uniform_batch(quick ? 32 : 256);
+  register_batch(uniform, {1, 2});
+  declare_figure("CTC batch (" + uniform.text + ") through 2 workers, against 1 (x faster)",
+                 "ms/batch", workers_name(uniform, 2), workers_name(uniform, 1), "baseline/value",
+                 ">= 1.8");
+  const size_t samples = quick ? 2 : 10;
+  const std::string torch = "python/torch_ctc_loss/" + uniform.shape + "/torch_threads:2";
+  add_benchmark(torch, [batch = uniform.lengths.size(),
+                        samples](benchmark::State& state) { torch_ctc(state, batch, samples); })
+      ->UseManualTime()
+      ->Iterations(static_cast<benchmark::IterationCount>(samples))
+      ->Unit(benchmark::kMillisecond);
+  declare_figure("CTC batch (" + uniform.text +
+                     ") through 2 workers, against PyTorch's ctc_loss "
+                     "forward and backward on 2 threads",
+                 "ms/batch", workers_name(uniform, 2), torch, "value/baseline", "< 1", "ratio",
+                 true);
+
+  const auto skewed = skewed_batch();
+  register_batch(skewed, {1, 2, 4});
+  for (size_t n : {2, 4})
+    declare_figure("CTC batch (" + skewed.text + ") through " + std::to_string(n) +
+                       " workers, against 1 (x faster)",
+                   "ms/batch", workers_name(skewed, n), workers_name(skewed, 1), "baseline/value");
+}
+
+} // namespace sprintrt::bench

@@ -1,0 +1,61 @@
+// The Python module against the C++ facade: a CTC batch (B=64, T=150, D=28,
+// 40 random labels per segment) through one pool of 2 sprint-sim children,
+// by scripts/bench/python_module.py in rounds that alternate RETURNN's
+// per-batch path (SprintInstancePool.get_global_instance, the pool's lock,
+// get_batch_loss_and_error_signal with the tags as RETURNN passes them),
+// timed in Python around all of it, and Pool._time_facade, which times
+// pool_client::compute on the same batch in C++ with no Python in its loop.
+// Both sides come from one script run, so the C++ side is a counter of the
+// Python benchmark (cpp_ms), not a benchmark of its own.
+
+#include <string>
+
+#include "tools/bench/bench_support.hpp"
+#include "tools/bench/bench_world.hpp"
+#include "tools/bench/benchmarks.hpp"
+#include "tools/bench/figure_table.hpp"
+#include "tools/bench/subprocess_json.hpp"
+
+namespace sprintrt::bench {
+
+namespace {
+
+void module_batch(benchmark::State& state, size_t rounds, size_t per_round) {
+  const auto& s = world().settings();
+  auto outcome =
+      run_script(s.python, "python3-numpy", s.scripts + "/python_module.py",
+                 {"--module-dir", s.python_module, "--sprint-sim", s.sprint_sim, "--rounds",
+                  std::to_string(rounds), "--per-round", std::to_string(per_round)});
+  if (!outcome.skipped.empty())
+    return skip(state, outcome.skipped);
+  const auto& python = outcome.result.at("python_ms");
+  const auto& cpp = outcome.result.at("cpp_ms");
+  size_t i = 0;
+  double cpp_ms = 0;
+  for (auto _ : state) {
+    state.SetIterationTime(python.at(i % python.size()).get<double>() * 1e-3);
+    cpp_ms += cpp.at(i % cpp.size()).get<double>();
+    ++i;
+  }
+  state.counters["cpp_ms"] = benchmark::Counter(cpp_ms, benchmark::Counter::kAvgIterations);
+  state.SetLabel("Python " + outcome.result.value("python", std::string{"?"}));
+}
+
+} // namespace
+
+void register_python_benchmarks() {
+  // Each repetition runs the script once; 6 rounds of 5 calls per side.
+  const size_t rounds = world().settings().quick ? 1 : 6;
+  const size_t per_round = world().settings().quick ? 2 : 5;
+  const std::string name = "python/module_batch/B:64/T:150/D:28/L:40/workers:2";
+  add_benchmark(name, [rounds, per_round](
+                          benchmark::State& state) { module_batch(state, rounds, per_round); })
+      ->UseManualTime()
+      ->Iterations(static_cast<benchmark::IterationCount>(rounds * per_round))
+      ->Unit(benchmark::kMillisecond);
+  declare_figure("CTC batch (B=64, T=150, D=28) through the Python module, 2 workers, against "
+                 "the same batch through pool_client::compute (C++)",
+                 "ms/batch", name, name + "@cpp_ms", "value/baseline", "<= 1.05", "ratio", true);
+}
+
+} // namespace sprintrt::bench

@@ -1,0 +1,225 @@
+// What the network path of a remote pool costs for a large segment, against
+// what loopback TCP allows. Both move the same bytes (a segment's
+// log-posteriors out, an error signal of the same size back) between two
+// processes over 127.0.0.1, to this program run as `--helper=remote-echo`:
+// - baseline: a raw TCP echo that reads a length-prefixed message whole and
+//   writes it back (store and forward, as a server does);
+// - remote pool: a trainer's pool whose only worker is the helper's
+//   published echo pool (it answers every segment with its own
+//   log-posteriors as the error signal: no Sprint computation is timed).
+//   The timed path is the trainer's: the pool, the remote worker copying the
+//   segment out of its slice, CAF's serialization, BASP over TCP, the
+//   server's deserialization, the reply the same way back, and the copy into
+//   the caller's slice.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "sprintrt/pool_client.hpp"
+#include "sprintrt/remote_interface.hpp"
+#include "tools/bench/bench_support.hpp"
+#include "tools/bench/bench_world.hpp"
+#include "tools/bench/benchmarks.hpp"
+#include "tools/bench/figure_table.hpp"
+
+extern char** environ;
+
+namespace sprintrt::bench {
+
+namespace {
+
+[[noreturn]] void fail_errno(const std::string& what) {
+  throw std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+// Listens on 127.0.0.1 (any port); returns the socket and the port.
+std::pair<int, uint16_t> listen_loopback() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    fail_errno("socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 1) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    fail_errno("listen on 127.0.0.1");
+  return {fd, ntohs(addr.sin_port)};
+}
+
+// Echoes length-prefixed messages on one connection until it closes.
+void serve_tcp_echo(int listener) {
+  int conn = ::accept(listener, nullptr, nullptr);
+  std::vector<char> buffer;
+  uint64_t size = 0;
+  try {
+    while (conn >= 0 && read_fully(conn, reinterpret_cast<char*>(&size), sizeof size, "echo")) {
+      buffer.resize(size);
+      if (!read_fully(conn, buffer.data(), size, "echo"))
+        break;
+      write_fully(conn, buffer.data(), size, "echo");
+    }
+  } catch (const std::exception&) {
+    // The trainer side went away: nothing left to echo.
+  }
+  if (conn >= 0)
+    ::close(conn);
+}
+
+// The helper process and the connection to its TCP echo.
+struct remote_rig {
+  remote_rig() {
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0)
+      fail_errno("pipe2");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    std::string self = world().settings().self;
+    std::string mode = "--helper=remote-echo";
+    char* argv[] = {self.data(), mode.data(), nullptr};
+    const int rc = ::posix_spawn(&pid, self.c_str(), &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out[1]);
+    if (rc != 0) {
+      ::close(out[0]);
+      throw std::runtime_error("cannot start the remote echo: " + std::string{std::strerror(rc)});
+    }
+    uint16_t ports[2] = {0, 0};
+    const bool got = read_fully(out[0], reinterpret_cast<char*>(ports), sizeof ports, "ports");
+    ::close(out[0]);
+    if (!got || ports[0] == 0 || ports[1] == 0)
+      throw std::runtime_error("the remote echo could not listen or publish its pool");
+    conn = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(ports[0]);
+    if (::connect(conn, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+      fail_errno("connect to the TCP echo");
+    sprint_options opts;
+    opts.sprint_exec_path = "/bin/false"; // never started: no local worker
+    opts.num_instances = 0;
+    opts.remote = {{"127.0.0.1", ports[1]}};
+    client = std::make_unique<pool_client>(world().runtime(), opts);
+  }
+
+  ~remote_rig() {
+    client.reset();
+    if (conn >= 0)
+      ::close(conn);
+    if (pid > 0) {
+      ::kill(pid, SIGTERM);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+
+  pid_t pid = -1;
+  int conn = -1;
+  std::unique_ptr<pool_client> client;
+};
+
+remote_rig& rig() {
+  return world().rig<remote_rig>("remote", [] { return std::make_unique<remote_rig>(); });
+}
+
+constexpr size_t dim = 4000;
+
+} // namespace
+
+int run_remote_echo_helper() {
+  auto [listener, tcp_port] = listen_loopback();
+  std::thread tcp{[listener = listener] { serve_tcp_echo(listener); }};
+  tcp.detach();
+  caf::actor_system_config config;
+  config.set("scheduler.max-threads", size_t{2});
+  config.load<caf::io::middleman>();
+  add_remote_message_types(config);
+  caf::actor_system system{config};
+  auto echo = system.spawn([]() -> remote_pool_actor::behavior_type {
+    return {
+        [](hello_atom, const std::string&, const std::string&) { return uint64_t{1}; },
+        [](compute_atom, remote_segment& segment) {
+          return remote_loss{0.0, std::move(segment.log_posteriors)};
+        },
+        [](fsa_atom, const std::string&) { return remote_fsa{}; },
+    };
+  });
+  auto pool_port = system.middleman().publish(echo, 0, "127.0.0.1", true);
+  const uint16_t ports[2] = {tcp_port, pool_port ? *pool_port : uint16_t{0}};
+  write_fully(1, reinterpret_cast<const char*>(ports), sizeof ports, "ports");
+  ::close(1);
+  ::pause(); // until the trainer side kills it
+  return 0;
+}
+
+void register_remote_benchmarks() {
+  const size_t megabytes = world().settings().quick ? 4 : 48;
+  const size_t frames = megabytes * 1000 * 1000 / (dim * sizeof(float));
+  const size_t bytes = frames * dim * sizeof(float);
+  const std::string shape = "MB:" + std::to_string(megabytes);
+  const std::string tcp = "baseline/tcp_echo/" + shape;
+  add_benchmark(tcp,
+                [bytes](benchmark::State& state) {
+                  auto& r = rig();
+                  std::vector<char> out(bytes, 1);
+                  std::vector<char> in(bytes);
+                  auto round_trip = [&] {
+                    uint64_t size = bytes;
+                    write_fully(r.conn, reinterpret_cast<const char*>(&size), sizeof size,
+                                "TCP echo");
+                    write_fully(r.conn, out.data(), bytes, "TCP echo");
+                    if (!read_fully(r.conn, in.data(), bytes, "TCP echo"))
+                      throw std::runtime_error("the TCP echo closed the connection");
+                  };
+                  round_trip();
+                  for (auto _ : state)
+                    round_trip();
+                })
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  const std::string remote = "remote/pool_echo/" + shape;
+  add_benchmark(remote,
+                [frames, bytes](benchmark::State& state) {
+                  auto& r = rig();
+                  segment_job job{"bench", matrix_slice::dense(frames, dim),
+                                  matrix_slice::dense(frames, dim)};
+                  std::fill(job.log_posteriors.storage->begin(), job.log_posteriors.storage->end(),
+                            -1.5f);
+                  unwrap(r.client->compute_segment(job), "remote pool");
+                  for (auto _ : state)
+                    unwrap(r.client->compute_segment(job), "remote pool");
+                  if ((*job.error_signal.storage)[bytes / sizeof(float) - 1] != -1.5f)
+                    throw std::runtime_error("the remote pool's echo came back wrong");
+                })
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  declare_figure("a " + std::to_string(megabytes) +
+                     " MB segment to a remote pool and its error signal back over loopback: "
+                     "fraction of a raw TCP echo's throughput",
+                 "ms/segment", remote, tcp, "baseline/value", ">= 0.5");
+}
+
+} // namespace sprintrt::bench

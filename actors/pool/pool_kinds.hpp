@@ -1,55 +1,76 @@
 #pragma once
 
 /// @file
-/// What differs between the pool's two kinds of segment work, in one place:
-/// how a worker is asked, what it replies, and which counters an answer
-/// moves. Single requests and batches (loss) as well as automata (FSA
-/// exports) use these instead of branching on the kind. Internal to the
-/// actors library.
+/// What differs between the pool's kinds of segment work, in one place: what
+/// a worker is asked with and how, what it replies, what a segment weighs in
+/// its worker's load, which counters an answer moves, and what answering a
+/// cancelled request must close first. The dispatcher (`pool_dispatch.hpp`)
+/// and both request shapes (single segments, batches) use these entries and
+/// never branch on the kind: a new kind is a new entry here, instantiated
+/// in `pool_dispatch.cpp`. Internal to the actors library.
 
+#include <cstdint>
 #include <string>
-#include <type_traits>
 #include <utility>
 
 #include <caf/event_based_actor.hpp>
 
 #include "actors/pool/pool_state.hpp"
-#include "actors/pool/segment_requests.hpp"
+#include "sprintrt/segment.hpp"
+#include "sprintrt/worker_interface.hpp"
 
 namespace sprintrt::detail {
 
-/// Loss segments: `(compute, job) -> loss`.
+/// Loss segments: `(compute, job) -> loss`, the error signal written into
+/// the job's output slice.
 struct loss_kind {
+  /// What a worker is asked with.
+  using work = segment_job;
   using reply_type = double;
 
-  /// Asks `worker` for `job`'s loss; the error signal goes into the job's
-  /// output slice.
-  static auto ask(pool_pointer self, const sprint_worker_actor& worker, segment_job job) {
-    return self->request(worker, caf::infinite, compute_atom::value, std::move(job));
-  }
+  /// A loss segment weighs its frames: the unit of the workers' loads and
+  /// of their measured speed.
+  static int64_t weight(const work& job) { return static_cast<int64_t>(job.log_posteriors.rows); }
 
-  /// Asks `worker` to serve a single loss request.
-  static auto ask(pool_pointer self, const sprint_worker_actor& worker, const loss_request& req) {
-    return ask(self, worker, req.job);
+  /// Returns the segment's name.
+  static const std::string& segment(const work& job) { return job.segment; }
+
+  /// Asks `worker` for `job`'s loss.
+  static auto ask(pool_pointer self, const sprint_worker_actor& worker, work job) {
+    return self->request(worker, caf::infinite, compute_atom::value, std::move(job));
   }
 
   static void count_served(pool_stats& stats) { ++stats.segments; }
 
   static void count_failed(pool_stats& stats) { ++stats.failed_segments; }
+
+  /// Closes the job's output gate (see `output_gate`): its caller is
+  /// answered while a worker may still hold the job.
+  static void close(const work& job) {
+    if (job.gate)
+      job.gate->close();
+  }
 };
 
 /// FSA exports: `(fsa, segment) -> segment_fsa`.
 struct fsa_kind {
+  /// What a worker is asked with: the segment's name.
+  using work = std::string;
   using reply_type = segment_fsa;
 
-  /// Asks `worker` for the automaton of segment `name`.
-  static auto ask(pool_pointer self, const sprint_worker_actor& worker, std::string name) {
-    return self->request(worker, caf::infinite, fsa_atom::value, std::move(name));
-  }
+  /// An export weighs one frame, in a batch and alone: exports cost about
+  /// the same each and their length is not known, LPT needs a positive
+  /// weight to spread them (at 0 an automata request would go to one
+  /// worker), and one frame keeps their share of a worker's load and
+  /// measured speed negligible next to a loss segment's frames.
+  static int64_t weight(const work&) { return 1; }
 
-  /// Asks `worker` to serve a single export request.
-  static auto ask(pool_pointer self, const sprint_worker_actor& worker, const fsa_request& req) {
-    return ask(self, worker, req.name);
+  /// Returns the segment's name.
+  static const std::string& segment(const work& name) { return name; }
+
+  /// Asks `worker` for the automaton of segment `name`.
+  static auto ask(pool_pointer self, const sprint_worker_actor& worker, work name) {
+    return self->request(worker, caf::infinite, fsa_atom::value, std::move(name));
   }
 
   static void count_served(pool_stats& stats) { ++stats.fsa_exports; }
@@ -57,10 +78,9 @@ struct fsa_kind {
   /// Failed exports have no counter of their own (`failed_segments` counts
   /// loss segments only).
   static void count_failed(pool_stats&) {}
-};
 
-/// The kind of a single request type (`loss_request` or `fsa_request`).
-template <class Request>
-using kind_of = std::conditional_t<std::is_same_v<Request, loss_request>, loss_kind, fsa_kind>;
+  /// An export writes into nothing of the caller's.
+  static void close(const work&) {}
+};
 
 } // namespace sprintrt::detail

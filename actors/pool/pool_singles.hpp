@@ -1,25 +1,27 @@
 #pragma once
 
 /// @file
-/// The pool's single-segment requests (a loss or an FSA export): each waits
-/// in arrival order until a worker is idle, then goes to it. Internal to the
-/// actors library.
+/// The pool's single-segment requests (a loss or an FSA export): a request
+/// of one segment, queued behind the segments already waiting until a worker
+/// is idle (see `placement::when_idle`). Internal to the actors library.
 
-#include "actors/pool/pool_assignment.hpp"
+#include <caf/fwd.hpp>
+
+#include "actors/pool/pool_kinds.hpp"
 #include "actors/pool/pool_state.hpp"
-#include "actors/pool/segment_requests.hpp"
 
 namespace sprintrt::detail {
 
-/// Queues `req` behind the requests already waiting and serves the queue.
-void serve_single(pool_pointer self, segment_request req);
+/// Starts the single request of kind `Kind` that the pool is handling now:
+/// `work` for one worker, answered with its reply or its error. A pool that
+/// answers it `cancelled` first closes what a worker could still write into
+/// (`Kind::close`).
+template <class Kind>
+caf::result<typename Kind::reply_type> serve_single(pool_pointer self, typename Kind::work work);
 
-/// Hands waiting single-segment requests to idle workers, creating workers
-/// while fewer than the source's capacity exist.
-void serve_waiting(pool_pointer self);
-
-/// Releases `held` (its worker answered), then serves waiting requests: the
-/// worker may have become idle.
-void release_and_serve(pool_pointer self, assignment& held);
+extern template caf::result<loss_kind::reply_type> serve_single<loss_kind>(pool_pointer,
+                                                                           loss_kind::work);
+extern template caf::result<fsa_kind::reply_type> serve_single<fsa_kind>(pool_pointer,
+                                                                         fsa_kind::work);
 
 } // namespace sprintrt::detail

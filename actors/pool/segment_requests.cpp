@@ -18,10 +18,6 @@ const std::string& segment_request::segment() const noexcept {
   return std::visit([](const auto& req) -> const std::string& { return req.segment(); }, what);
 }
 
-int64_t segment_request::frames() const noexcept {
-  return std::visit([](const auto& req) { return req.frames(); }, what);
-}
-
 std::string_view segment_request::command() const noexcept {
   return std::visit([](const auto& req) { return req.command(); }, what);
 }

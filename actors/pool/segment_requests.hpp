@@ -1,10 +1,10 @@
 #pragma once
 
 /// @file
-/// One request for one segment, apart from the actor mechanics: what the
-/// pool and the worker queue, checking a job before it is sent, turning the
-/// child's reply into the result (the error signal copied into the job's
-/// output slice), and describing how a child ended for error messages.
+/// One request for one segment, apart from the actor mechanics: what a
+/// worker queues, who asked (what the pool and the workers cancel by), checking a job before it is
+/// sent, turning the child's reply into the result (the error signal copied into the job's output
+/// slice), and describing how a child ended for error messages.
 
 #include <cstdint>
 #include <deque>
@@ -53,9 +53,6 @@ struct loss_request {
   /// Returns the segment's name.
   const std::string& segment() const noexcept { return job.segment; }
 
-  /// Returns its frames (its LPT weight).
-  int64_t frames() const noexcept { return static_cast<int64_t>(job.log_posteriors.rows); }
-
   /// Returns the protocol command that serves it.
   std::string_view command() const noexcept;
 
@@ -80,9 +77,6 @@ struct fsa_request {
   /// Returns the segment's name.
   const std::string& segment() const noexcept { return name; }
 
-  /// Returns 0: exports cost about the same each, they weigh nothing in LPT.
-  int64_t frames() const noexcept { return 0; }
-
   /// Returns the protocol command that serves it.
   std::string_view command() const noexcept;
 
@@ -93,17 +87,12 @@ struct fsa_request {
   void cancel(const caf::error& err) { fail(err); }
 };
 
-/// One request for one segment of either kind, as the pool and the worker
-/// queue them in arrival order until they are answered. Code that differs
-/// per kind visits `what`; the rest uses the accessors below.
+/// One request for one segment of either kind, as a worker queues them in
+/// arrival order until they are answered. Code that differs per kind visits
+/// `what`; the rest uses the accessors below. (The pool keeps its requests
+/// apart by kind with `pool_kinds.hpp` instead.)
 struct segment_request {
   std::variant<loss_request, fsa_request> what;
-  /// How often it was sent again after its worker terminated (the pool
-  /// bounds this by `worker_source::max_resends`).
-  size_t resends = 0;
-  /// How often it went to another worker because its own was unavailable
-  /// (the pool bounds this too).
-  size_t reroutes = 0;
   /// Whose request it answers (what a `(cancel, id)` names).
   request_origin origin{};
 
@@ -112,9 +101,6 @@ struct segment_request {
 
   /// Returns the segment's name.
   const std::string& segment() const noexcept;
-
-  /// Returns the frames of a loss request, 0 for an export (its LPT weight).
-  int64_t frames() const noexcept;
 
   /// Returns the protocol command that serves it.
   std::string_view command() const noexcept;

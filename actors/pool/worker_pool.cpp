@@ -1,7 +1,8 @@
 /// @file
 /// The pool actor: its behavior, stats and life cycle. State and
-/// bookkeeping are in `pool_state`, single requests in `pool_singles.cpp`,
-/// batch requests in `pool_batches.cpp`.
+/// bookkeeping are in `pool_state`, the requests' segments in
+/// `pool_dispatch.cpp`, single requests in `pool_singles.cpp`, batch
+/// requests in `pool_batches.cpp`.
 
 #include "actors/pool/worker_pool.hpp"
 
@@ -12,6 +13,8 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/pool_batches.hpp"
+#include "actors/pool/pool_dispatch.hpp"
+#include "actors/pool/pool_kinds.hpp"
 #include "actors/pool/pool_singles.hpp"
 #include "actors/pool/pool_state.hpp"
 #include "sprintrt/error.hpp"
@@ -107,23 +110,15 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, worker_source 
       [self](compute_atom, segment_job& job) -> caf::result<double> {
         if (self->state.refusal)
           return self->state.refusal;
-        auto origin = request_origin::current(self);
-        auto promise = self->make_response_promise<double>();
         // The pool may answer `cancelled` while a worker holds the job.
         if (!job.gate)
           job.gate = std::make_shared<output_gate>();
-        serve_single(
-            self, segment_request{loss_request{std::move(job), promise}, 0, 0, std::move(origin)});
-        return promise;
+        return serve_single<loss_kind>(self, std::move(job));
       },
       [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
         if (self->state.refusal)
           return self->state.refusal;
-        auto origin = request_origin::current(self);
-        auto promise = self->make_response_promise<segment_fsa>();
-        serve_single(self, segment_request{fsa_request{std::move(segment), promise}, 0, 0,
-                                           std::move(origin)});
-        return promise;
+        return serve_single<fsa_kind>(self, std::move(segment));
       },
       [self](stats_atom) { return collect_stats(self); },
       [self](cancel_atom, uint64_t id) {

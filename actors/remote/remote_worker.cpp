@@ -371,15 +371,13 @@ remote_worker_actor::behavior_type remote_worker(worker_pointer self,
           return with_context(self->state.label, err);
         auto origin = request_origin::current(self);
         auto promise = self->make_response_promise<double>();
-        serve(self,
-              segment_request{loss_request{std::move(job), promise}, 0, 0, std::move(origin)});
+        serve(self, segment_request{loss_request{std::move(job), promise}, std::move(origin)});
         return promise;
       },
       [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
         auto origin = request_origin::current(self);
         auto promise = self->make_response_promise<segment_fsa>();
-        serve(self,
-              segment_request{fsa_request{std::move(segment), promise}, 0, 0, std::move(origin)});
+        serve(self, segment_request{fsa_request{std::move(segment), promise}, std::move(origin)});
         return promise;
       },
       [self](stats_atom) { return self->state.stats; },

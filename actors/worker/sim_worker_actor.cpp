@@ -303,7 +303,7 @@ sim_worker_behavior_fun(sim_worker_pointer self, std::shared_ptr<const sim_worke
           return worker_gone();
         auto origin = request_origin::current(self);
         auto promise = self->make_response_promise<double>();
-        enqueue(self, {loss_request{std::move(job), promise}, 0, 0, std::move(origin)});
+        enqueue(self, {loss_request{std::move(job), promise}, std::move(origin)});
         return promise;
       },
       [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
@@ -313,7 +313,7 @@ sim_worker_behavior_fun(sim_worker_pointer self, std::shared_ptr<const sim_worke
           return worker_gone();
         auto origin = request_origin::current(self);
         auto promise = self->make_response_promise<segment_fsa>();
-        enqueue(self, {fsa_request{std::move(segment), promise}, 0, 0, std::move(origin)});
+        enqueue(self, {fsa_request{std::move(segment), promise}, std::move(origin)});
         return promise;
       },
       [self](stats_atom) { return self->state.stats; },

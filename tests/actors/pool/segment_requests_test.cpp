@@ -142,19 +142,17 @@ TEST_CASE("a child's end is described with cause, status and last output lines")
         "sprintExecPath 'x' does not exist; Sprint child was never started");
 }
 
-TEST_CASE("a segment request knows its kind, segment, weight and command") {
+TEST_CASE("a segment request knows its kind, segment and command") {
   segment_request loss;
   loss.what = loss_request{job_2x3(), {}};
   CHECK(loss.is_loss());
   CHECK(loss.segment() == "seg");
-  CHECK(loss.frames() == 2);
   CHECK(loss.command() == "get_loss_and_error_signal");
 
   segment_request fsa;
   fsa.what = fsa_request{"corpus/rec/seg-7", {}};
   CHECK_FALSE(fsa.is_loss());
   CHECK(fsa.segment() == "corpus/rec/seg-7");
-  CHECK(fsa.frames() == 0);
   CHECK(fsa.command() == "export_allophone_state_fsa_by_segment_name");
 }
 

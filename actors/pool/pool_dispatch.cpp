@@ -1,0 +1,439 @@
+/// @file
+/// The dispatcher (see the header). A segment placed by LPT waits in its
+/// worker's list; a worker holds `segments_ahead` of a request's segments at
+/// a time and gets the next when it answered one, so that all workers stay
+/// busy without the pool between two segments. A segment placed when idle
+/// waits in the pool's queue. Both are sent, answered and failed alike.
+
+#include "actors/pool/pool_dispatch.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <caf/sec.hpp>
+
+#include "actors/pool/failure_policy.hpp"
+#include "actors/pool/lpt_schedule.hpp"
+#include "sprintrt/error.hpp"
+
+namespace sprintrt::detail {
+
+// -- the slots ----------------------------------------------------------------------
+
+void start_worker(pool_pointer self, size_t index) {
+  auto& st = self->state;
+  auto name = st.label + " worker " + std::to_string(index);
+  auto handle = st.source.make(self->system(), index, name);
+  self->monitor(handle);
+  st.workers[index].handle = handle;
+}
+
+void ensure_workers(pool_pointer self, size_t count) {
+  auto& st = self->state;
+  count = std::min(count, st.source.capacity);
+  while (st.workers.size() < count) {
+    st.workers.emplace_back();
+    start_worker(self, st.workers.size() - 1);
+  }
+}
+
+namespace {
+
+/// Returns slot `index`'s state (see `worker_source::slot_state`; the
+/// default for sources without).
+worker_slot_state slot_state(pool_pointer self, size_t index) {
+  auto& source = self->state.source;
+  return source.slot_state ? source.slot_state(index) : worker_slot_state{};
+}
+
+/// Returns whether some worker can take requests now.
+bool any_worker_available(pool_pointer self) {
+  auto& st = self->state;
+  if (!st.source.slot_state || st.workers.size() < st.source.capacity)
+    return true;
+  for (size_t i = 0; i < st.workers.size(); ++i)
+    if (slot_state(self, i).unavailable.empty())
+      return true;
+  return false;
+}
+
+/// The error of a request that no worker can take: each unavailable slot
+/// and why.
+caf::error no_worker_available(pool_pointer self) {
+  auto& st = self->state;
+  std::string text = st.label + ": no worker can take it";
+  for (size_t i = 0; i < st.workers.size(); ++i)
+    if (auto state = slot_state(self, i); !state.unavailable.empty())
+      text += "\n  worker " + std::to_string(i) + ": " + state.unavailable;
+  return make_error(errc::worker_unavailable, text);
+}
+
+/// Returns an idle worker (the lowest index), creating one while fewer than
+/// the source's capacity exist; none if all are busy. With slot states, a
+/// worker is idle while it holds fewer requests than its parallelism, and
+/// an unavailable one never is.
+std::optional<size_t> idle_worker(pool_pointer self) {
+  auto& st = self->state;
+  for (size_t i = 0; i < st.workers.size(); ++i) {
+    if (!st.source.slot_state) {
+      if (st.workers[i].load->requests == 0)
+        return i;
+      continue;
+    }
+    auto state = slot_state(self, i);
+    if (state.unavailable.empty() && st.workers[i].load->requests < state.parallelism)
+      return i;
+  }
+  if (st.workers.size() >= st.source.capacity)
+    return std::nullopt;
+  ensure_workers(self, st.workers.size() + 1);
+  return st.workers.size() - 1;
+}
+
+/// Counts a segment of weight `frames` into worker `index`'s load.
+assignment assign(pool_pointer self, size_t index, int64_t frames) {
+  return assignment{self->state.workers[index].load, index, frames};
+}
+
+/// Each worker's estimated speed for LPT by finish time: its measured
+/// frames per second; for a worker not measured yet, its parallelism times
+/// the measured speed per parallel request of the others (1 if none is
+/// measured); 0 for an unavailable worker.
+std::vector<double> slot_rates(pool_pointer self) {
+  auto& st = self->state;
+  std::vector<worker_slot_state> states;
+  std::vector<double> measured_fps;
+  double per_request_sum = 0;
+  size_t measured = 0;
+  for (size_t i = 0; i < st.workers.size(); ++i) {
+    states.push_back(slot_state(self, i));
+    measured_fps.push_back(st.workers[i].load->frames_per_second());
+    if (measured_fps[i] > 0) {
+      per_request_sum +=
+          measured_fps[i] / static_cast<double>(std::max<size_t>(states[i].parallelism, 1));
+      ++measured;
+    }
+  }
+  double per_request = measured > 0 ? per_request_sum / static_cast<double>(measured) : 1.0;
+  std::vector<double> rates;
+  for (size_t i = 0; i < st.workers.size(); ++i) {
+    if (!states[i].unavailable.empty())
+      rates.push_back(0);
+    else if (measured_fps[i] > 0)
+      rates.push_back(measured_fps[i]);
+    else
+      rates.push_back(per_request *
+                      static_cast<double>(std::max<size_t>(states[i].parallelism, 1)));
+  }
+  return rates;
+}
+
+/// Spreads segments of `lengths` frames over the workers by LPT, counting
+/// what they have assigned already; creates workers as needed. With slot
+/// states, by estimated finish time over the available workers (see
+/// `slot_rates`). Returns each worker's list of segment indices (not
+/// assigned yet); all empty if no worker is available.
+std::vector<std::vector<size_t>> lpt_lists(pool_pointer self, span<const int64_t> lengths) {
+  ensure_workers(self, lengths.size());
+  std::vector<int64_t> loads;
+  for (const auto& slot : self->state.workers)
+    loads.push_back(slot.load->frames);
+  if (!self->state.source.slot_state)
+    return lpt_assign(lengths, loads);
+  return lpt_assign(lengths, loads, slot_rates(self));
+}
+
+// -- the requests' segments ---------------------------------------------------------
+
+/// How many segments of an LPT-placed request each worker holds at once:
+/// the one it serves and those it writes to its child ahead (`write_ahead`
+/// in sprint_worker_state.hpp), so that it never waits for the pool between
+/// two segments. The lists are assigned up front, so holding more does not
+/// change which worker computes what.
+constexpr size_t segments_ahead = 4;
+
+/// The pool's retry limits: resends as its source allows; reroutes enough
+/// for a segment to try every worker twice, plus the resends.
+retry_limits limits_of(pool_pointer self) {
+  const auto& source = self->state.source;
+  return {2 * source.capacity + source.max_resends, source.max_resends};
+}
+
+/// The error of a segment whose worker terminated under it once more after
+/// `resends` resends.
+caf::error workers_kept_terminating(pool_pointer self, size_t resends) {
+  return make_error(errc::child_failed, self->state.label + ": the worker serving it terminated " +
+                                            std::to_string(resends + 1) + " times (resent " +
+                                            std::to_string(resends) +
+                                            " times, the most the worker source allows)");
+}
+
+/// Applies the failure policy to a segment that worker `w`, `used`, failed
+/// with `err`: counts the retry into `counts`, gives the slot a new worker
+/// if `used` was gone (unless the down message did that already), and
+/// replaces `err` when the segment's workers kept terminating (then
+/// `from_pool` is set).
+after_failure judge(pool_pointer self, size_t w, const sprint_worker_actor& used, caf::error& err,
+                    retry_counts& counts, bool& from_pool) {
+  auto verdict = decide_after_failure(err, counts, limits_of(self));
+  if (err == caf::sec::request_receiver_down && self->state.workers[w].handle == used)
+    start_worker(self, w);
+  from_pool = verdict.kept_terminating;
+  if (verdict.kept_terminating)
+    err = workers_kept_terminating(self, counts.resends);
+  return verdict.action;
+}
+
+/// Gives `req` a list and a count per worker, for `workers` workers.
+void fit(pool_request& req, size_t workers) {
+  if (req.lists.size() < workers)
+    req.lists.resize(workers);
+  req.outstanding.resize(req.lists.size(), 0);
+}
+
+/// Stops the request: the segments in its lists are dropped (those in the
+/// pool's queue are skipped when reached).
+void abandon(pool_request& req) {
+  req.abandoned = true;
+  for (auto& list : req.lists) {
+    for (auto& segment : list)
+      segment.held.withdraw();
+    list.clear();
+  }
+}
+
+/// Sends worker `w` segments of its list until it holds `segments_ahead`
+/// per request it computes at once.
+void send_next(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w) {
+  if (w >= req->lists.size())
+    return;
+  size_t ahead = segments_ahead * std::max<size_t>(slot_state(self, w).parallelism, 1);
+  auto& list = req->lists[w];
+  while (req->outstanding[w] < ahead && !list.empty()) {
+    auto segment = std::move(list.front());
+    list.pop_front();
+    req->send(self, w, std::move(segment));
+  }
+}
+
+/// Fails `segments`, for which no worker is available; the unavailable
+/// workers are listed once per request, with the first. Returns whether
+/// that finished the request.
+bool fail_unplaced(pool_pointer self, const std::shared_ptr<pool_request>& req,
+                   const std::vector<queued_segment>& segments) {
+  for (const auto& segment : segments) {
+    req->segment_failed(self, segment.index,
+                        req->listed_unavailable ? make_error(errc::worker_unavailable,
+                                                             "no worker can take it (see above)")
+                                                : no_worker_available(self),
+                        true);
+    req->listed_unavailable = true;
+  }
+  req->pending -= segments.size();
+  if (req->pending > 0)
+    return false;
+  req->finish(self);
+  return true;
+}
+
+/// Spreads `segments` (assigned to nobody, or to a worker they leave) over
+/// the workers' lists by LPT and sends each worker what it can hold. If no
+/// worker is available, they fail.
+void place(pool_pointer self, const std::shared_ptr<pool_request>& req,
+           std::vector<queued_segment> segments) {
+  std::vector<int64_t> weights;
+  for (auto& segment : segments) {
+    segment.held.withdraw();
+    weights.push_back(req->weight(segment.index));
+  }
+  auto lists = lpt_lists(self, weights);
+  // Other requests may have made workers since this one started.
+  fit(*req, lists.size());
+  bool placed = false;
+  for (size_t w = 0; w < lists.size(); ++w)
+    for (size_t k : lists[w]) {
+      placed = true;
+      segments[k].held = assign(self, w, weights[k]);
+      req->lists[w].push_back(std::move(segments[k]));
+    }
+  if (!placed && !segments.empty() && fail_unplaced(self, req, segments))
+    return;
+  for (size_t w = 0; w < req->lists.size(); ++w)
+    send_next(self, req, w);
+}
+
+/// Puts `segment` of `req` first in the pool's queue again.
+void requeue(pool_pointer self, const std::shared_ptr<pool_request>& req, queued_segment segment) {
+  self->state.waiting.push_front({req, std::move(segment)});
+  serve_waiting(self);
+}
+
+/// Handles an answer to segment `sent` of `req`, sent to worker `w`, if the
+/// request was abandoned: it only frees its worker (counting what it
+/// computed into its measured speed). Returns whether it was.
+bool settled(pool_pointer self, pool_request& req, size_t w, queued_segment& sent,
+             uint64_t worker_request, bool computed) {
+  req.at_workers.erase(worker_request);
+  if (!req.abandoned)
+    return false;
+  --req.outstanding[w];
+  if (computed)
+    sent.held.release();
+  else
+    sent.held.withdraw();
+  serve_waiting(self);
+  return true;
+}
+
+/// Ends segment `sent` of `req` (answered or failed): frees its worker,
+/// then finishes the request if it was the last, or sends worker `w` the
+/// next of its list.
+void segment_done(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w,
+                  queued_segment& sent) {
+  --req->outstanding[w];
+  sent.held.release();
+  serve_waiting(self);
+  if (--req->pending == 0)
+    req->finish(self);
+  else
+    send_next(self, req, w);
+}
+
+/// Handles worker `w`'s (`used`'s) error `err` for segment `sent` of `req`
+/// by the failure policy. A segment placed when idle waits first in the
+/// pool's queue again. Of an LPT-placed request, a resent segment goes first
+/// in `w`'s list, still assigned, for the worker replacing it; a rerouted
+/// one is placed again with the rest of `w`'s list (its worker is
+/// unavailable for those too).
+void segment_error(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w,
+                   queued_segment sent, const sprint_worker_actor& used, caf::error err) {
+  bool from_pool = false;
+  auto action = judge(self, w, used, err, sent.retries, from_pool);
+  if (action == after_failure::fail) {
+    req->segment_failed(self, sent.index, err, from_pool);
+    segment_done(self, req, w, sent);
+    return;
+  }
+  --req->outstanding[w];
+  if (req->where == placement::when_idle) {
+    // A rerouted segment was not computed; a resent one may have been.
+    if (action == after_failure::reroute)
+      sent.held.withdraw();
+    else
+      sent.held.release();
+    requeue(self, req, std::move(sent));
+    return;
+  }
+  if (action == after_failure::resend) {
+    req->lists[w].push_front(std::move(sent));
+    send_next(self, req, w);
+    return;
+  }
+  std::vector<queued_segment> moved;
+  moved.push_back(std::move(sent));
+  for (auto& queued : req->lists[w])
+    moved.push_back(std::move(queued));
+  req->lists[w].clear();
+  place(self, req, std::move(moved));
+}
+
+} // namespace
+
+template <class Kind>
+void kind_request<Kind>::send(pool_pointer self, size_t w, queued_segment segment) {
+  auto req = std::static_pointer_cast<kind_request<Kind>>(shared_from_this());
+  // Kept until answered, so that it can be placed again.
+  auto sent = std::make_shared<queued_segment>(std::move(segment));
+  ++outstanding[w];
+  auto used = self->state.workers[w].handle;
+  auto asked = Kind::ask(self, used, work(sent->index));
+  auto worker_request = request_id_of(asked.id());
+  at_workers.emplace(worker_request, used);
+  asked.then(
+      [self, req, w, sent, worker_request](typename Kind::reply_type& reply) {
+        if (settled(self, *req, w, *sent, worker_request, true))
+          return;
+        req->store(sent->index, std::move(reply));
+        Kind::count_served(self->state.stats);
+        segment_done(self, req, w, *sent);
+      },
+      [self, req, w, sent, used, worker_request](caf::error& err) {
+        if (settled(self, *req, w, *sent, worker_request, false))
+          return;
+        segment_error(self, req, w, std::move(*sent), used, std::move(err));
+      });
+}
+
+template struct kind_request<loss_kind>;
+template struct kind_request<fsa_kind>;
+
+void track_request(pool_pointer self, const std::shared_ptr<pool_request>& req,
+                   request_origin origin) {
+  req->id = self->state.track(
+      [req](const caf::error& err) {
+        abandon(*req);
+        req->answer_cancelled(err);
+      },
+      std::move(origin),
+      [self, req] {
+        for (auto& [worker_request, worker] : req->at_workers)
+          self->send(worker, cancel_atom::value, worker_request);
+        auto& waiting = self->state.waiting;
+        waiting.erase(std::remove_if(waiting.begin(), waiting.end(),
+                                     [&](const waiting_segment& x) { return x.request == req; }),
+                      waiting.end());
+      });
+}
+
+void start_request(pool_pointer self, const std::shared_ptr<pool_request>& req) {
+  auto& st = self->state;
+  req->pending = req->size;
+  if (req->where == placement::when_idle) {
+    for (size_t i = 0; i < req->size; ++i)
+      st.waiting.push_back({req, queued_segment{i, {}, {}}});
+    serve_waiting(self);
+    return;
+  }
+  ensure_workers(self, req->size);
+  fit(*req, st.workers.size());
+  std::vector<queued_segment> segments(req->size);
+  for (size_t i = 0; i < segments.size(); ++i)
+    segments[i].index = i;
+  place(self, req, std::move(segments));
+}
+
+void serve_waiting(pool_pointer self) {
+  auto& st = self->state;
+  while (!st.waiting.empty()) {
+    if (st.waiting.front().request->abandoned) {
+      st.waiting.pop_front();
+      continue;
+    }
+    auto idle = idle_worker(self);
+    if (!idle) {
+      // Busy workers will take them; unavailable ones would not.
+      if (!any_worker_available(self)) {
+        auto failing = std::move(st.waiting);
+        st.waiting.clear();
+        for (auto& entry : failing) {
+          if (entry.request->abandoned)
+            continue;
+          std::vector<queued_segment> unplaced;
+          unplaced.push_back(std::move(entry.segment));
+          fail_unplaced(self, entry.request, unplaced);
+        }
+      }
+      return;
+    }
+    auto entry = std::move(st.waiting.front());
+    st.waiting.pop_front();
+    auto& req = entry.request;
+    entry.segment.held = assign(self, *idle, req->weight(entry.segment.index));
+    fit(*req, st.workers.size());
+    req->send(self, *idle, std::move(entry.segment));
+  }
+}
+
+} // namespace sprintrt::detail

@@ -11,43 +11,8 @@
 /// '=' may contain anything). When a parameter is given twice, the last one
 /// wins, as in RASR.
 ///
-/// Parameters (defaults in brackets):
-///
-/// - `python-control-enabled`: required for the process (see
-///   `parameter_scope`), must be true (real RASR talks over the pipes only
-///   then).
-/// - `pymod-config`: required for the process,
-///   `c2p_fd:C,p2c_fd:P[,minPythonControlVersion:V][,k:v...]`.
-/// - `pymod-path`, `pymod-name`: accepted, recorded, ignored.
-/// - `python-segment-order` (bool), `python-segment-order-pymod-path`,
-///   `python-segment-order-pymod-name`, `python-segment-order-config`,
-///   `python-segment-order-allow-copy` (bool): accepted, ignored.
-/// - `corpus`: required, the corpus file (see `corpus.hpp`).
-/// - `criterion`: `full-sum` or `zero` [full-sum]; `zero` answers every loss
-///   request with loss 0 and an all-zero, full-size error signal without
-///   looking the segment up (see `criterion_kind`), for transport-only
-///   benchmarks.
-/// - `topology`: `ctc` or `hmm` [ctc].
-/// - `blank-index`: the CTC blank column [0].
-/// - `hmm-loop-cost`, `hmm-forward-cost`, `hmm-silence-loop-cost`,
-///   `hmm-silence-entry-cost`, `hmm-silence-exit-cost`: HMM costs in -log
-///   space [those of `hmm_options`]; `inf` forbids the transition.
-/// - `hmm-silence-index`: the HMM silence column, or `none` [none].
-/// - `framing`: `length_prefixed` or `raw` [length_prefixed].
-/// - `array-module`: the module of the array constructor in replies
-///   [returnn.util.task_system].
-/// - `loss-type`: `float` (a Python float) or `numpy-float32` [float].
-/// - `name`: the child name in the `init` reply [sprint-sim].
-/// - `log-level`: trace, debug, info, warn, error, critical, off [warn].
-/// - `fault` (the process only, like the three below): none, crash, hang,
-///   garbage, exit-at-start, no-init-reply, bad-version, oversized-prefix,
-///   wrong-shape, random, bomb [none] (see `fault_injection.hpp`).
-/// - `fault-rate`, `fault-seed`: for fault=random, the probability of a
-///   fault per loss/FSA request [0.02] and the seed of the draws [1].
-/// - `fault-after`: loss/FSA requests answered before crash, hang, garbage,
-///   oversized-prefix, wrong-shape or bomb fire [0].
-/// - `crash-segment`: crash whenever this segment is requested.
-/// - `delay-ms`: wait before each loss/FSA reply [0].
+/// The parameters, their defaults and what they mean are declared once, in
+/// sim/sprint_sim_parameters.cpp; `sprint-sim --help` lists them.
 ///
 /// Booleans are true/false, yes/no, on/off or 1/0 (any case). Any other
 /// parameter is accepted with a warning (real Sprint configs pass many);
@@ -93,6 +58,8 @@ enum class topology_kind : uint8_t { ctc, hmm };
 
 /// Everything `sprint-sim` was told on its command line.
 struct sprint_sim_config {
+  /// `python-control-enabled`: the process requires it true.
+  bool python_control_enabled = false;
   /// `pymod-config`.
   python_control_config python_control;
   /// `pymod-path` and `pymod-name` (what real RASR would load).

@@ -1,5 +1,5 @@
 // sprint-sim: a simulated Sprint executable. It takes the arguments a parent
-// gives real RASR (docs/protocol.md section 1) plus its own (sim/sprint_sim_config.hpp),
+// gives real RASR (docs/protocol.md section 1) plus its own (sim/sprint_sim_parameters.hpp),
 // serves the Sprint control protocol on the two inherited pipes with a real
 // full-sum criterion, and can inject faults so that a parent's failure handling
 // is testable. It never touches stdin and writes to stdout only for --help: everything it
@@ -21,6 +21,7 @@
 #include "sim/sprint_service.hpp"
 #include "sim/sprint_sim_config.hpp"
 #include "sim/sprint_sim_exit.hpp"
+#include "sim/sprint_sim_parameters.hpp"
 #include "tools/sprint-sim/pipe_io.hpp"
 #include "tools/sprint-sim/pipe_server.hpp"
 
@@ -29,43 +30,19 @@ namespace {
 using namespace sprintrt;
 using sim::sprint_sim_exit;
 
-constexpr const char* usage =
-    "usage: sprint-sim --*.python-control-enabled=true "
-    "--*.pymod-config=c2p_fd:C,p2c_fd:P[,minPythonControlVersion:V] --*.corpus=FILE "
-    "[--*.NAME=VALUE ...]\n";
-
-/// What `--help` prints after the usage line: the parameters of
-/// sim/sprint_sim_config.hpp, defaults in brackets.
-constexpr const char* parameters = R"(
+/// What `--help` prints between the usage line and the parameters.
+constexpr const char* about = R"(
 A simulated Sprint (RASR) worker: it serves the Sprint PythonControl pipe
 protocol on the two pipes of --*.pymod-config with a real full-sum criterion.
 A parent (sprintrt, RETURNN) starts it; run by hand it needs those pipes.
 Only the name after the last '.' of a key counts (--*.corpus, --corpus).
+Defaults are in brackets.
 
-  --*.corpus=FILE             one segment per line: NAME<TAB>label label ...
-  --*.topology=ctc|hmm        [ctc]
-  --*.blank-index=N           the CTC blank column [0]
-  --*.hmm-loop-cost=C, hmm-forward-cost, hmm-silence-loop-cost,
-    hmm-silence-entry-cost, hmm-silence-exit-cost
-                              HMM costs in -log space (inf forbids)
-  --*.hmm-silence-index=N|none  [none]
-  --*.criterion=full-sum|zero [full-sum]; zero: loss 0, zero error signal
-  --*.framing=length_prefixed|raw  [length_prefixed]
-  --*.array-module=MODULE     of the array constructor in replies
-                              [returnn.util.task_system]
-  --*.loss-type=float|numpy-float32  [float]
-  --*.name=NAME               the child name in the init reply [sprint-sim]
-  --*.log-level=LEVEL         trace, debug, info, warn, error, critical, off [warn]
-  --*.fault=KIND              none, crash, hang, garbage, exit-at-start,
-                              no-init-reply, bad-version, oversized-prefix,
-                              wrong-shape, random, bomb [none]
-  --*.fault-after=N           requests answered before the fault [0]
-  --*.fault-rate=P, --*.fault-seed=N  for fault=random [0.02, 1]
-  --*.crash-segment=NAME      crash whenever this segment is requested
-  --*.delay-ms=N              wait before each loss/FSA reply [0]
-
-Other parameters are accepted with a warning, as real Sprint configs pass many.
 )";
+
+/// What `--help` prints after the parameters.
+constexpr const char* closing =
+    "\nOther parameters are accepted with a warning, as real Sprint configs pass many.\n";
 
 /// Logs to stderr only, every line flushed at once (a parent keeps the tail
 /// of a failing child's stderr).
@@ -128,13 +105,13 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
   for (const auto& arg : args)
     if (arg == "--help" || arg == "-h") {
-      std::cout << usage << parameters;
+      std::cout << sim::sim_usage() << about << sim::sim_parameters_help() << closing;
       return 0;
     }
   auto config = sim::parse_sprint_sim_config(args);
   if (!config) {
     std::cerr << "sprint-sim: " << error_message(config.error()) << "\n"
-              << usage << "(sprint-sim --help lists the parameters)\n";
+              << sim::sim_usage() << "(sprint-sim --help lists the parameters)\n";
     return status(sprint_sim_exit::failure);
   }
   set_up_logging(config->log_level);

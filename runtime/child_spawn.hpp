@@ -44,7 +44,8 @@ constexpr int child_c2p_fd = 3;
 constexpr int child_p2c_fd = 4;
 
 /// The size both protocol pipes get (`F_SETPIPE_SZ`): large messages move
-/// in fewer, larger chunks (measured: ~2 GB/s instead of ~1.3 GB/s).
+/// in fewer, larger chunks, which raises the pipes' throughput (BENCHMARKS.md,
+/// "Figures behind the design").
 constexpr int pipe_buffer_size = 1 << 20;
 
 /// The parent's side of a freshly started child. All descriptors are

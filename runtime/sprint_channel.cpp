@@ -1,31 +1,24 @@
 #include "runtime/sprint_channel.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
-#include <cstring>
-#include <deque>
-#include <mutex>
 #include <optional>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
-#include "protocol/framing.hpp"
+#include "config/wire_format.hpp"
+#include "runtime/channel_writer.hpp"
 #include "runtime/child_reaper.hpp"
 #include "runtime/child_spawn.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/output_tail.hpp"
-#include "runtime/pipe_write.hpp"
-#include "config/wire_format.hpp"
+#include "runtime/reply_reader.hpp"
 
 extern char** environ;
 
@@ -33,40 +26,6 @@ namespace sprintrt::runtime {
 
 namespace asio = boost::asio;
 using descriptor = asio::posix::stream_descriptor;
-
-// -- child_down -------------------------------------------------------------------
-
-bool child_down::clean_exit() const noexcept {
-  return pid >= 0 && wait_status >= 0 && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
-}
-
-int child_down::exit_code() const noexcept {
-  if (pid < 0 || wait_status == reaped_elsewhere)
-    return 0;
-  if (wait_status == not_reaped)
-    return -SIGKILL;
-  if (WIFEXITED(wait_status))
-    return WEXITSTATUS(wait_status);
-  if (WIFSIGNALED(wait_status))
-    return -WTERMSIG(wait_status);
-  return 0;
-}
-
-std::string child_down::describe() const {
-  if (pid < 0)
-    return "was never started";
-  if (wait_status == reaped_elsewhere)
-    return "was reaped by someone else (its status is unknown)";
-  if (wait_status == not_reaped)
-    return "did not exit within " + std::to_string(kill_wait.count()) +
-           " ms of SIGKILL (stuck in the kernel?) and was given up on";
-  if (WIFEXITED(wait_status))
-    return "exited with status " + std::to_string(WEXITSTATUS(wait_status));
-  if (WIFSIGNALED(wait_status))
-    return "was killed by signal " + std::to_string(WTERMSIG(wait_status)) + " (" +
-           ::strsignal(WTERMSIG(wait_status)) + ")";
-  return "ended with wait status " + std::to_string(wait_status);
-}
 
 // -- the channel, on the io thread ------------------------------------------------
 
@@ -80,20 +39,16 @@ caf::error message_handling_failed(const std::exception& e) {
 
 } // namespace
 
-/// All state lives here and is touched only on the io thread, except what
-/// `send` touches from its caller's thread, under `write_mutex`. Pending
-/// Asio operations hold a shared_ptr to it, so it outlives every handler.
-/// Its Asio objects (descriptors, timer) exist only between `start` and
-/// `finish`, so a finished channel may outlive the io thread.
-///
-/// Writing: `send` writes a message itself when nothing is queued or being
-/// written (the pipe is idle) and the pipe takes it whole; everything else
-/// goes through `writes`, which the io thread drains in order. Both happen
-/// under `write_mutex`, and the pipe to the child is closed only under it,
-/// so a direct write never races an Asio write or a close.
+/// The channel: the child's lifetime, its two pipes and its output. All
+/// state lives here and is touched only on the io thread, except the writer
+/// and the reader's hand-overs, which `send` and `recycle` use from their
+/// callers' threads (each guards itself). Pending Asio operations hold a
+/// shared_ptr to it, so it outlives every handler. Its Asio objects
+/// (descriptors, timer) exist only between `start` and `finish`, so a
+/// finished channel may outlive the io thread.
 ///
 /// Ending: the reaper reports the child's exit. Reads may still be pending
-/// then, and Asio may already have read bytes for them (into the decoder's
+/// then, and Asio may already have read bytes for them (into the reader's
 /// prepared space) without having run their handlers yet. So the reads are
 /// cancelled, their handlers commit what they got, and only when no read is
 /// pending does `finish` drain the rest of the pipes and make the report:
@@ -102,45 +57,24 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   impl(io_thread& io_thread, sprint_options options, std::string child_name,
        channel_events callbacks)
       : io(io_thread), opts(std::move(options)), name(std::move(child_name)),
-        events(std::move(callbacks)), decoder(config::wire_framing(opts.framing)),
+        events(std::move(callbacks)), reader(config::wire_framing(opts.framing)),
         tail(name, opts.child_output) {}
 
   io_thread& io;
   sprint_options opts;
   std::string name;
   channel_events events;
-  protocol::frame_decoder decoder;
+  channel_writer writer;
+  reply_reader reader;
   output_tail tail;
   std::optional<asio::steady_timer> timer;
-  std::optional<descriptor> to_child;
   std::optional<descriptor> from_child;
   std::optional<descriptor> output;
   std::array<char, 4096> output_chunk;
   pid_t pid = -1;
-  /// Guards `writes`, `front_written`, `writing`, `write_fd` and
-  /// `writes_closed` (and the closing of `to_child`).
-  std::mutex write_mutex;
-  std::deque<protocol::byte_buffer> writes;
-  /// Bytes of `writes.front()` that `send` already wrote itself.
-  size_t front_written = 0;
-  /// An Asio write of `writes.front()` is under way.
-  bool writing = false;
-  /// The pipe to the child while it is open, else -1.
-  int write_fd = -1;
-  /// The channel finished: messages sent now are dropped.
-  bool writes_closed = false;
-  /// Guards `recycled` and `reply_limits`.
-  std::mutex handoff_mutex;
-  /// Buffers handed back by `recycle` (from any thread, without waking the
-  /// io thread), taken by the decoder before it reads the next bytes.
-  std::vector<protocol::byte_buffer> recycled;
-  /// The size limits of the replies to the messages `send` took since the
-  /// decoder last took them, in order (the decoder fails a reply announced
-  /// larger at once, instead of waiting for 2 GiB that never come).
-  std::vector<size_t> reply_limits;
   bool reading_messages = false;
   bool reading_output = false;
-  /// `stop` was called: close the pipe to the child once `writes` is empty.
+  /// `stop` was called.
   bool stopping = false;
   /// The wait status once the child was reaped (`not_reaped` once it was
   /// given up on).
@@ -178,15 +112,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     }
     pid = child->pid;
     timer.emplace(io.context());
-    // Non-blocking from the start: `send` writes to it from other threads
-    // and must never block there (Asio would set it only on its first write).
-    int flags = ::fcntl(child->to_child.get(), F_GETFL);
-    ::fcntl(child->to_child.get(), F_SETFL, flags | O_NONBLOCK);
-    {
-      std::lock_guard<std::mutex> guard{write_mutex};
-      to_child.emplace(io.context(), child->to_child.release());
-      write_fd = to_child->native_handle();
-    }
+    writer.open(io.context(), child->to_child.release());
     from_child.emplace(io.context(), child->from_child.release());
     if (child->output) // none when the child writes to our stdout itself
       output.emplace(io.context(), child->output.release());
@@ -201,55 +127,18 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
 
   // -- writing ----------------------------------------------------------------------
 
-  /// Closes the pipe to the child; `write_mutex` must be held.
-  void close_to_child_locked() {
-    write_fd = -1;
-    to_child.reset();
-  }
-
+  /// Writes the queued messages, one after another.
   void pump_writes() {
-    std::unique_lock<std::mutex> guard{write_mutex};
-    if (writing || !to_child)
-      return;
-    if (writes.empty()) {
-      // After `exit`, EOF tells a child that does not parse it that we are done.
-      if (stopping)
-        close_to_child_locked();
-      return;
-    }
-    writing = true;
-    // The front stays where it is while the lock is released: other threads
-    // only append (a deque's push_back keeps references valid), and only
-    // this thread pops.
-    auto& front = writes.front();
-    size_t offset = front_written;
-    guard.unlock();
-    // Asio's default completion condition writes at most 64 KiB per call;
-    // asking for everything lets one write fill the 1 MiB pipe (measured:
-    // 40 MB in ~7 ms instead of ~12-20 ms).
-    auto everything = [](const boost::system::error_code& ec, size_t) -> size_t {
-      return ec ? 0 : size_t{1} << 30;
-    };
-    asio::async_write(*to_child, asio::buffer(front.data() + offset, front.size() - offset),
-                      everything,
-                      [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
-                        std::unique_lock<std::mutex> guard{self->write_mutex};
-                        self->writing = false;
-                        if (self->finished)
-                          return;
-                        auto done = std::move(self->writes.front());
-                        self->writes.pop_front();
-                        self->front_written = 0;
-                        guard.unlock();
-                        if (ec) {
-                          self->fail(make_error(errc::child_failed,
-                                                "writing to the child failed: " + ec.message()));
-                          return;
-                        }
-                        if (self->events.sent)
-                          self->events.sent(std::move(done));
-                        self->pump_writes();
-                      });
+    writer.pump([self = shared_from_this()](const boost::system::error_code& ec,
+                                            protocol::byte_buffer done) {
+      if (ec) {
+        self->fail(make_error(errc::child_failed, "writing to the child failed: " + ec.message()));
+        return;
+      }
+      if (self->events.sent)
+        self->events.sent(std::move(done));
+      self->pump_writes();
+    });
   }
 
   // -- reading ----------------------------------------------------------------------
@@ -257,7 +146,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   void read_messages() {
     if (!from_child || reaped)
       return;
-    auto room = decoder.prepare(64 * 1024);
+    auto room = reader.prepare(64 * 1024);
     reading_messages = true;
     from_child->async_read_some(
         asio::buffer(room.data(), room.size()),
@@ -266,7 +155,6 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
           if (self->finished)
             return;
           try {
-            self->adopt_handoffs();
             // Bytes read count even if the read was cancelled afterwards.
             bool intact = n == 0 || self->received(n);
             if (ec == asio::error::eof)
@@ -285,34 +173,19 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
         });
   }
 
-  /// Gives the decoder the buffers handed back and the reply limits of the
-  /// messages sent since the last read, for the messages that these bytes
-  /// may begin. (A reply cannot arrive before its request was sent, and
-  /// `send` hands over the limit before it writes.)
-  void adopt_handoffs() {
-    std::vector<protocol::byte_buffer> returned;
-    std::vector<size_t> limits;
-    {
-      std::lock_guard<std::mutex> guard{handoff_mutex};
-      returned.swap(recycled);
-      limits.swap(reply_limits);
-    }
-    for (auto& buffer : returned)
-      decoder.recycle(std::move(buffer));
-    for (auto limit : limits)
-      decoder.expect(limit);
+  /// Commits `n` bytes received in place; false after a framing error.
+  bool received(size_t n) { return accepted(reader.commit(n, message_handler())); }
+
+  /// Reports each message completed, then fails the channel if the stream
+  /// broke the framing (it cannot be trusted after).
+  reply_reader::message_handler message_handler() {
+    return [this](protocol::byte_buffer message) {
+      if (events.message)
+        events.message(std::move(message));
+    };
   }
 
-  /// Commits `n` bytes received in place; false after a framing error.
-  bool received(size_t n) { return accepted(decoder.commit(n)); }
-
-  /// Reports the messages completed by the last commit or feed, or fails the
-  /// channel if the stream broke the framing (it cannot be trusted after).
   bool accepted(caf::error framing_error) {
-    // Messages completed before the broken part still count.
-    while (auto message = decoder.next())
-      if (events.message)
-        events.message(std::move(*message));
     if (framing_error) {
       fail(
           make_error(errc::child_failed, "the child broke the protocol: " + render(framing_error)));
@@ -326,8 +199,8 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     if (stopping || reaped)
       return;
     std::string what = "the child closed its pipe";
-    if (decoder.partial_bytes() > 0)
-      what += " in the middle of a message (" + std::to_string(decoder.partial_bytes()) +
+    if (reader.partial_bytes() > 0)
+      what += " in the middle of a message (" + std::to_string(reader.partial_bytes()) +
               " bytes received)";
     if (!cause)
       cause = make_error(errc::child_failed, what);
@@ -408,10 +281,8 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     if (finished || stopping)
       return;
     stopping = true;
-    {
-      std::lock_guard<std::mutex> guard{write_mutex};
-      writes.push_back(std::move(exit_message));
-    }
+    writer.enqueue(std::move(exit_message));
+    writer.close_when_drained();
     pump_writes();
     if (pid >= 0)
       kill_after(grace);
@@ -466,9 +337,9 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
       return;
     // The child's last messages and output may still sit in the pipes.
     try {
-      adopt_handoffs();
       drain(from_child, [this](const char* bytes, size_t n) {
-        return accepted(decoder.feed({reinterpret_cast<const std::byte*>(bytes), n}));
+        return accepted(
+            reader.feed({reinterpret_cast<const std::byte*>(bytes), n}, message_handler()));
       });
     } catch (const std::exception& e) {
       // As in the read handler; and the down report must still be made.
@@ -482,12 +353,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     tail.flush();
     finished = true;
     timer.reset();
-    {
-      std::lock_guard<std::mutex> guard{write_mutex};
-      writes_closed = true;
-      close_to_child_locked();
-      writes.clear();
-    }
+    writer.close();
     from_child.reset();
     output.reset();
     child_down report{std::move(cause), pid, wait_status, tail.text()};
@@ -513,59 +379,21 @@ sprint_channel sprint_channel::open(io_thread& io, sprint_options opts, std::str
   return sprint_channel{std::move(p)};
 }
 
-namespace {
-
-/// Writes as much of `bytes` as the non-blocking pipe `fd` takes now;
-/// returns how much (a failure such as EPIPE is left to the io thread's
-/// write, which reports it).
-size_t write_now(int fd, const protocol::byte_buffer& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = write_without_sigpipe(fd, bytes.data() + done, bytes.size() - done);
-    if (n <= 0)
-      break;
-    done += static_cast<size_t>(n);
-  }
-  return done;
-}
-
-} // namespace
-
 std::optional<protocol::byte_buffer> sprint_channel::send(protocol::byte_buffer message,
                                                           size_t max_reply_size) const {
-  auto& p = *impl_;
-  {
-    std::lock_guard<std::mutex> guard{p.handoff_mutex};
-    p.reply_limits.push_back(max_reply_size);
-  }
-  {
-    std::lock_guard<std::mutex> guard{p.write_mutex};
-    if (p.writes_closed)
-      return std::nullopt;
-    size_t done = 0;
-    if (p.writes.empty() && !p.writing && p.write_fd >= 0) {
-      done = write_now(p.write_fd, message);
-      if (done == message.size())
-        return message;
-    }
-    bool was_empty = p.writes.empty();
-    p.writes.push_back(std::move(message));
-    if (was_empty)
-      p.front_written = done;
-  }
-  asio::post(p.io.context(), [p = impl_] {
-    if (!p->finished)
-      p->pump_writes();
-  });
-  return std::nullopt;
+  // The limit first: the reply may be read as soon as the request is written.
+  impl_->reader.expect(max_reply_size);
+  auto outcome = impl_->writer.send(std::move(message));
+  if (outcome.queued)
+    asio::post(impl_->io.context(), [p = impl_] {
+      if (!p->finished)
+        p->pump_writes();
+    });
+  return std::move(outcome.written);
 }
 
 void sprint_channel::recycle(protocol::byte_buffer buffer) const {
-  std::lock_guard<std::mutex> guard{impl_->handoff_mutex};
-  // The decoder keeps one spare; a second covers a message that arrives
-  // before the io thread took the first.
-  if (impl_->recycled.size() < 2)
-    impl_->recycled.push_back(std::move(buffer));
+  impl_->reader.recycle(std::move(buffer));
 }
 
 void sprint_channel::kill(caf::error cause) const {

@@ -4,8 +4,8 @@
 /// A growable byte buffer that does not zero what it allocates.
 ///
 /// Messages on a Sprint pipe reach tens of megabytes. `std::vector<std::byte>`
-/// value-initializes every byte it grows by, and a fresh 40 MB allocation costs
-/// ~100 ms of page faults on our machines, so the framing layer receives into,
+/// value-initializes every byte it grows by, and the page faults of a fresh
+/// allocation of that size cost more than filling it, so the framing layer receives into,
 /// and the writer encodes into, buffers of this type that are recycled between
 /// messages and only ever initialized by the data written into them.
 

@@ -15,7 +15,7 @@
 /// pipe is read straight into the message's own buffer, and in `raw` framing
 /// the receive buffer itself becomes the message. Finished message buffers
 /// can be handed back with `recycle()` so that steady traffic does not
-/// allocate (a fresh 40 MB buffer costs ~100 ms in page faults).
+/// allocate (the page faults of a fresh large buffer cost more than the copy).
 
 #include <cstddef>
 #include <deque>

@@ -10,9 +10,9 @@
 /// by sending one message (the worker answers the pool, the pool sends the
 /// worker its next segment), so each hop woke the other thread, which took
 /// the job while the sender went to sleep: two futex wake-ups per segment,
-/// each 10-30 us on a virtual machine, where the sending thread would have
-/// run the job itself a microsecond later (measured: 2 threads took 1.3x as
-/// long per small segment as 1 thread).
+/// each far dearer on a virtual machine than the job itself, which the
+/// sending thread would have run a microsecond later (BENCHMARKS.md, "Figures
+/// behind the design", has the cost).
 ///
 /// So a job that an actor makes runnable from a scheduler thread joins the
 /// shared queue and wakes another thread only if that thread has something
@@ -22,7 +22,7 @@
 /// callers, timers) always wake a thread, as before. The cost: a job
 /// enqueued early in a resume waits while the same actor goes on with more
 /// messages from its mailbox in that resume ("long" counts from the start of
-/// the resume, so the first send after 20 us wakes a thread); sprintrt's
+/// the resume, so the first send after `long_job` wakes a thread); sprintrt's
 /// actors keep long work (O(T x B x D)) on actors of its own.
 ///
 /// Only sends from scheduler threads may take the quiet path: CAF passes the

@@ -5,10 +5,11 @@
 /// runtime's lifetime, through which the blocking facades ask. Internal to
 /// the actors library.
 ///
-/// A scoped actor made per call cost about 17 us of a 65 us tiny-segment
-/// round trip: creating it is cheap, but destroying it cancels its timeouts,
-/// which wakes CAF's clock thread, and that wake-up competes for one of the
-/// machine's two cores at the moment the next request is sent. A thread's
+/// A scoped actor made per call is cheap to create, but destroying it
+/// cancels its timeouts, which wakes CAF's clock thread, and that wake-up
+/// competes for a core at the moment the next request is sent: a sizeable
+/// part of a tiny segment's round trip (BENCHMARKS.md, "Figures behind the
+/// design"). A thread's
 /// actor answers one call at a time (the thread waits in it), so keeping it
 /// is safe; hidden actors do not hold up the actor system's shutdown, and
 /// `clear` destroys them before the system goes.

@@ -6,13 +6,12 @@
 /// thread the handlers of a small reply it read. Internal to the actors
 /// library (used by `blocking_ask` and the Sprint workers' channel events).
 ///
-/// A blocking facade call used to cost two thread wake-ups before any work
-/// began: the caller's send woke a scheduler thread for the pool, and the
-/// caller went to sleep. On the 2-core virtual machines sprintrt is measured
-/// on, a wake-up across cores costs 10-15 us (a blocking request to an echo
-/// actor: 32 us; 14 us with both threads pinned to one core), while the
-/// pool's and a worker's handlers take a few microseconds and end by writing
-/// the request to the child's pipe. So the caller, which has nothing else to
+/// Sent the usual way, a blocking facade call costs two thread wake-ups
+/// before any work begins: the caller's send wakes a scheduler thread for
+/// the pool, and the caller goes to sleep. A wake-up across cores costs
+/// several times what the pool's and a worker's handlers take, and those end
+/// by writing the request to the child's pipe (BENCHMARKS.md, "Figures
+/// behind the design"). So the caller, which has nothing else to
 /// do until the reply comes, runs those handlers itself.
 ///
 /// How: a scoped actor sends with this unit as its execution context, so the

@@ -21,8 +21,8 @@ float_storage make_float_storage(size_t count) {
   std::vector<float> values;
   values.reserve(count);
   // glibc maps blocks this large afresh each time: without huge pages, the
-  // first touch of a 48 MB segment costs ~100 ms of page faults here, more
-  // than sending it. Asked before the first touch (resize zeroes it).
+  // page faults of the first touch of a large segment cost more than
+  // sending it. Asked before the first touch (resize zeroes it).
   constexpr size_t huge_page = 2 << 20;
   size_t bytes = count * sizeof(float);
   if (bytes >= 4 * huge_page) {

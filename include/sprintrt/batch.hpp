@@ -20,8 +20,8 @@ struct batch {
   /// [B]: the segment names Sprint looks up, non-empty.
   std::vector<std::string> tags;
   /// Optional: a [T, B, D] tensor to write the error signal into, e.g. the
-  /// previous batch's result, so that large batches do not allocate (a fresh
-  /// 40 MB buffer costs ~100 ms in page faults). Used only if its shape fits
+  /// previous batch's result, so that large batches do not allocate (the page
+  /// faults of a fresh large buffer cost more than filling it). Used only if its shape fits
   /// and nothing else shares its storage; otherwise a new one is made.
   tensor reuse_error_signal;
 };

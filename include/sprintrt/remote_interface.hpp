@@ -7,7 +7,7 @@
 /// Locally, segments travel as slices into shared storage (`segment_job`).
 /// Across machines they travel as values: the segment's name and its rows
 /// of float32 as raw bytes, which CAF's serializers copy in one piece (CAF
-/// serializes a `std::vector<float>` element by element, at ~30 MB/s). Both
+/// serializes a `std::vector<float>` element by element, which is slow). Both
 /// ends must be little-endian; the handshake checks it.
 
 #include <cstdint>
@@ -58,7 +58,7 @@ struct float_rows {
 };
 
 /// Returns storage of `count` zeroed floats; large ones on transparent huge
-/// pages where the kernel offers them (first touch is 10x cheaper).
+/// pages where the kernel offers them (fewer page faults on first touch).
 float_storage make_float_storage(size_t count);
 
 /// Writes `count` elements of `size` bytes at `data` to `sink` as one

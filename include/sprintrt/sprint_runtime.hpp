@@ -36,8 +36,8 @@ public:
     /// CAF's scheduling policy: `true` for a shared queue, `false` for CAF's
     /// default work stealing. sprintrt's actors mostly wait for the io
     /// thread, and an idle work-stealing thread only notices new messages
-    /// after sleeps of ~50 us (~150 us measured): a shared queue wakes it at
-    /// once, which makes small-segment round trips several times faster.
+    /// after its next sleep ends: a shared queue wakes it at once, which
+    /// matters most for small segments' round trips.
     /// sprintrt's shared queue wakes a second thread only when there is
     /// work for two (short handlers pass messages on without a thread
     /// hand-off; see actors/caller/affine_sharing.hpp).

@@ -91,14 +91,14 @@ struct sprint_sim_config {
 /// Who the parameters are for: the same `--*.NAME=VALUE` parameters configure
 /// the `sprint-sim` process and in-process simulated workers.
 enum class parameter_scope : uint8_t {
-  /// The `sprint-sim` process: `python-control-enabled=true` and
-  /// `pymod-config` are required (they name its pipes), faults are allowed.
+  /// The `sprint-sim` process: the pipe parameters are required (they name
+  /// its pipes), faults are allowed.
   process,
   /// A simulated worker inside the parent: it has no pipes, so the pipe
   /// parameters are optional (checked and ignored when given), and the
-  /// process-level faults (`fault`, `fault-after`, `crash-segment`,
-  /// `delay-ms`) are errors: in-process workers take their delays and
-  /// failures from `sim_worker_behavior`.
+  /// fault injection parameters (the table's `process_only` ones) are
+  /// errors: in-process workers take their delays and failures from
+  /// `sim_worker_behavior`.
   in_process,
 };
 

@@ -198,6 +198,7 @@ sim_parameter ignored(std::string_view name, std::string_view form, Parse parse,
   return p;
 }
 
+/// `p`, required `when`, satisfied as `satisfied` says.
 sim_parameter required_in(requirement when, std::string_view because,
                           std::function<bool(const parameter_state&)> satisfied, sim_parameter p) {
   p.required = when;
@@ -206,11 +207,13 @@ sim_parameter required_in(requirement when, std::string_view because,
   return p;
 }
 
+/// `p`, about `topology` only.
 sim_parameter for_topology(parameter_topology topology, sim_parameter p) {
   p.topology = topology;
   return p;
 }
 
+/// `p`, refused for in-process workers.
 sim_parameter process_only(sim_parameter p) {
   p.process_only = true;
   return p;
@@ -222,7 +225,8 @@ sim_parameter pymod_config() {
   p.name = "pymod-config";
   p.value_form = "c2p_fd:C,p2c_fd:P,...";
   p.help = "the child's ends of the pipes (it writes to C, reads P), then optionally "
-           "minPythonControlVersion:V (at most 5) and other key:value items";
+           "minPythonControlVersion:V (refused above this PythonControl's version) and other "
+           "key:value items";
   p.apply = [](const sim_argument& arg, sprint_sim_config& config) {
     auto parsed = parse_python_control_config(arg.value);
     if (!parsed)

@@ -54,7 +54,7 @@ std::optional<std::string> as_text(const value& x) {
   return std::nullopt;
 }
 
-/// An int, or a NumPy integer scalar (the old parent sent seg_len as numpy.int32).
+/// An int, or a NumPy integer scalar (older RETURNN parents send seg_len as numpy.int32).
 std::optional<int64_t> as_integer(const value& x) {
   if (x.is(value::kind::integer))
     return x.as_int();

@@ -131,7 +131,7 @@ def test_a_slow_batch_is_interrupted(corpus):
 def test_a_batch_on_a_hung_child_is_interrupted(corpus):
     path, names = corpus
     # One child that answers two requests and then never again; a short
-    # replyTimeout, whose kill and resend used to swallow the interrupt.
+    # replyTimeout, whose kill and resend must not swallow the interrupt.
     opts = sim_options(path, ["--*.fault=hang", "--*.fault-after=2"], replyTimeout=2)
     check_interrupted(*run_interrupted(opts, names, "batch"))
 

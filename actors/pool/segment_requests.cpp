@@ -10,8 +10,36 @@ std::string_view loss_request::command() const noexcept {
   return protocol::loss_command_name;
 }
 
+caf::error loss_request::encode(protocol::byte_buffer& out,
+                                const protocol::wire_format& format) const {
+  const auto& in = job.log_posteriors;
+  return protocol::encode_loss_command(out, format, job.segment, in.rows, in.cols, in.row(0),
+                                       in.row_stride);
+}
+
+size_t loss_request::max_reply_size(const protocol::wire_format&) const noexcept {
+  return protocol::max_loss_reply_size(job.log_posteriors.rows, job.log_posteriors.cols);
+}
+
+caf::expected<double> loss_request::reply_from(const protocol::value& reply) const {
+  return store_loss_reply(reply, job);
+}
+
 std::string_view fsa_request::command() const noexcept {
   return protocol::fsa_command_name;
+}
+
+caf::error fsa_request::encode(protocol::byte_buffer& out,
+                               const protocol::wire_format& format) const {
+  return protocol::encode_fsa_command(out, format, name);
+}
+
+size_t fsa_request::max_reply_size(const protocol::wire_format& format) const noexcept {
+  return format.max_message_size;
+}
+
+caf::expected<segment_fsa> fsa_request::reply_from(const protocol::value& reply) const {
+  return fsa_from_reply(reply);
 }
 
 const std::string& segment_request::segment() const noexcept {

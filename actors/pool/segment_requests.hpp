@@ -19,6 +19,8 @@
 #include <caf/local_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "protocol/byte_buffer.hpp"
+#include "protocol/messages.hpp"
 #include "protocol/pickle_value.hpp"
 #include "runtime/sprint_channel.hpp"
 #include "sprintrt/error.hpp"
@@ -56,6 +58,17 @@ struct loss_request {
   /// Returns the protocol command that serves it.
   std::string_view command() const noexcept;
 
+  /// Appends its command, the job's log-posteriors, to `out`.
+  caf::error encode(protocol::byte_buffer& out, const protocol::wire_format& format) const;
+
+  /// Returns the largest reply its command allows (its error signal's size
+  /// is known).
+  size_t max_reply_size(const protocol::wire_format& format) const noexcept;
+
+  /// Decodes the child's `reply` into the loss, its error signal written
+  /// into the job's output (see `store_loss_reply`).
+  caf::expected<double> reply_from(const protocol::value& reply) const;
+
   /// Answers it with `err`.
   void fail(const caf::error& err) { promise.deliver(err); }
 
@@ -80,6 +93,16 @@ struct fsa_request {
   /// Returns the protocol command that serves it.
   std::string_view command() const noexcept;
 
+  /// Appends its command to `out`.
+  caf::error encode(protocol::byte_buffer& out, const protocol::wire_format& format) const;
+
+  /// Returns the largest reply its command allows: an automaton's size is
+  /// not known from its request, so the configured maximum.
+  size_t max_reply_size(const protocol::wire_format& format) const noexcept;
+
+  /// Decodes the child's `reply` into the automaton (see `fsa_from_reply`).
+  caf::expected<segment_fsa> reply_from(const protocol::value& reply) const;
+
   /// Answers it with `err`.
   void fail(const caf::error& err) { promise.deliver(err); }
 
@@ -88,16 +111,14 @@ struct fsa_request {
 };
 
 /// One request for one segment of either kind, as a worker queues them in
-/// arrival order until they are answered. Code that differs per kind visits
-/// `what`; the rest uses the accessors below. (The pool keeps its requests
-/// apart by kind with `pool_kinds.hpp` instead.)
+/// arrival order until they are answered. What differs per kind is in the
+/// alternatives' members (`loss_request`, `fsa_request`), which code that
+/// differs per kind visits; the rest uses the accessors below. (The pool
+/// keeps its requests apart by kind with `pool_kinds.hpp` instead.)
 struct segment_request {
   std::variant<loss_request, fsa_request> what;
   /// Whose request it answers (what a `(cancel, id)` names).
   request_origin origin{};
-
-  /// Returns whether it is a loss request (else an FSA export).
-  bool is_loss() const noexcept { return std::holds_alternative<loss_request>(what); }
 
   /// Returns the segment's name.
   const std::string& segment() const noexcept;

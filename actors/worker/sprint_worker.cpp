@@ -19,10 +19,10 @@
 
 #include "actors/caller/caller_execution_unit.hpp"
 #include "actors/pool/segment_requests.hpp"
+#include "config/wire_format.hpp"
 #include "protocol/messages.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/sprint_channel.hpp"
-#include "config/wire_format.hpp"
 
 namespace sprintrt::detail {
 
@@ -305,16 +305,13 @@ void dispatch(worker_pointer self) {
   st.queue.pop_front();
   auto message = take_buffer(st);
   caf::error err;
-  // An FSA's size is not known from its request: the configured maximum.
-  size_t max_reply_size = st.format.max_message_size;
-  if (req.is_loss()) {
-    const auto& in = std::get<loss_request>(req.what).job.log_posteriors;
-    err = protocol::encode_loss_command(message, st.format, req.segment(), in.rows, in.cols,
-                                        in.row(0), in.row_stride);
-    max_reply_size = protocol::max_loss_reply_size(in.rows, in.cols);
-  } else {
-    err = protocol::encode_fsa_command(message, st.format, req.segment());
-  }
+  size_t max_reply_size = 0;
+  std::visit(
+      [&](const auto& kind_req) {
+        err = kind_req.encode(message, st.format);
+        max_reply_size = kind_req.max_reply_size(st.format);
+      },
+      req.what);
   if (err) {
     fail_request(self, req, with_context(st.label + ": segment '" + req.segment() + "'", err));
     keep_buffer(st, std::move(message));

@@ -4,6 +4,9 @@
 
 #include "actors/worker/sprint_worker_state.hpp"
 
+#include <type_traits>
+#include <variant>
+
 #include <spdlog/spdlog.h>
 
 #include "protocol/messages.hpp"
@@ -95,15 +98,17 @@ void answer(worker_pointer self, caf::expected<T> result, byte_span bytes, Promi
 /// Handles the reply to the request in flight; `bytes` is the reply as it
 /// arrived.
 void on_request_reply(worker_pointer self, const protocol::value& msg, byte_span bytes) {
-  auto& front = self->state.in_flight.front();
-  if (front.is_loss())
-    answer(
-        self, store_loss_reply(msg, std::get<loss_request>(front.what).job), bytes,
-        [](pending_request & req) -> auto& { return std::get<loss_request>(req.what).promise; });
-  else
-    answer(
-        self, fsa_from_reply(msg), bytes,
-        [](pending_request & req) -> auto& { return std::get<fsa_request>(req.what).promise; });
+  // `answer` takes the request out of `in_flight`: `kind_req` is not used
+  // after it.
+  std::visit(
+      [&](const auto& kind_req) {
+        using request_type = std::decay_t<decltype(kind_req)>;
+        answer(
+            self, kind_req.reply_from(msg), bytes, [](pending_request & req) -> auto& {
+              return std::get<request_type>(req.what).promise;
+            });
+      },
+      self->state.in_flight.front().what);
   dispatch(self); // nothing is written to a condemned child
 }
 

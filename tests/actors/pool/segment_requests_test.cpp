@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "protocol/messages.hpp"
@@ -145,15 +146,56 @@ TEST_CASE("a child's end is described with cause, status and last output lines")
 TEST_CASE("a segment request knows its kind, segment and command") {
   segment_request loss;
   loss.what = loss_request{job_2x3(), {}};
-  CHECK(loss.is_loss());
+  CHECK(std::holds_alternative<loss_request>(loss.what));
   CHECK(loss.segment() == "seg");
   CHECK(loss.command() == "get_loss_and_error_signal");
 
   segment_request fsa;
   fsa.what = fsa_request{"corpus/rec/seg-7", {}};
-  CHECK_FALSE(fsa.is_loss());
+  CHECK(std::holds_alternative<fsa_request>(fsa.what));
   CHECK(fsa.segment() == "corpus/rec/seg-7");
   CHECK(fsa.command() == "export_allophone_state_fsa_by_segment_name");
+}
+
+TEST_CASE("each kind of request encodes its command, bounds its reply and decodes it") {
+  protocol::wire_format format;
+  format.max_message_size = 12345;
+  loss_request loss{job_2x3(), {}};
+  protocol::byte_buffer wire;
+  REQUIRE_FALSE(loss.encode(wire, format));
+  auto command = protocol::decode_command(unframe(wire));
+  REQUIRE(command);
+  auto* loss_command = std::get_if<protocol::loss_command>(&*command);
+  REQUIRE(loss_command);
+  CHECK(loss_command->segment_name == "seg");
+  CHECK(loss_command->frames == 2);
+  CHECK(loss.max_reply_size(format) == protocol::max_loss_reply_size(2, 3));
+  float es[6] = {1, 2, 3, 4, 5, 6};
+  wire.clear();
+  REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 2.5, 2, 3, es));
+  auto reply = loss.reply_from(unframe(wire));
+  REQUIRE(reply);
+  CHECK(*reply == 2.5);
+  CHECK(loss.job.error_signal.row(1)[2] == 6);
+
+  fsa_request fsa{"corpus/rec/seg-7", {}};
+  wire.clear();
+  REQUIRE_FALSE(fsa.encode(wire, format));
+  command = protocol::decode_command(unframe(wire));
+  REQUIRE(command);
+  auto* fsa_command = std::get_if<protocol::fsa_command>(&*command);
+  REQUIRE(fsa_command);
+  CHECK(fsa_command->segment_name == "corpus/rec/seg-7");
+  // An automaton's size is not known from its request.
+  CHECK(fsa.max_reply_size(format) == 12345);
+  std::vector<uint32_t> edges{0, 1, 4};
+  std::vector<float> weights{0.5f};
+  wire.clear();
+  REQUIRE_FALSE(protocol::encode_fsa_reply(wire, {}, 2, edges, weights));
+  auto automaton = fsa.reply_from(unframe(wire));
+  REQUIRE(automaton);
+  CHECK(automaton->num_states == 2);
+  CHECK(automaton->edges == edges);
 }
 
 namespace {

@@ -140,3 +140,21 @@ TEST_CASE("the text listing names every option with its default and meaning") {
   CHECK(text.find("sprintExecPath (required)\n") != std::string::npos);
   CHECK(text.find("maxRetries (default `2`; a remote pool has its own)\n") != std::string::npos);
 }
+
+TEST_CASE("null is the default of every optional option, and a wrong value names its key") {
+  const auto defaults = parse_options(R"({"sprintExecPath": "/s"})");
+  REQUIRE(defaults);
+  for (const auto& option : config::option_table()) {
+    INFO(option.key);
+    nlohmann::json doc{{"sprintExecPath", "/s"}};
+    doc[std::string{option.key}] = nullptr;
+    const auto with_null = parse_options(doc.dump());
+    CHECK(static_cast<bool>(with_null) == !option.required());
+    if (with_null)
+      CHECK(*with_null == *defaults);
+    doc[std::string{option.key}] = nlohmann::json::parse("[[[]]]");
+    const auto wrong = parse_options(doc.dump());
+    REQUIRE_FALSE(wrong);
+    CHECK(error_message(wrong.error()).rfind("option '" + std::string{option.key}, 0) == 0);
+  }
+}

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+
 #include <caf/sec.hpp>
 
 #include "sprintrt/error.hpp"
@@ -13,48 +15,57 @@ namespace {
 
 const retry_limits limits{3, 2};
 
+const caf::error gone = caf::sec::request_receiver_down;
+
+/// The verdict on `err` after `counts` retries, as "reroute", "resend",
+/// "fail" or "fail: kept terminating".
+std::string verdict_on(const caf::error& err, retry_counts& counts,
+                       const retry_limits& allowed = limits) {
+  auto verdict = decide_after_failure(err, counts, allowed);
+  switch (verdict.action) {
+  case after_failure::reroute:
+    return verdict.kept_terminating ? "reroute?" : "reroute";
+  case after_failure::resend:
+    return verdict.kept_terminating ? "resend?" : "resend";
+  case after_failure::fail:
+    return verdict.kept_terminating ? "fail: kept terminating" : "fail";
+  }
+  return "?";
+}
+
 } // namespace
 
 TEST_CASE("an unavailable worker's segment is rerouted while the reroute limit allows") {
   retry_counts counts;
   auto unavailable = make_error(errc::worker_unavailable, "host:1: connection refused");
-  for (size_t i = 0; i < 3; ++i) {
-    auto verdict = decide_after_failure(unavailable, counts, limits);
-    CHECK(verdict.action == after_failure::reroute);
-    CHECK_FALSE(verdict.kept_terminating);
-  }
+  for (size_t i = 0; i < 3; ++i)
+    CHECK(verdict_on(unavailable, counts) == "reroute");
   CHECK(counts.reroutes == 3);
   CHECK(counts.resends == 0);
   // Then it fails with the worker's error, and nothing more is counted.
-  auto verdict = decide_after_failure(unavailable, counts, limits);
-  CHECK(verdict.action == after_failure::fail);
-  CHECK_FALSE(verdict.kept_terminating);
+  CHECK(verdict_on(unavailable, counts) == "fail");
   CHECK(counts.reroutes == 3);
 }
 
 TEST_CASE("a terminated worker's segment is resent while the source allows, then fails as such") {
   retry_counts counts;
-  caf::error gone = caf::sec::request_receiver_down;
-  CHECK(decide_after_failure(gone, counts, limits).action == after_failure::resend);
-  CHECK(decide_after_failure(gone, counts, limits).action == after_failure::resend);
+  CHECK(verdict_on(gone, counts) == "resend");
+  CHECK(verdict_on(gone, counts) == "resend");
   CHECK(counts.resends == 2);
-  auto verdict = decide_after_failure(gone, counts, limits);
-  CHECK(verdict.action == after_failure::fail);
-  CHECK(verdict.kept_terminating);
+  CHECK(verdict_on(gone, counts) == "fail: kept terminating");
   CHECK(counts.resends == 2);
   CHECK(counts.reroutes == 0);
 }
 
 TEST_CASE("reroutes and resends are counted apart") {
   retry_counts counts;
-  caf::error gone = caf::sec::request_receiver_down;
   auto unavailable = make_error(errc::worker_unavailable, "down");
-  CHECK(decide_after_failure(gone, counts, limits).action == after_failure::resend);
-  CHECK(decide_after_failure(unavailable, counts, limits).action == after_failure::reroute);
-  CHECK(decide_after_failure(gone, counts, limits).action == after_failure::resend);
+  CHECK(verdict_on(gone, counts) == "resend");
+  CHECK(verdict_on(unavailable, counts) == "reroute");
+  CHECK(verdict_on(gone, counts) == "resend");
   CHECK(counts.resends == 2);
   CHECK(counts.reroutes == 1);
-  CHECK(decide_after_failure(unavailable, counts, limits).action == after_failure::reroute);
+  CHECK(verdict_on(unavailable, counts) == "reroute");
 }
 
 TEST_CASE("any other error fails the segment with it at once") {
@@ -62,9 +73,7 @@ TEST_CASE("any other error fails the segment with it at once") {
                    make_error(errc::child_failed, "the child kept crashing"),
                    make_error(errc::timeout, "no reply"), make_error(errc::cancelled, "stopped")}) {
     retry_counts counts;
-    auto verdict = decide_after_failure(err, counts, limits);
-    CHECK(verdict.action == after_failure::fail);
-    CHECK_FALSE(verdict.kept_terminating);
+    CHECK(verdict_on(err, counts) == "fail");
     CHECK(counts.resends == 0);
     CHECK(counts.reroutes == 0);
   }
@@ -73,9 +82,6 @@ TEST_CASE("any other error fails the segment with it at once") {
 TEST_CASE("without retries allowed, the first failure decides") {
   retry_counts counts;
   const retry_limits none{0, 0};
-  CHECK(decide_after_failure(make_error(errc::worker_unavailable, "down"), counts, none).action ==
-        after_failure::fail);
-  auto verdict = decide_after_failure(caf::sec::request_receiver_down, counts, none);
-  CHECK(verdict.action == after_failure::fail);
-  CHECK(verdict.kept_terminating);
+  CHECK(verdict_on(make_error(errc::worker_unavailable, "down"), counts, none) == "fail");
+  CHECK(verdict_on(gone, counts, none) == "fail: kept terminating");
 }

@@ -148,7 +148,7 @@ std::string register_batch(const batch_spec& spec, const std::vector<size_t>& wo
   add_benchmark(serial,
                 [spec](benchmark::State& state) {
                   auto& rig = rig_of(spec);
-                  time_manually(state, 1, [&] { rig.serial(); });
+                  time_manually(state, [&] { rig.serial(); });
                 })
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond);
@@ -157,7 +157,7 @@ std::string register_batch(const batch_spec& spec, const std::vector<size_t>& wo
                   [spec, n](benchmark::State& state) {
                     auto& rig = rig_of(spec);
                     rig.pool(n);
-                    time_manually(state, 1, [&] { rig.through(n); });
+                    time_manually(state, [&] { rig.through(n); });
                   })
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);

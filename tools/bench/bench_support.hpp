@@ -66,16 +66,35 @@ using bench_clock = std::chrono::steady_clock;
 /// Returns the seconds since `start`.
 double seconds_since(bench_clock::time_point start);
 
-/// Runs `body` once per iteration of `state`, reporting its wall time
-/// divided by `per` (e.g. the segments of a batch: the time per segment) as
+/// Runs `body` once per iteration of `state`, reporting its wall time as
 /// the iteration's manual time.
 template <class Body>
-void time_manually(benchmark::State& state, double per, Body&& body) {
+void time_manually(benchmark::State& state, Body&& body) {
   for (auto _ : state) {
     const auto start = bench_clock::now();
     body();
-    state.SetIterationTime(seconds_since(start) / per);
+    state.SetIterationTime(seconds_since(start));
   }
+}
+
+/// Like `time_manually` for a body that handles `items` things (the
+/// segments of a batch), adding the counter `counter`: the mean time per
+/// item in microseconds, or in milliseconds if `counter` starts with "ms".
+/// (A manual time per item would make Google Benchmark run `items` times
+/// longer than its minimum time.)
+template <class Body>
+void time_per_item(benchmark::State& state, double items, const std::string& counter, Body&& body) {
+  double total = 0;
+  for (auto _ : state) {
+    const auto start = bench_clock::now();
+    body();
+    const double seconds = seconds_since(start);
+    state.SetIterationTime(seconds);
+    total += seconds;
+  }
+  const double unit = counter.compare(0, 2, "ms") == 0 ? 1e3 : 1e6;
+  state.counters[counter] =
+      benchmark::Counter(total * unit / items, benchmark::Counter::kAvgIterations);
 }
 
 /// A corpus file in a directory of its own, removed with it.

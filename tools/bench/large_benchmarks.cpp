@@ -165,7 +165,8 @@ void register_large_benchmarks() {
                       "large batch", [&] { return std::make_unique<large_rig>(s); });
                   const auto parent = minor_faults();
                   const auto child = minor_faults(rig.child_pid);
-                  time_manually(state, static_cast<double>(s.batch), [&] { rig.run_batch(); });
+                  time_per_item(state, static_cast<double>(s.batch), "ms_per_segment",
+                                [&] { rig.run_batch(); });
                   const auto requests = static_cast<double>(state.iterations() * s.batch);
                   state.counters["parent_faults"] =
                       static_cast<double>(minor_faults() - parent) / requests;
@@ -199,11 +200,11 @@ void register_large_benchmarks() {
   declare_figure("large segments (" + text +
                      ", criterion=zero) through 1 worker, per segment: fraction of the "
                      "store-and-forward echo's throughput",
-                 "ms/segment", name, echo, "baseline/value", ">= 0.9");
+                 "ms/segment", name + "@ms_per_segment", echo, "baseline/value", ">= 0.9");
   declare_figure("the child's own work per large request (criterion=zero: unpickle, posterior "
                  "checks, zeros, reply encode), in this process, against the whole per-segment "
                  "time",
-                 "ms/segment", child_work, name);
+                 "ms/segment", child_work, name + "@ms_per_segment");
   for (const std::string who : {"parent", "child"})
     declare_figure("minor page faults per steady-state large request, " + who +
                        ", against the 4 KiB pages of request and reply",

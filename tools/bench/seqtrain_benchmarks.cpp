@@ -189,21 +189,21 @@ void register_seqtrain_benchmarks() {
   add_benchmark(scheduled,
                 [cost, per](benchmark::State& state) {
                   auto& rig = cost();
-                  time_manually(state, per, [&] { rig.scheduled(); });
+                  time_per_item(state, per, "us_per_sequence", [&] { rig.scheduled(); });
                 })
       ->UseManualTime()
       ->Unit(benchmark::kMicrosecond);
   add_benchmark(straight,
                 [cost, per](benchmark::State& state) {
                   auto& rig = cost();
-                  time_manually(state, per, [&] { rig.straight(); });
+                  time_per_item(state, per, "us_per_sequence", [&] { rig.straight(); });
                 })
       ->UseManualTime()
       ->Unit(benchmark::kMicrosecond);
   declare_figure("the seqtrain scheduler per sequence (T=100, D=40, batches of 2, 1 in-process "
                  "sim worker, zero delay, criterion=zero), against the same batches straight to "
                  "the pool",
-                 "us/sequence", scheduled, straight);
+                 "us/sequence", scheduled + "@us_per_sequence", straight + "@us_per_sequence");
 
   overlap_spec s{quick ? size_t{16} : size_t{64}};
   const size_t none = s.per_batch + 1;

@@ -141,7 +141,8 @@ void register_transport_benchmarks() {
                 [b](benchmark::State& state) {
                   auto& rig = small();
                   const auto before = first_worker(rig.client);
-                  time_manually(state, static_cast<double>(b), [&] { rig.run_batch(); });
+                  time_per_item(state, static_cast<double>(b), "us_per_segment",
+                                [&] { rig.run_batch(); });
                   state.counters["worker_busy_us"] = busy_us(before, first_worker(rig.client));
                 })
       ->UseManualTime()
@@ -158,10 +159,11 @@ void register_transport_benchmarks() {
   })->Unit(benchmark::kMicrosecond);
   declare_figure("1-worker batch of small segments (" + small_text +
                      ", criterion=zero), per segment, against the store-and-forward echo",
-                 "us/segment", small_batch, small_echo, "value/baseline", "<= 1.5");
+                 "us/segment", small_batch + "@us_per_segment", small_echo, "value/baseline",
+                 "<= 1.5");
   declare_figure("the child's own work per small request (criterion=zero: unpickle, checks, "
                  "reply encode), in this process, against the whole per-segment time",
-                 "us/segment", child_work, small_batch);
+                 "us/segment", child_work, small_batch + "@us_per_segment");
   const size_t chunk = world().settings().quick ? 1 : 5;
   const std::string python = "python/returnn_parent/" + small_shape + "/criterion:zero";
   add_benchmark(python, [chunk](benchmark::State& state) { returnn_parent(state, chunk); })
@@ -170,7 +172,8 @@ void register_transport_benchmarks() {
       ->Unit(benchmark::kMicrosecond);
   declare_figure("the small-segment batches through RETURNN's Python parent, against sprintrt "
                  "(x faster)",
-                 "us/segment", small_batch, python, "baseline/value", ">= 5", "ratio", true);
+                 "us/segment", small_batch + "@us_per_segment", python, "baseline/value", ">= 5",
+                 "ratio", true);
 
   const std::string tiny_shape =
       "T:" + std::to_string(tiny_frames) + "/D:" + std::to_string(tiny_dim);
@@ -218,7 +221,7 @@ void register_transport_benchmarks() {
                   const auto& worker = world().direct_worker(sim_options(corpus().path, 1));
                   const auto job = make_job(tiny_segment, tiny_frames, tiny_dim, 1);
                   event_based_requests(rt.system(), worker, job, block);
-                  time_manually(state, block,
+                  time_per_item(state, block, "us_per_request",
                                 [&] { event_based_requests(rt.system(), worker, job, block); });
                 })
       ->UseManualTime()
@@ -237,7 +240,8 @@ void register_transport_benchmarks() {
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond);
   for (const auto& [name, text] :
-       {std::pair{event_based, "an event-based actor"}, std::pair{scoped, "a scoped actor"}})
+       {std::pair{event_based + "@us_per_request", "an event-based actor"},
+        std::pair{scoped, "a scoped actor"}})
     declare_figure("one tiny segment " + tiny_text + " to a sprint worker actor from " + text +
                        ", against the raw /bin/cat echo",
                    "us/request", name, cat_echo);

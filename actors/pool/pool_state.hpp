@@ -38,7 +38,7 @@
 
 namespace sprintrt::detail {
 
-class pool_request;
+struct pool_request;
 
 /// A segment of a request in progress, waiting or sent: counted in its
 /// worker's load while `held`.

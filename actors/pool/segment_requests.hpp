@@ -2,9 +2,10 @@
 
 /// @file
 /// One request for one segment, apart from the actor mechanics: what a
-/// worker queues, who asked (what the pool and the workers cancel by), checking a job before it is
-/// sent, turning the child's reply into the result (the error signal copied into the job's output
-/// slice), and describing how a child ended for error messages.
+/// worker queues, who asked (what the pool and the workers cancel by),
+/// checking a job before it is sent, turning the child's reply into the
+/// result (the error signal copied into the job's output slice), and
+/// describing how a child ended for error messages.
 
 #include <cstdint>
 #include <deque>

@@ -210,6 +210,10 @@ void register_large_benchmarks() {
                        ", against the 4 KiB pages of request and reply",
                    "faults/request", name + "@" + who + "_faults", name + "@pages",
                    "value/baseline", "<= 0", "value");
+  declare_figure("the first large batch (" + text +
+                     ") in a fresh process (fresh buffers on both sides), against a "
+                     "steady-state one",
+                 "ms/batch", rss, name);
   declare_figure("parent's peak RSS increase for one large batch (" + text +
                      "), fresh process, against the input and output tensors",
                  "MB", rss + "@increase_mb", rss + "@tensor_mb", "value/baseline", "<= 2.5");

@@ -161,6 +161,9 @@ void register_transport_benchmarks() {
                      ", criterion=zero), per segment, against the store-and-forward echo",
                  "us/segment", small_batch + "@us_per_segment", small_echo, "value/baseline",
                  "<= 1.5");
+  declare_figure("the worker's busy time per small request (handed to the io thread until the "
+                 "reply is decoded), against the whole per-segment time",
+                 "us/segment", small_batch + "@worker_busy_us", small_batch + "@us_per_segment");
   declare_figure("the child's own work per small request (criterion=zero: unpickle, checks, "
                  "reply encode), in this process, against the whole per-segment time",
                  "us/segment", child_work, small_batch + "@us_per_segment");

@@ -173,8 +173,8 @@ void register_transport_benchmarks() {
       ->UseManualTime()
       ->Iterations(static_cast<benchmark::IterationCount>(chunk))
       ->Unit(benchmark::kMicrosecond);
-  declare_figure("the small-segment batches through RETURNN's Python parent, against sprintrt "
-                 "(x faster)",
+  declare_figure("the small-segment batches through sprintrt, against RETURNN's Python parent "
+                 "on the same batches and child (x faster)",
                  "us/segment", small_batch + "@us_per_segment", python, "baseline/value", ">= 5",
                  "ratio", true);
 

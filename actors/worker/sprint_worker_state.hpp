@@ -88,8 +88,8 @@ struct pending_request : segment_request {
 /// io thread again) that a reply and the next write cost. The child cannot
 /// tell the difference: it reads each message when it wants the next one.
 /// More than one waiting lets the parent take several replies per wake-up
-/// when it falls behind: 4 measured 10-20% faster per small segment than 2
-/// on a quiet 2-core machine, more under load.
+/// when it falls behind, which matters most under load (BENCHMARKS.md,
+/// "Figures behind the design").
 constexpr size_t write_ahead = 4;
 
 /// Where a worker is in a child's life.

@@ -109,11 +109,9 @@ caf::error parse_endpoint_object(const option_field& entry, remote_endpoint& end
   if (auto err = get_string(entry.child(".host", entry.value["host"]), endpoint.host, true))
     return err;
   uint64_t port = 0;
-  if (auto err = read_count(entry.child(".port", entry.value["port"]), 65535,
+  if (auto err = read_count(entry.child(".port", entry.value["port"]), 1, 65535,
                             "an integer from 1 to 65535", port))
     return err;
-  if (port < 1)
-    return entry.child(".port", entry.value["port"]).fail("an integer from 1 to 65535");
   endpoint.port = static_cast<uint16_t>(port);
   return {};
 }
@@ -155,8 +153,8 @@ option_field option_field::child(const std::string& suffix, const json& child_va
   return option_field{path + suffix, via, child_value};
 }
 
-caf::error read_count(const option_field& f, uint64_t max, const std::string& expected,
-                      uint64_t& out) {
+caf::error read_count(const option_field& f, uint64_t min, uint64_t max,
+                      const std::string& expected, uint64_t& out) {
   uint64_t x = 0;
   if (f.value.is_number_unsigned())
     x = f.value.get<uint64_t>();
@@ -164,7 +162,7 @@ caf::error read_count(const option_field& f, uint64_t max, const std::string& ex
     x = static_cast<uint64_t>(f.value.get<int64_t>());
   else
     return f.fail(expected);
-  if (x > max)
+  if (x < min || x > max)
     return f.fail(expected);
   out = x;
   return {};
@@ -175,10 +173,6 @@ caf::error text_codec::read(const option_field& f, std::string& out) {
 }
 
 caf::error non_empty_text_codec::read(const option_field& f, std::string& out) {
-  return get_string(f, out, true);
-}
-
-caf::error optional_name_codec::read(const option_field& f, std::string& out) {
   return get_string(f, out, true);
 }
 

@@ -67,8 +67,7 @@ struct non_empty_text_codec {
 
 /// A non-empty string whose absence is "" (`pymodName`): "" is written as
 /// null, which reads back as not given.
-struct optional_name_codec {
-  static caf::error read(const option_field& f, std::string& out);
+struct optional_name_codec : non_empty_text_codec {
   static nlohmann::json write(const std::string& x);
 };
 
@@ -78,16 +77,16 @@ struct flag_codec {
   static nlohmann::json write(bool x) { return x; }
 };
 
-/// Reads an integer from 0 to `max`; `expected` is what a message says.
-caf::error read_count(const option_field& f, uint64_t max, const std::string& expected,
-                      uint64_t& out);
+/// Reads an integer from `min` to `max`; `expected` is what a message says.
+caf::error read_count(const option_field& f, uint64_t min, uint64_t max,
+                      const std::string& expected, uint64_t& out);
 
 /// An integer >= 0 that fits the member's type.
 struct count_codec {
   template <class T>
   static caf::error read(const option_field& f, T& out) {
     uint64_t x = 0;
-    if (auto err = read_count(f, std::numeric_limits<T>::max(), "an integer >= 0", x))
+    if (auto err = read_count(f, 0, std::numeric_limits<T>::max(), "an integer >= 0", x))
       return err;
     out = static_cast<T>(x);
     return {};

@@ -60,7 +60,10 @@ public:
 
   /// io thread: starts writing the oldest queued message unless a write is
   /// under way or the pipe is closed; `on_written` runs when it completes.
-  /// The caller pumps again after each completion.
+  /// The caller pumps again after each completion. The pending write refers
+  /// to this writer: `on_written` must keep it alive (the channel's handler
+  /// holds the channel, which owns the writer), or the io context must be
+  /// destroyed without running handlers before the writer is.
   void pump(written_handler on_written);
 
   /// io thread: closes the pipe for good and drops what is queued; later

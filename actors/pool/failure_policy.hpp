@@ -29,8 +29,9 @@ enum class after_failure {
   /// The worker was unavailable and did not compute it: it goes to any
   /// worker that can take it.
   reroute,
-  /// The worker terminated under it: it goes again to the worker that
-  /// replaces it.
+  /// The worker terminated under it: a batch's segment goes again to the
+  /// worker that replaces it, a single segment to the front of the pool's
+  /// queue.
   resend,
   /// It fails.
   fail,

@@ -61,8 +61,11 @@ struct fsa_kind {
   /// An export weighs one frame, in a batch and alone: exports cost about
   /// the same each and their length is not known, LPT needs a positive
   /// weight to spread them (at 0 an automata request would go to one
-  /// worker), and one frame keeps their share of a worker's load and
-  /// measured speed negligible next to a loss segment's frames.
+  /// worker), and one frame keeps their share of a worker's load
+  /// negligible next to a loss segment's frames. A worker's measured speed
+  /// (frames per busy second) does count an export's busy time for one
+  /// frame; rates are used only for sources with slot states (remote
+  /// pools), whose exports come as automata batches.
   static int64_t weight(const work&) { return 1; }
 
   /// Returns the segment's name.

@@ -162,10 +162,11 @@ std::string show_value(std::chrono::milliseconds x) {
 
 /// A parameter whose value `parse` reads into the member `access` selects
 /// (a generic lambda, called on a const and a mutable config), failing
-/// with "expected ..." `expected`.
+/// with "expected " and `what`.
 template <class Access, class Parse>
 sim_parameter value(std::string_view name, std::string_view form, std::string_view help,
-                    Access access, Parse parse, std::string_view expected) {
+                    Access access, Parse parse, std::string_view what) {
+  const auto expected = "expected " + std::string{what};
   sim_parameter p;
   p.name = name;
   p.value_form = form;
@@ -186,7 +187,8 @@ sim_parameter value(std::string_view name, std::string_view form, std::string_vi
 /// value when given.
 template <class Parse>
 sim_parameter ignored(std::string_view name, std::string_view form, Parse parse,
-                      std::string_view expected) {
+                      std::string_view what) {
+  const auto expected = "expected " + std::string{what};
   sim_parameter p;
   p.name = name;
   p.value_form = form;
@@ -249,18 +251,16 @@ sim_parameter hmm_cost(std::string_view name, std::string_view help, float hmm_o
   return for_topology(parameter_topology::hmm,
                       value(
                           name, "C", help, [member](auto& c) -> auto& { return c.hmm.*member; },
-                          parse_decimal<float>,
-                          "expected a cost in -log space (a number, or inf)"));
+                          parse_decimal<float>, "a cost in -log space (a number, or inf)"));
 }
 
 /// `hmm-silence-index`: a column, or `none` for no silence.
 sim_parameter hmm_silence_index() {
-  auto p =
-      for_topology(parameter_topology::hmm,
-                   value(
-                       "hmm-silence-index", "N|none", "the HMM silence column",
-                       [](auto& c) -> auto& { return c.hmm.silence_index; },
-                       parse_decimal<uint32_t>, "expected a column index (0 to 2^32-1) or none"));
+  auto p = for_topology(parameter_topology::hmm,
+                        value(
+                            "hmm-silence-index", "N|none", "the HMM silence column",
+                            [](auto& c) -> auto& { return c.hmm.silence_index; },
+                            parse_decimal<uint32_t>, "a column index (0 to 2^32-1) or none"));
   p.apply = [column = std::move(p.apply)](const sim_argument& arg, sprint_sim_config& config) {
     if (arg.value != "none")
       return column(arg, config);
@@ -270,7 +270,11 @@ sim_parameter hmm_silence_index() {
   return p;
 }
 
-constexpr std::string_view expected_bool = "expected true or false";
+constexpr std::string_view bool_values = "true or false";
+constexpr std::string_view log_levels = "trace, debug, info, warn, error, critical or off";
+constexpr std::string_view fault_kinds =
+    "none, crash, hang, garbage, exit-at-start, no-init-reply, bad-version, oversized-prefix, "
+    "wrong-shape, random or bomb";
 
 std::vector<sim_parameter> declare_parameters() {
   return {
@@ -279,8 +283,7 @@ std::vector<sim_parameter> declare_parameters() {
           [](const parameter_state& s) { return s.config.python_control_enabled; },
           value(
               "python-control-enabled", "true", "PythonControl, which the pipes need",
-              [](auto& c) -> auto& { return c.python_control_enabled; }, parse_bool,
-              expected_bool)),
+              [](auto& c) -> auto& { return c.python_control_enabled; }, parse_bool, bool_values)),
       pymod_config(),
       value(
           "pymod-path", "DIR", "recorded, ignored (real RASR loads its module from there)",
@@ -290,8 +293,8 @@ std::vector<sim_parameter> declare_parameters() {
           [](auto& c) -> auto& { return c.pymod_name; }, any_text, ""),
       value(
           "python-segment-order", "BOOL", "recorded, ignored (the parent orders the segments)",
-          [](auto& c) -> auto& { return c.python_segment_order; }, parse_bool, expected_bool),
-      ignored("python-segment-order-allow-copy", "BOOL", parse_bool, expected_bool),
+          [](auto& c) -> auto& { return c.python_segment_order; }, parse_bool, bool_values),
+      ignored("python-segment-order-allow-copy", "BOOL", parse_bool, bool_values),
       ignored("python-segment-order-pymod-path", "DIR", any_text, ""),
       ignored("python-segment-order-pymod-name", "MODULE", any_text, ""),
       ignored("python-segment-order-config", "TEXT", any_text, ""),
@@ -300,21 +303,20 @@ std::vector<sim_parameter> declare_parameters() {
           [](const parameter_state& s) { return !s.config.corpus_path.empty(); },
           value(
               "corpus", "FILE", "one segment per line: NAME<TAB>label label ...",
-              [](auto& c) -> auto& { return c.corpus_path; }, non_empty, "expected a file name")),
+              [](auto& c) -> auto& { return c.corpus_path; }, non_empty, "a file name")),
       value(
           "criterion", "full-sum|zero",
           "zero: loss 0 and an all-zero error signal for any segment, no FSA run "
           "(transport-only benchmarks)",
-          [](auto& c) -> auto& { return c.criterion; }, parse_criterion_kind,
-          "expected full-sum or zero"),
+          [](auto& c) -> auto& { return c.criterion; }, parse_criterion_kind, "full-sum or zero"),
       value(
           "topology", "ctc|hmm", "the topology of the segments' FSAs",
-          [](auto& c) -> auto& { return c.topology; }, parse_topology, "expected ctc or hmm"),
+          [](auto& c) -> auto& { return c.topology; }, parse_topology, "ctc or hmm"),
       for_topology(parameter_topology::ctc,
                    value(
                        "blank-index", "N", "the CTC blank column",
                        [](auto& c) -> auto& { return c.blank_index; }, parse_decimal<uint32_t>,
-                       "expected a column index (0 to 2^32-1)")),
+                       "a column index (0 to 2^32-1)")),
       hmm_cost("hmm-loop-cost", "the HMM's loop cost (inf forbids it)", &hmm_options::loop_cost),
       hmm_cost("hmm-forward-cost", "the HMM's forward cost", &hmm_options::forward_cost),
       hmm_cost("hmm-silence-loop-cost", "the silence state's loop cost",
@@ -327,52 +329,46 @@ std::vector<sim_parameter> declare_parameters() {
       value(
           "framing", "length_prefixed|raw", "how the messages on the pipes are delimited",
           [](auto& c) -> auto& { return c.service.wire.framing; }, protocol::parse_framing,
-          "expected length_prefixed or raw"),
+          "length_prefixed or raw"),
       value(
           "array-module", "MODULE", "the module of the array constructor in replies",
           [](auto& c) -> auto& { return c.service.wire.array_module; }, parse_module_name,
-          "expected a Python module name such as returnn.util.task_system"),
+          "a Python module name such as returnn.util.task_system"),
       value(
           "loss-type", "float|numpy-float32", "a Python float (as RASR) or a numpy.float32",
           [](auto& c) -> auto& { return c.service.loss_encoding; }, parse_loss_encoding,
-          "expected float or numpy-float32"),
+          "float or numpy-float32"),
       value(
           "name", "NAME", "the child name in the init reply",
           [](auto& c) -> auto& { return c.service.child_name; }, parse_child_name,
-          "expected a non-empty UTF-8 name"),
+          "a non-empty UTF-8 name"),
       value(
-          "log-level", "LEVEL", "trace, debug, info, warn, error, critical or off",
-          [](auto& c) -> auto& { return c.log_level; }, parse_log_level,
-          "expected trace, debug, info, warn, error, critical or off"),
+          "log-level", "LEVEL", log_levels, [](auto& c) -> auto& { return c.log_level; },
+          parse_log_level, log_levels),
       process_only(value(
-          "fault", "KIND",
-          "none, crash, hang, garbage, exit-at-start, no-init-reply, bad-version, "
-          "oversized-prefix, wrong-shape, random or bomb (see fault_injection.hpp)",
-          [](auto& c) -> auto& { return c.faults.kind; }, parse_fault_kind,
-          "expected none, crash, hang, garbage, exit-at-start, no-init-reply, bad-version, "
-          "oversized-prefix, wrong-shape, random or bomb")),
+          "fault", "KIND", fault_kinds, [](auto& c) -> auto& { return c.faults.kind; },
+          parse_fault_kind, fault_kinds)),
       process_only(value(
           "fault-after", "N",
           "loss/FSA requests answered before crash, hang, garbage, oversized-prefix, "
           "wrong-shape or bomb fire",
           [](auto& c) -> auto& { return c.faults.after; }, parse_decimal<size_t>,
-          "expected a number of requests")),
+          "a number of requests")),
       process_only(value(
           "fault-rate", "P", "for fault=random, the probability of a fault per loss/FSA request",
           [](auto& c) -> auto& { return c.faults.rate; }, parse_probability,
-          "expected a probability from 0 to 1")),
+          "a probability from 0 to 1")),
       process_only(value(
           "fault-seed", "N", "for fault=random, the seed of the draws",
           [](auto& c) -> auto& { return c.faults.seed; }, parse_decimal<uint64_t>,
-          "expected a seed (0 to 2^64-1)")),
+          "a seed (0 to 2^64-1)")),
       process_only(value(
           "crash-segment", "NAME", "crash whenever this segment is requested",
-          [](auto& c) -> auto& { return c.faults.crash_segment; }, non_empty,
-          "expected a segment name")),
+          [](auto& c) -> auto& { return c.faults.crash_segment; }, non_empty, "a segment name")),
       process_only(value(
           "delay-ms", "N", "wait before each loss/FSA reply (at most an hour)",
           [](auto& c) -> auto& { return c.faults.delay; }, parse_delay,
-          "expected milliseconds from 0 to 3600000")),
+          "milliseconds from 0 to 3600000")),
   };
 }
 

@@ -64,6 +64,15 @@ struct test_pipe {
   }
 };
 
+/// Pumps `writer` again after each completed write, as the channel does,
+/// passing each completion to `each`.
+void keep_pumping(channel_writer& writer, const channel_writer::written_handler& each) {
+  writer.pump([&writer, each](const boost::system::error_code& ec, byte_buffer done) {
+    each(ec, std::move(done));
+    keep_pumping(writer, each);
+  });
+}
+
 } // namespace
 
 TEST_CASE("a message to an idle pipe is written on the sender's thread and its buffer comes "
@@ -101,14 +110,10 @@ TEST_CASE("what the pipe cannot take now is queued, and the io thread writes it 
   auto second = writer.send(bytes_of("after"));
   REQUIRE(second.queued);
   std::vector<std::string> written;
-  std::function<void()> pump = [&] {
-    writer.pump([&](const boost::system::error_code& ec, byte_buffer done) {
-      REQUIRE_FALSE(ec);
-      written.emplace_back(reinterpret_cast<const char*>(done.data()), done.size());
-      pump();
-    });
-  };
-  pump();
+  keep_pumping(writer, [&](const boost::system::error_code& ec, byte_buffer done) {
+    REQUIRE_FALSE(ec);
+    written.emplace_back(reinterpret_cast<const char*>(done.data()), done.size());
+  });
   std::string got;
   std::thread reader{[&] { got = pipe.read(large.size() + 5); }};
   while (written.size() < 2)
@@ -127,13 +132,7 @@ TEST_CASE("close_when_drained closes the pipe after the queued messages; after c
   writer.open(io, pipe.write_fd);
   writer.enqueue(bytes_of("exit"));
   writer.close_when_drained();
-  std::function<void()> pump = [&] {
-    writer.pump([&](const boost::system::error_code& ec, byte_buffer) {
-      REQUIRE_FALSE(ec);
-      pump();
-    });
-  };
-  pump();
+  keep_pumping(writer, [](const boost::system::error_code& ec, byte_buffer) { REQUIRE_FALSE(ec); });
   io.run();
   REQUIRE(pipe.read(4) == "exit");
   REQUIRE(pipe.at_end());

@@ -60,6 +60,12 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
         events(std::move(callbacks)), reader(config::wire_framing(opts.framing)),
         tail(name, opts.child_output) {}
 
+  /// Passes each message the reader completes on to `events.message`.
+  const reply_reader::message_handler report_message = [this](protocol::byte_buffer message) {
+    if (events.message)
+      events.message(std::move(message));
+  };
+
   io_thread& io;
   sprint_options opts;
   std::string name;
@@ -174,17 +180,10 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   }
 
   /// Commits `n` bytes received in place; false after a framing error.
-  bool received(size_t n) { return accepted(reader.commit(n, message_handler())); }
+  bool received(size_t n) { return accepted(reader.commit(n, report_message)); }
 
-  /// Reports each message completed, then fails the channel if the stream
-  /// broke the framing (it cannot be trusted after).
-  reply_reader::message_handler message_handler() {
-    return [this](protocol::byte_buffer message) {
-      if (events.message)
-        events.message(std::move(message));
-    };
-  }
-
+  /// Fails the channel if the stream broke the framing (it cannot be trusted
+  /// after); the messages completed before the broken part were reported.
   bool accepted(caf::error framing_error) {
     if (framing_error) {
       fail(
@@ -339,7 +338,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     try {
       drain(from_child, [this](const char* bytes, size_t n) {
         return accepted(
-            reader.feed({reinterpret_cast<const std::byte*>(bytes), n}, message_handler()));
+            reader.feed({reinterpret_cast<const std::byte*>(bytes), n}, report_message));
       });
     } catch (const std::exception& e) {
       // As in the read handler; and the down report must still be made.

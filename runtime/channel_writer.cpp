@@ -31,7 +31,6 @@ void channel_writer::open(boost::asio::io_context& context, int fd) {
   ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
   std::lock_guard<std::mutex> guard{mutex_};
   pipe_.emplace(context, fd);
-  fd_ = fd;
 }
 
 channel_writer::sent channel_writer::send(protocol::byte_buffer message) {
@@ -39,8 +38,8 @@ channel_writer::sent channel_writer::send(protocol::byte_buffer message) {
   if (closed_)
     return {};
   size_t done = 0;
-  if (queue_.empty() && !writing_ && fd_ >= 0) {
-    done = write_now(fd_, message);
+  if (queue_.empty() && !writing_ && pipe_) {
+    done = write_now(pipe_->native_handle(), message);
     if (done == message.size())
       return {std::move(message), false};
   }
@@ -62,7 +61,7 @@ void channel_writer::pump(written_handler on_written) {
     return;
   if (queue_.empty()) {
     if (close_when_drained_)
-      close_pipe_locked();
+      pipe_.reset();
     return;
   }
   writing_ = true;
@@ -95,13 +94,8 @@ void channel_writer::pump(written_handler on_written) {
 void channel_writer::close() {
   std::lock_guard<std::mutex> guard{mutex_};
   closed_ = true;
-  close_pipe_locked();
-  queue_.clear();
-}
-
-void channel_writer::close_pipe_locked() {
-  fd_ = -1;
   pipe_.reset();
+  queue_.clear();
 }
 
 } // namespace sprintrt::runtime

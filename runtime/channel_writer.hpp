@@ -71,14 +71,10 @@ public:
   void close();
 
 private:
-  /// Closes the pipe; `mutex_` must be held.
-  void close_pipe_locked();
-
   /// Guards every member below except `close_when_drained_`.
   std::mutex mutex_;
+  /// The pipe while it is open.
   std::optional<boost::asio::posix::stream_descriptor> pipe_;
-  /// The pipe's descriptor while it is open, else -1.
-  int fd_ = -1;
   std::deque<protocol::byte_buffer> queue_;
   /// Bytes of `queue_.front()` that `send` already wrote itself.
   size_t front_written_ = 0;

@@ -87,3 +87,38 @@ def cli_automata(tmp_path, opts, names):
                     "--tags", str(tmp_path / "tags.txt"), "--out-dir", str(out)], check=True)
     return tuple(numpy.load(out / name) for name in
                  ("edges.npy", "weights.npy", "start_end_states.npy"))
+
+
+# CI sets SPRINTRT_REQUIRE_TORCH=1: there PyTorch is installed, and a torch
+# test that skips (PyTorch missing or broken) must fail the suite instead of
+# passing it unnoticed. Without the variable, torch tests skip cleanly for
+# users who have no PyTorch.
+REQUIRE_TORCH = os.environ.get("SPRINTRT_REQUIRE_TORCH") == "1"
+_torch_skips = []
+
+
+def _mentions_torch(report):
+    """Whether a skipped test's reason names PyTorch (importorskip's message
+    is "could not import 'torch': ...")."""
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return "torch" in reason.lower()
+
+
+def pytest_runtest_logreport(report):
+    if REQUIRE_TORCH and report.skipped and _mentions_torch(report):
+        _torch_skips.append(report.nodeid)
+
+
+def pytest_collectreport(report):
+    # A module-level importorskip skips the whole module at collection.
+    if REQUIRE_TORCH and report.skipped and _mentions_torch(report):
+        _torch_skips.append(report.nodeid)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _torch_skips:
+        session.config.pluginmanager.get_plugin("terminalreporter").write_line(
+            "SPRINTRT_REQUIRE_TORCH=1, but %d torch test(s) skipped: %s"
+            % (len(_torch_skips), ", ".join(_torch_skips)), red=True)
+        session.exitstatus = 1

@@ -38,13 +38,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 class Suite:
     """Runs the checks and counts them."""
 
-    def __init__(self, args):
+    def __init__(self, args, segments=None):
+        """`segments`: how many the set-up has (tiny_setup.py's default if None)."""
         self.args = args
         self.passed = 0
         self.failed = 0
         self.work = args.work or tempfile.mkdtemp(prefix="sprintrt-rasr-")
+        count = [] if segments is None else ["--segments", str(segments)]
         summary = subprocess.run([sys.executable, os.path.join(HERE, "tiny_setup.py"),
-                                  os.path.join(self.work, "setup")],
+                                  os.path.join(self.work, "setup")] + count,
                                  check=True, capture_output=True, text=True, errors="replace").stdout
         self.setup = json.loads(summary)
         self.tags = [s["name"] for s in self.setup["segments"]]

@@ -474,12 +474,22 @@ def import_sprintrt(build):
     torch.set_num_threads(1)
 
 
+def add_common_arguments(parser, work_holds):
+    """The arguments both FSA benchmarks take (`work_holds`: what --work is for)."""
+    parser.add_argument("--repetitions", type=int, default=15)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=24)
+    parser.add_argument("--work", help="a directory for %s (default: a temporary one)" % work_holds)
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="one JSON document")
+    output.add_argument("--markdown", action="store_true", help="the rows of BENCHMARKS.md")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("build", help="sprintrt's build tree")
     parser.add_argument("--returnn", help="a RETURNN checkout (the directory holding `returnn`)")
-    parser.add_argument("--repetitions", type=int, default=15)
-    parser.add_argument("--batch", type=int, default=64)
+    add_common_arguments(parser, "the corpus")
     parser.add_argument("--dim", type=int, default=80)
     parser.add_argument("--min-labels", type=int, default=20)
     parser.add_argument("--max-labels", type=int, default=60)
@@ -489,11 +499,6 @@ def main():
     parser.add_argument("--loop-workers", type=int, default=2)
     parser.add_argument("--fit-batch", type=int, default=16,
                         help="the loop's batch size whose export fits in a step")
-    parser.add_argument("--seed", type=int, default=24)
-    parser.add_argument("--work", help="a directory for the corpus (default: a temporary one)")
-    output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help="one JSON document")
-    output.add_argument("--markdown", action="store_true", help="the rows of BENCHMARKS.md")
     args = parser.parse_args()
     require(args.repetitions >= 1 and args.batch >= 1 and args.steps >= 1,
             "--repetitions, --batch and --steps must be at least 1")

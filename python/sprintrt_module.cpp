@@ -9,7 +9,9 @@
 
 #include <string>
 
+#include "at_fork.hpp"
 #include "binding_support.hpp"
+#include "fsa_loss_binding.hpp"
 #include "log_bridge.hpp"
 #include "pool_binding.hpp"
 #include "process_runtime.hpp"
@@ -27,9 +29,11 @@ PYBIND11_MODULE(_sprintrt, m) {
       [](const std::string& json) { return sprintrt::to_json_string(parse_options_json(json)); },
       "The canonical JSON of options given as JSON (equal options, equal text).");
   install_log_bridge();
+  install_fork_handlers();
   bind_logging(m);
   m.def("shutdown", &shutdown_process_runtime,
         "Stops every pool, scheduler and child of this process (at interpreter exit).");
   bind_pool(m);
   bind_seqtrain(m);
+  bind_fsa_loss(m);
 }

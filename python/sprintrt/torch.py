@@ -1,4 +1,6 @@
-"""sprintrt for PyTorch: a Sprint loss as an autograd function, ``sprint_loss``.
+"""sprintrt for PyTorch: a Sprint loss as an autograd function, ``sprint_loss``,
+and the full-sum loss over batch FSAs, ``fsa_loss`` (from ``sprintrt.fsa_loss``,
+whose docstring says how its gradient relates to the convention below).
 
 Import it explicitly (``import sprintrt.torch``); ``import sprintrt`` does
 not import PyTorch.
@@ -20,8 +22,9 @@ import numpy
 import torch
 
 from . import SprintInstancePool
+from .fsa_loss import fsa_loss
 
-__all__ = ["SprintLoss", "sprint_loss"]
+__all__ = ["SprintLoss", "fsa_loss", "sprint_loss"]
 
 
 def _lengths_numpy(seq_lengths, batch):

@@ -1,6 +1,9 @@
 """sprintrt for PyTorch: a Sprint loss as an autograd function, ``sprint_loss``,
 and the full-sum loss over batch FSAs, ``fsa_loss`` (from ``sprintrt.fsa_loss``,
-whose docstring says how its gradient relates to the convention below).
+whose docstring says how its gradient relates to the convention below); the
+batch FSAs themselves come from ``FsaBuilder`` (``sprintrt.fsa_builder``) in
+i6_models' layouts ``WeightedFsa`` and ``WeightedFsaV2``
+(``sprintrt.fsa_layouts``).
 
 Import it explicitly (``import sprintrt.torch``); ``import sprintrt`` does
 not import PyTorch.
@@ -22,9 +25,11 @@ import numpy
 import torch
 
 from . import SprintInstancePool
+from .fsa_builder import FsaBuilder
+from .fsa_layouts import WeightedFsa, WeightedFsaV2
 from .fsa_loss import fsa_loss
 
-__all__ = ["SprintLoss", "fsa_loss", "sprint_loss"]
+__all__ = ["FsaBuilder", "SprintLoss", "WeightedFsa", "WeightedFsaV2", "fsa_loss", "sprint_loss"]
 
 
 def _lengths_numpy(seq_lengths, batch):

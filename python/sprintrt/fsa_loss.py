@@ -46,6 +46,7 @@ highest of them, its edges stay within it, and the ranges of different
 sequences do not overlap.
 """
 
+import math
 import warnings
 
 import numpy
@@ -191,8 +192,9 @@ def _check_finite(log_probs, lengths):
     bad = ~(log_probs < float("inf")) & valid[:, :, None]
     if bool(bad.any()):
         t, b, k = (int(i) for i in bad.nonzero()[0])
+        value = "NaN" if math.isnan(float(log_probs[t, b, k])) else "+inf"
         raise ValueError("log_probs[%d, %d, %d] (frame, sequence, class) is %s (only finite "
-                         "values and -inf are valid)" % (t, b, k, float(log_probs[t, b, k])))
+                         "values and -inf are valid)" % (t, b, k, value))
 
 
 class _KernelFsaLoss(torch.autograd.Function):

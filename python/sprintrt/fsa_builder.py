@@ -67,6 +67,13 @@ def _describe(key):
     return "%s '%s'" % (key[1], key[2])
 
 
+def _named(key, message):
+    """``message`` about the FSA of ``key``, prefixed with its name unless it
+    names it already (the pool's errors about a reply do)."""
+    name = _describe(key)
+    return message if name in message else "%s: %s" % (name, message)
+
+
 def _entry_bytes(fsa):
     """What the cache counts for one FSA: its edges' and weights' bytes plus
     ``ENTRY_OVERHEAD_BYTES``."""
@@ -123,11 +130,14 @@ class FsaBuilder:
     builder notices the new pid and uses a pool of that process, keeping
     the cache it inherited. Thread-safe.
 
-    ``stats()`` counts lookups per segment of each call: ``hits`` (found in
-    the cache), ``misses`` (not found: exported, or ``waits`` for an export
-    already under way), ``exports`` (sent to the pool), ``failures`` (exports
-    that failed), ``evictions``, and shows ``bytes``, ``entries``,
-    ``cache_bytes`` and ``in_flight``.
+    ``stats()`` counts lookups, one per segment a call names (a repeat
+    within a call is a hit): ``hits`` (found in the cache) and ``misses``
+    (not found); of the misses, ``waits`` found an export of the segment
+    already queued or under way (and waited for it, or did a queued one
+    itself), the others started one, so ``exports`` (segments sent to the
+    pool) is ``misses - waits``; ``failures`` (exports that failed),
+    ``evictions``; and it shows ``bytes``, ``entries``, ``cache_bytes`` and
+    ``in_flight`` (exports queued or under way).
     """
 
     def __init__(self, sprint_opts=None, *, pool=None, tdp_scale=1.0, layout="v1",
@@ -307,17 +317,19 @@ class FsaBuilder:
                 continue
             self._failed.pop(key, None)
             export = self._pending.get(key)
-            if export is not None and (export.started or queue):
-                counts["waits"] += 1
-                waited[key] = export
-                continue
             if export is None:
-                export = _Export()
-                self._pending[key] = export
-            # A queued export this call does itself, so that it waits for
-            # nothing queued before it.
-            export.started = not queue
-            to_export.append(key)
+                export = self._pending[key] = _Export()
+                export.started = not queue
+                to_export.append(key)
+                continue
+            counts["waits"] += 1
+            if export.started or queue:
+                waited[key] = export
+            else:
+                # Queued, not yet under way: this call exports it itself, so
+                # that it waits for nothing queued before it.
+                export.started = True
+                to_export.append(key)
         return found, to_export, waited, failed
 
     def _export(self, keys, background=False):
@@ -419,8 +431,7 @@ class FsaBuilder:
         if failed_keys:
             error = Error("%d of the %d FSAs failed: %s" % (
                 len(failed_keys), len(distinct),
-                "; ".join("%s: %s" % (_describe(key), results[key].message)
-                          for key in failed_keys)))
+                "; ".join(_named(key, results[key].message) for key in failed_keys)))
             error.code = results[failed_keys[0]].code
             raise error
         return results

@@ -211,19 +211,22 @@ def remote_arrays(remote, work, name):
 
 def interleaved(variants, repetitions, seed):
     """Runs each variant (name -> callable returning {figure name: seconds})
-    once per repetition, in a shuffled order; the samples per figure name."""
+    once per repetition, in a shuffled order. Returns the samples per figure
+    name and the 1-minute load average after each repetition."""
     rng = random.Random(seed)
     samples = {}
+    loads = []
     names = sorted(variants)
     for _ in range(repetitions):
         rng.shuffle(names)
         for name in names:
             for key, seconds in variants[name]().items():
                 samples.setdefault(key, []).append(seconds)
+        loads.append(os.getloadavg()[0])
     for key, values in samples.items():
         require(len(values) == repetitions and all(math.isfinite(v) and v >= 0 for v in values),
                 "%s: %d samples, not %d finite ones" % (key, len(values), repetitions))
-    return samples
+    return samples, loads
 
 
 def figure(title, value, baseline, ratio_is="baseline/value", target=None, on="ratio",
@@ -249,9 +252,10 @@ def evaluate(fig, samples):
             "status": figures.judge(checked, fig["target"]) if fig["target"] else "n/a"}
 
 
-def report(args, setup, figure_list, samples, load_start, started):
+def report(args, setup, figure_list, samples, loads, load_start, started):
     """Prints the table (or the markdown rows, or JSON) with the set-up and
-    the machine's load at the start and the end."""
+    the machine's load: at the start, during the run (`loads`, 1-minute
+    averages after each repetition) and at the end."""
     rows = [evaluate(f, samples) for f in figure_list]
     load_end = os.getloadavg()
     commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
@@ -260,17 +264,19 @@ def report(args, setup, figure_list, samples, load_start, started):
                "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started)),
                "seconds": round(time.time() - started, 1),
                "load_avg_start": [round(x, 2) for x in load_start],
-               "load_avg_end": [round(x, 2) for x in load_end]}
+               "load_avg_end": [round(x, 2) for x in load_end],
+               "load_1min_during": [round(x, 2) for x in loads]}
     if args.json:
         print(json.dumps({"context": context, "figures": rows,
                           "samples_ms": {k: [1e3 * v for v in vs]
                                          for k, vs in sorted(samples.items())}}, indent=1))
         return
     (figures.print_markdown if args.markdown else figures.print_table)(rows)
-    print("\n%s\ncommit %s, %d CPUs, %s, %.0f s, load average %s at the start, %s at the end" % (
-        ", ".join("%s=%s" % kv for kv in setup.items()), commit, os.cpu_count(),
-        context["started"], context["seconds"], " / ".join("%.2f" % x for x in load_start),
-        " / ".join("%.2f" % x for x in load_end)))
+    print("\n%s\ncommit %s, %d CPUs, %s, %.0f s, load average %s at the start, %s at the end, "
+          "1-minute load %.2f-%.2f during the run" % (
+              ", ".join("%s=%s" % kv for kv in setup.items()), commit, os.cpu_count(),
+              context["started"], context["seconds"], " / ".join("%.2f" % x for x in load_start),
+              " / ".join("%.2f" % x for x in load_end), min(loads), max(loads)))
 
 
 def timed(call):
@@ -288,11 +294,15 @@ def new_builder(pool):
     return sprintrt_torch.FsaBuilder(pool=pool)
 
 
-def check_stats(builder, hits, misses, what):
+def check_stats(builder, hits, exports, what):
+    """Fails the run unless the builder found `hits` lookups in its cache
+    (None: any number) and sent `exports` segments to the pool: what was
+    timed was cold or cached."""
     stats = builder.stats()
-    require(stats["hits"] == hits and stats["misses"] == misses,
-            "%s: the builder's cache counted %d hits and %d misses, expected %d and %d"
-            % (what, stats["hits"], stats["misses"], hits, misses))
+    require(stats["hits"] == (stats["hits"] if hits is None else hits)
+            and stats["exports"] == exports,
+            "%s: the builder counted %d cache hits and %d exports, expected %s and %d"
+            % (what, stats["hits"], stats["exports"], "any" if hits is None else hits, exports))
 
 
 def segment_fsas(pool, tags):
@@ -356,7 +366,7 @@ def check_builders(pools, tags, want, what):
 
 def sprintrt_join(fsas):
     """sprintrt's concatenation of per-segment FSAs into the WeightedFsa."""
-    return sprintrt_layouts.join_v1(fsas)
+    return sprintrt_layouts.join_fsas_v1(fsas)
 
 
 def batch_figures(where, pattern="the i6_models pattern", returnn=()):
@@ -424,10 +434,8 @@ def loop_variants(pool, batches, step_seconds, label):
             step()
             builder.build_batch(tags)
         spent = (time.perf_counter() - start) / steps
-        stats = builder.stats()
-        require(stats["misses"] == (steps + 1) * len(batches[0]),
-                "%sloop with prefetch: %d misses, expected every segment of the %d batches once"
-                % (label, stats["misses"], steps + 1))
+        # A prefetched segment is a hit once its export is done.
+        check_stats(builder, None, (steps + 1) * len(batches[0]), label + "loop with prefetch")
         return {label + "with_prefetch": spent}
 
     return {label + "alone": alone, label + "without": without, label + "prefetch": prefetching}
@@ -557,7 +565,7 @@ def main():
         where = "B=%d, %d workers" % (size, args.loop_workers)
         variants.update(loop_variants(pools[args.loop_workers], batches, step, label))
         figure_list += loop_figures(label, where, args.step_ms)
-    samples = interleaved(variants, args.repetitions, args.seed)
+    samples, loads = interleaved(variants, args.repetitions, args.seed)
     for remote in returnn.values():
         remote.close()
     setup = {"B": args.batch, "labels": "%d-%d" % (args.min_labels, args.max_labels),
@@ -565,7 +573,7 @@ def main():
              "loop_steps": args.steps, "step_ms": args.step_ms,
              "loop_workers": args.loop_workers, "fit_batch": args.fit_batch,
              "returnn": bool(returnn)}
-    report(args, setup, figure_list, samples, load_start, started)
+    report(args, setup, figure_list, samples, loads, load_start, started)
     return 0
 
 

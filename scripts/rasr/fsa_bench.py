@@ -104,14 +104,14 @@ def main():
 
     variants = bench.builder_variants(pools, tags)
     variants["librasr"] = lambda: librasr.call("run")
-    samples = bench.interleaved(variants, args.repetitions, args.seed)
+    samples, loads = bench.interleaved(variants, args.repetitions, args.seed)
     librasr.close()
     figure_list = bench.batch_figures(
         "B=%d real nn-trainer children, tiny set-up" % len(tags),
         pattern="librasr in-process, one segment after another")
     setup = {"B": len(tags), "words": "1-10", "emission classes": len(suite.setup["phonemes"]),
              "repetitions": args.repetitions, "nn_trainer": args.nn_trainer}
-    bench.report(args, setup, figure_list, samples, load_start, started)
+    bench.report(args, setup, figure_list, samples, loads, load_start, started)
     return 0
 
 

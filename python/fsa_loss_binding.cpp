@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -112,18 +113,36 @@ int64_t check_edge(const batch_inputs& in, int64_t e) {
   return sequence;
 }
 
-/// Checks the FSA against the batch and groups its edges by sequence.
-void group_edges(batch_inputs& in) {
+/// Checks the FSA against the batch (the checks of fsa_loss.py's
+/// `_check_fsa`, with its messages) and groups its edges by sequence.
+void group_edges(batch_inputs& in, int64_t num_states) {
   for (int64_t b = 0; b < in.batch; ++b) {
     const int64_t start = in.start_end[b], end = in.start_end[in.batch + b];
-    if (start < 0 || end < start || end - start >= std::numeric_limits<uint32_t>::max())
+    if (start < 0 || end < start || end >= num_states)
       throw py::value_error("fsa.start_end_states: sequence " + text(b) + " has start state " +
                             text(start) + " and end state " + text(end) +
-                            " (need 0 <= start <= end)");
+                            " (need 0 <= start <= end < num_states = " + text(num_states) + ")");
+    if (end - start >= std::numeric_limits<uint32_t>::max())
+      throw py::value_error("fsa.start_end_states: sequence " + text(b) +
+                            " has more than 2^32-1 "
+                            "states");
     if (in.lengths[b] < 0 || in.lengths[b] > in.frames)
       throw py::value_error("seq_lens[" + text(b) + "] is " + text(in.lengths[b]) +
                             ", not in [0, " + text(in.frames) + "] (log_probs' frames)");
   }
+  std::vector<int64_t> by_start(in.batch);
+  std::iota(by_start.begin(), by_start.end(), 0);
+  std::stable_sort(by_start.begin(), by_start.end(),
+                   [&](int64_t x, int64_t y) { return in.start_end[x] < in.start_end[y]; });
+  for (int64_t i = 0; i + 1 < in.batch; ++i)
+    if (in.start_end[in.batch + by_start[i]] >= in.start_end[by_start[i + 1]])
+      throw py::value_error("fsa.start_end_states: the states of sequences " + text(by_start[i]) +
+                            " and " + text(by_start[i + 1]) + " overlap");
+  for (int64_t e = 0; e < in.num_edges; ++e)
+    if (std::isnan(in.weights[e]) || in.weights[e] == -std::numeric_limits<float>::infinity())
+      throw py::value_error("fsa.weights[" + text(e) + "] is " +
+                            (std::isnan(in.weights[e]) ? "nan" : "-inf") +
+                            " (a cost: finite or +inf)");
   in.offsets.assign(in.batch + 1, 0);
   std::vector<int64_t> sequences(in.num_edges);
   for (int64_t e = 0; e < in.num_edges; ++e) {
@@ -231,7 +250,8 @@ void require_shape(const py::array& array, std::initializer_list<int64_t> shape,
 
 py::tuple fsa_loss_cpu(const py::array& log_probs, const int64_array& seq_lens,
                        const int64_array& edges, const float_array& weights,
-                       const int64_array& start_end_states, int64_t num_threads) {
+                       const int64_array& start_end_states, int64_t num_states,
+                       int64_t num_threads) {
   if (!log_probs.dtype().is(py::dtype::of<float>()))
     throw py::type_error("log_probs must be float32, got " +
                          py::str(log_probs.dtype()).cast<std::string>());
@@ -259,7 +279,7 @@ py::tuple fsa_loss_cpu(const py::array& log_probs, const int64_array& seq_lens,
   in.edges = edges.data();
   in.weights = weights.data();
   in.start_end = start_end_states.data();
-  group_edges(in);
+  group_edges(in, num_states);
 
   py::array_t<double> loss(in.batch);
   py::array_t<float> occupancy({in.frames, in.batch, in.classes});
@@ -291,12 +311,14 @@ py::tuple fsa_loss_cpu(const py::array& log_probs, const int64_array& seq_lens,
 
 void bind_fsa_loss(py::module_& m) {
   m.def("fsa_loss_cpu", &fsa_loss_cpu, py::arg("log_probs"), py::arg("seq_lens"), py::arg("edges"),
-        py::arg("weights"), py::arg("start_end_states"), py::arg("num_threads") = 1,
+        py::arg("weights"), py::arg("start_end_states"), py::arg("num_states"),
+        py::arg("num_threads") = 1,
         "Full-sum loss float64 [B] and occupancies float32 [T, B, D] (zero in the padding "
         "frames and for sequences without a path, whose loss is inf) of float32 log_probs "
         "[T, B, D] (any strides, contiguous along D) over a batch FSA: edges int [4, E] "
         "(from, to, emission, sequence), weights float [E] (costs, -log), start_end_states "
-        "int [2, B] (each sequence's states are start..end, end its final state). Runs "
+        "int [2, B] (each sequence's states are start..end, end its final state, the "
+        "ranges disjoint and below num_states). Runs "
         "sprintrt's full-sum kernel on num_threads threads with the GIL released; raises "
         "ValueError naming a malformed argument.");
 }

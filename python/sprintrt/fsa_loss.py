@@ -101,33 +101,26 @@ def _first(bad):
     return int(bad.nonzero()[0, 0])
 
 
-def _check_fsa(fsa, batch, classes, device):
-    """The checked FSA on ``device``: (num_states, edges int64 [4, E] with
-    int32 values read as uint32, weights [E], start int64 [B], end int64 [B]);
-    raises ValueError or TypeError naming the field and what is wrong."""
+def _fsa_structure(fsa, batch, device):
+    """The FSA's fields, their shapes and dtypes checked: (num_states int,
+    edges [4, E], weights [E], start_end_states [2, B]), the tensors on
+    ``device``; raises ValueError or TypeError naming the field."""
     num_states, edges, weights, start_end = _fsa_fields(fsa)
     num_states = _as_tensor(num_states, "fsa.num_states")
     if num_states.dim() != 0 or num_states.is_floating_point():
         raise ValueError("fsa.num_states must be one integer (0-d: the total state count), got "
                          "shape %s of %s (a WeightedFsaV2? fsa_loss takes the V1 layout)"
                          % (list(num_states.shape), num_states.dtype))
-    num_states = int(num_states)
     edges = _as_tensor(edges, "fsa.edges", device)
     if edges.dim() != 2 or edges.shape[0] != 4:
         raise ValueError("fsa.edges must have shape [4, E] (from, to, emission, sequence), got %s"
                          % list(edges.shape))
     if edges.is_floating_point() or edges.dtype == torch.bool:
         raise TypeError("fsa.edges must be integers, got %s" % edges.dtype)
-    wide = edges.long()
-    if edges.dtype == torch.int32:
-        wide = wide & 0xFFFFFFFF  # int32 carrying uint32 values (as i6_models' layout)
     weights = _as_tensor(weights, "fsa.weights", device)
     if weights.shape != (edges.shape[1],) or not weights.is_floating_point():
         raise ValueError("fsa.weights must be floats of shape [E] = [%d], got %s of %s"
                          % (edges.shape[1], list(weights.shape), weights.dtype))
-    e = _first(torch.isnan(weights) | (weights == -float("inf")))
-    if e is not None:
-        raise ValueError("fsa.weights[%d] is %s (a cost: finite or +inf)" % (e, float(weights[e])))
     start_end = _as_tensor(start_end, "fsa.start_end_states", device)
     if start_end.dim() != 2 or start_end.shape[0] != 2:
         raise ValueError("fsa.start_end_states must have shape [2, B], got %s"
@@ -135,8 +128,24 @@ def _check_fsa(fsa, batch, classes, device):
     if start_end.shape[1] != batch:
         raise ValueError("fsa has %d sequences (fsa.start_end_states columns) for a batch of %d "
                          "(log_probs)" % (start_end.shape[1], batch))
-    start_end = start_end.long()
-    start, end = start_end[0], start_end[1]
+    if start_end.is_floating_point() or start_end.dtype == torch.bool:
+        raise TypeError("fsa.start_end_states must be integers, got %s" % start_end.dtype)
+    return int(num_states), edges, weights, start_end
+
+
+def _uint32_values(tensor):
+    """An integer tensor as int64, int32 read as uint32 (i6_models' layout
+    stores uint32 state and emission indices in int32)."""
+    wide = tensor.long()
+    return wide & 0xFFFFFFFF if tensor.dtype == torch.int32 else wide
+
+
+def _check_fsa_values(num_states, edges, weights, start_end, batch, classes):
+    """The FSA's values checked (fsa_loss_binding.cpp checks the same, with
+    the same messages, for the kernel): (edges int64 [4, E], start int64
+    [B], end int64 [B]); raises ValueError naming the field."""
+    edges = _uint32_values(edges)
+    start, end = _uint32_values(start_end)
     b = _first((start < 0) | (end < start) | (end >= num_states))
     if b is not None:
         raise ValueError("fsa.start_end_states: sequence %d has start state %d and end state %d "
@@ -147,24 +156,34 @@ def _check_fsa(fsa, batch, classes, device):
     if b is not None:
         raise ValueError("fsa.start_end_states: the states of sequences %d and %d overlap"
                          % (int(order[b]), int(order[b + 1])))
-    sequence = wide[3]
+    e = _first(torch.isnan(weights) | (weights == -float("inf")))
+    if e is not None:
+        raise ValueError("fsa.weights[%d] is %s (a cost: finite or +inf)" % (e, float(weights[e])))
+    sequence = edges[3]
     e = _first((sequence < 0) | (sequence >= batch))
     if e is not None:
         raise ValueError("fsa.edges: edge %d belongs to sequence %d, but the batch has %d "
                          "sequences" % (e, int(sequence[e]), batch))
     first, last = start[sequence], end[sequence]
     for row in (0, 1):
-        e = _first((wide[row] < first) | (wide[row] > last))
+        e = _first((edges[row] < first) | (edges[row] > last))
         if e is not None:
             s = int(sequence[e])
             raise ValueError("fsa.edges: edge %d of sequence %d touches state %d, outside the "
                              "sequence's states [%d, %d] (fsa.start_end_states)"
-                             % (e, s, int(wide[row, e]), int(start[s]), int(end[s])))
-    e = _first(wide[2] >= classes)
+                             % (e, s, int(edges[row, e]), int(start[s]), int(end[s])))
+    e = _first((edges[2] < 0) | (edges[2] >= classes))
     if e is not None:
         raise ValueError("fsa.edges: edge %d emits %d, but log_probs has %d classes (D)"
-                         % (e, int(wide[2, e]), classes))
-    return num_states, wide, weights, start, end
+                         % (e, int(edges[2, e]), classes))
+    return edges, start, end
+
+
+def _kernel_array(tensor):
+    """An integer tensor as a numpy array for the kernel, int32 viewed as
+    uint32 (what the binding reads as int64)."""
+    array = tensor.detach().cpu().numpy()
+    return array.view(numpy.uint32) if array.dtype == numpy.int32 else array
 
 
 def _check_lengths(seq_lens, batch, frames):
@@ -201,14 +220,15 @@ class _KernelFsaLoss(torch.autograd.Function):
     """The loss by sprintrt's full-sum kernel (CPU); arguments checked."""
 
     @staticmethod
-    def forward(ctx, log_probs, lengths, edges, weights, start_end, num_threads):
+    def forward(ctx, log_probs, lengths, fsa, num_threads):
+        num_states, edges, weights, start_end = fsa
         values = log_probs.detach().to(torch.float32)
         if values.stride(2) != 1:
             values = values.contiguous()
         loss, occupancy = _sprintrt.fsa_loss_cpu(
-            values.numpy(), lengths.numpy(), edges.numpy(),
-            weights.detach().to(torch.float32).contiguous().numpy(),
-            start_end.numpy(), num_threads)
+            values.numpy(), lengths.numpy(), _kernel_array(edges),
+            weights.detach().cpu().to(torch.float32).numpy(), _kernel_array(start_end),
+            num_states, num_threads)
         ctx.save_for_backward(torch.from_numpy(occupancy))
         ctx.dtype = log_probs.dtype
         return torch.from_numpy(loss).to(log_probs.dtype)
@@ -218,7 +238,7 @@ class _KernelFsaLoss(torch.autograd.Function):
     def backward(ctx, grad_loss):
         (occupancy,) = ctx.saved_tensors
         grad = occupancy * -grad_loss.to(torch.float32)[None, :, None]
-        return grad.to(ctx.dtype), None, None, None, None, None
+        return grad.to(ctx.dtype), None, None, None
 
 
 def _log_sum_scatter(values, index, size):
@@ -333,15 +353,17 @@ def fsa_loss(log_probs, seq_lens, fsa, *, batch_first=False, implementation="aut
     time_major = log_probs.transpose(0, 1) if batch_first else log_probs
     frames, batch, classes = time_major.shape
     lengths = _check_lengths(seq_lens, batch, frames)
-    device = "cpu" if implementation == "kernel" else log_probs.device
-    num_states, edges, weights, start, end = _check_fsa(fsa, batch, classes, device)
     if implementation == "kernel":
         if num_threads is None:
             num_threads = torch.get_num_threads()
         if not isinstance(num_threads, int) or num_threads < 1:
             raise ValueError("num_threads must be a positive int, got %r" % (num_threads,))
-        start_end = torch.stack([start, end])
-        return _KernelFsaLoss.apply(time_major, lengths, edges.contiguous(), weights, start_end,
-                                    num_threads)
+        # The binding checks the FSA's values and log_probs' (no torch
+        # operations, which are slow here when their threads compete with the
+        # kernel's).
+        structure = _fsa_structure(fsa, batch, None)
+        return _KernelFsaLoss.apply(time_major, lengths, structure, num_threads)
+    num_states, edges, weights, start_end = _fsa_structure(fsa, batch, log_probs.device)
+    edges, start, end = _check_fsa_values(num_states, edges, weights, start_end, batch, classes)
     _check_finite(time_major.detach(), lengths)
     return _TorchFsaLoss.apply(time_major, lengths, num_states, edges, weights, start, end)

@@ -374,6 +374,18 @@ def test_bad_arguments_raise_value_errors_naming_them(implementation):
     with pytest.raises(ValueError, match=r"edge 8 of sequence 1 touches state 2, outside the "
                                          r"sequence's states \[3, 6\]"):
         loss(automaton=replaced(fsa, edges=edges))
+    with pytest.raises(ValueError, match="fsa.start_end_states: the states of sequences 0 and 1 "
+                                         "overlap"):
+        loss(automaton=replaced(fsa, start_end_states=torch.tensor([[0, 2, 7, 8], [2, 6, 7, 9]])))
+    with pytest.raises(ValueError, match=r"fsa.start_end_states: sequence 3 has start state 8 and "
+                                         r"end state 9 \(need 0 <= start <= end < num_states = "
+                                         r"9\)"):
+        loss(automaton=replaced(fsa, num_states=torch.tensor(9, dtype=torch.int32)))
+    edges = fsa.edges.clone()
+    edges[2, 0] = -1  # 2^32 - 1 as uint32
+    with pytest.raises(ValueError, match="fsa.edges: edge 0 emits 4294967295, but log_probs has 4 "
+                                         "classes"):
+        loss(automaton=replaced(fsa, edges=edges))
     with pytest.raises(ValueError, match=r"log_probs must be 3-D \(time, batch, dim\), got 2-D"):
         loss(log_probs=lp[0])
     with pytest.raises(ValueError, match=r"fsa.edges must have shape \[4, E\]"):
@@ -406,8 +418,9 @@ def test_the_bindings_own_checks():
     weights = fsa.weights.numpy()
     start_end = fsa.start_end_states.numpy()
 
-    def call(log_probs=lp, seq_lens=lengths, e=edges, w=weights, se=start_end, threads=2):
-        return _sprintrt.fsa_loss_cpu(log_probs, seq_lens, e, w, se, threads)
+    def call(log_probs=lp, seq_lens=lengths, e=edges, w=weights, se=start_end, states=10,
+             threads=2):
+        return _sprintrt.fsa_loss_cpu(log_probs, seq_lens, e, w, se, states, threads)
 
     loss, occupancy = call()
     assert loss.dtype == numpy.float64 and occupancy.dtype == numpy.float32
@@ -422,8 +435,13 @@ def test_the_bindings_own_checks():
         call(se=start_end[:, :2])
     with pytest.raises(ValueError, match=r"seq_lens\[0\] is 9, not in \[0, 5\]"):
         call(seq_lens=numpy.array([9, 2, 0, 3]))
-    with pytest.raises(ValueError, match="sequence 1 has start state 6 and end state 3"):
+    with pytest.raises(ValueError, match=r"sequence 1 has start state 6 and end state 3 \(need "
+                                         r"0 <= start <= end < num_states = 10\)"):
         call(se=numpy.array([[0, 6, 7, 8], [2, 3, 7, 9]]))
+    with pytest.raises(ValueError, match="sequence 3 has start state 8 and end state 9"):
+        call(states=9)
+    with pytest.raises(ValueError, match="the states of sequences 0 and 1 overlap"):
+        call(se=numpy.array([[0, 2, 7, 8], [2, 6, 7, 9]]))
     bad = edges.copy()
     bad[3, 0] = -1
     with pytest.raises(ValueError, match="edge 0 belongs to sequence -1"):
@@ -440,8 +458,8 @@ def test_the_bindings_own_checks():
     with pytest.raises(ValueError, match="num_threads must be at least 1, got 0"):
         call(threads=0)
     w = weights.copy()
-    w[0] = -INF
-    with pytest.raises(ValueError, match="fsa, sequence 0: .*weight"):
+    w[5] = -INF
+    with pytest.raises(ValueError, match=r"fsa.weights\[5\] is -inf \(a cost: finite or \+inf\)"):
         call(w=w)
     with pytest.raises(ValueError, match="sequence 0 of log_probs.*frame 1, index 3 is \\+inf"):
         bad_lp = lp.copy()

@@ -23,14 +23,17 @@ Sprint's error signal with respect to the logits z: both losses send the same
 gradient to z (and to everything before it). The gradient is zero in the
 padding frames and for a sequence without any path of nonzero probability,
 whose loss is ``inf`` (as ``torch.nn.functional.ctc_loss`` without
-``zero_infinity``). The FSA's weights get no gradient.
+``zero_infinity``; the kernel also logs a warning through the ``sprintrt``
+logger naming the sequence and why, as Sprint does for the segments it
+skips). The FSA's weights get no gradient.
 
 Implementations:
 
 * ``"kernel"``: sprintrt's own full-sum kernel (``sim::full_sum_engine``, the
   one sprint-sim runs), on the CPU, threaded over the sequences with the GIL
-  released. It computes in float32 input and double accumulation; other
-  floating dtypes are converted to float32 (and the results back).
+  released (one engine per thread, kept between calls). It reads float32 and
+  accumulates in double; other floating dtypes are converted to float32 (and
+  the results back to them).
 * ``"torch"``: a forward-backward in torch operations, per frame over all
   edges of the batch at once (log-sum-exp by scatter), with its own backward
   pass; it runs wherever torch runs, in the input's dtype (float16 and

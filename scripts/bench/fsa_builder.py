@@ -43,8 +43,9 @@ batches (a new builder per repetition, distinct tags per step), the time per
 step of `--steps` steps with prefetch (prefetch batch i+1, step i,
 build_batch i+1), without (build_batch i, step i), and of the step alone.
 Target: with prefetch <= 1.1x the step alone. It can hold only where a
-batch's export fits in a step: measured at the issue's B and workers, and at
-a B whose export fits (--fit-batch, default 16: 8 segments of 2 ms per worker).
+batch's export fits in a step: measured at the issue's B on --loop-workers
+(default 2), and at the settings of --fit (B:workers, default 16:2 and 16:4:
+8 and 4 segments of 2 ms per worker, 16 and 8 ms of a 20 ms step).
 
 Exits non-zero, printing no figures, when anything fails (a child, a check,
 a sample that is not a finite number).
@@ -505,8 +506,8 @@ def main():
     parser.add_argument("--steps", type=int, default=10, help="steps per training loop")
     parser.add_argument("--step-ms", type=float, default=20.0)
     parser.add_argument("--loop-workers", type=int, default=2)
-    parser.add_argument("--fit-batch", type=int, default=16,
-                        help="the loop's batch size whose export fits in a step")
+    parser.add_argument("--fit", default="16:2,16:4",
+                        help="the loop's settings whose export fits in a step: B:workers,...")
     args = parser.parse_args()
     require(args.repetitions >= 1 and args.batch >= 1 and args.steps >= 1,
             "--repetitions, --batch and --steps must be at least 1")
@@ -517,7 +518,15 @@ def main():
     import_sprintrt(build)
     work = args.work or tempfile.mkdtemp(prefix="sprintrt-fsa-bench-")
     corpus = os.path.join(work, "corpus.txt")
-    loop_segments = (args.steps + 1) * max(args.batch, args.fit_batch)
+    try:
+        fits = [tuple(int(x) for x in item.split(":")) for item in args.fit.split(",")]
+    except ValueError:
+        fits = []
+    require(fits and all(len(f) == 2 and min(f) >= 1 for f in fits),
+            "--fit must be B:workers[,B:workers...], got %r" % args.fit)
+    loops = [(args.batch, args.loop_workers)] + fits
+    require(len(set(loops)) == len(loops), "--fit repeats a loop setting: %r" % args.fit)
+    loop_segments = (args.steps + 1) * max(size for size, _ in loops)
     tags = write_corpus(corpus, max(args.batch, loop_segments), args.dim,
                         (args.min_labels, args.max_labels), args.seed)
     config = ["--*.corpus=" + corpus, "--*.topology=ctc", "--*.delay-ms=%d" % args.delay_ms]
@@ -528,7 +537,7 @@ def main():
 
     batch = tags[:args.batch]
     pools = {}
-    for workers in sorted({1, 2, args.loop_workers}):
+    for workers in sorted({1, 2} | {w for _, w in loops}):
         pools[workers] = sprintrt.SprintInstancePool.get_global_instance(options(workers))
         pools[workers].get_automata_for_batch(batch[:2 * workers])  # every child is up
     returnn = {}
@@ -560,10 +569,11 @@ def main():
     figure_list = batch_figures("B=%d, %d-%d labels, %d ms per segment" % (
         args.batch, args.min_labels, args.max_labels, args.delay_ms), returnn=sorted(returnn))
     step = args.step_ms / 1e3
-    for label, size in (("issue_", args.batch), ("fit_", args.fit_batch)):
+    for size, workers in loops:
+        label = "loop_B%d_w%d_" % (size, workers)
         batches = [tags[i * size:(i + 1) * size] for i in range(args.steps + 1)]
-        where = "B=%d, %d workers" % (size, args.loop_workers)
-        variants.update(loop_variants(pools[args.loop_workers], batches, step, label))
+        where = "B=%d, %d workers" % (size, workers)
+        variants.update(loop_variants(pools[workers], batches, step, label))
         figure_list += loop_figures(label, where, args.step_ms)
     samples, loads = interleaved(variants, args.repetitions, args.seed)
     for remote in returnn.values():
@@ -571,7 +581,7 @@ def main():
     setup = {"B": args.batch, "labels": "%d-%d" % (args.min_labels, args.max_labels),
              "D": args.dim, "delay_ms": args.delay_ms, "repetitions": args.repetitions,
              "loop_steps": args.steps, "step_ms": args.step_ms,
-             "loop_workers": args.loop_workers, "fit_batch": args.fit_batch,
+             "loops": " ".join("B=%d:%dw" % loop for loop in loops),
              "returnn": bool(returnn)}
     report(args, setup, figure_list, samples, loads, load_start, started)
     return 0

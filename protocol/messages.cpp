@@ -147,12 +147,13 @@ caf::expected<command> decode_loss(const value::items& xs) {
   return loss_command{*name, static_cast<size_t>(*frames), lp};
 }
 
-caf::expected<command> decode_fsa(const value::items& xs) {
-  auto name = xs.size() == 2 ? as_text(xs[1]) : std::nullopt;
-  if (!name || name->empty())
-    return invalid("export_allophone_state_fsa_by_segment_name expects (segment_name: str), got " +
-                   repr(value::tuple(xs)));
-  return fsa_command{*name};
+caf::expected<command> decode_fsa(const value::items& xs, fsa_source source) {
+  auto text = xs.size() == 2 ? as_text(xs[1]) : std::nullopt;
+  if (!text || text->empty())
+    return invalid(std::string{fsa_command_name_of(source)} + " expects (" +
+                   (source == fsa_source::orthography ? "orthography" : "segment_name") +
+                   ": str), got " + repr(value::tuple(xs)));
+  return fsa_command{*text, source};
 }
 
 } // namespace
@@ -172,7 +173,9 @@ caf::expected<command> decode_command(const value& message) {
   if (name == loss_command_name)
     return decode_loss(xs);
   if (name == fsa_command_name)
-    return decode_fsa(xs);
+    return decode_fsa(xs, fsa_source::segment_name);
+  if (name == fsa_by_orthography_command_name)
+    return decode_fsa(xs, fsa_source::orthography);
   if (name == exit_command_name) {
     if (xs.size() != 1)
       return invalid("exit takes no arguments, got " + repr(message));
@@ -209,14 +212,15 @@ caf::error encode_loss_command(byte_buffer& out, const wire_format& fmt,
   });
 }
 
-caf::error encode_fsa_command(byte_buffer& out, const wire_format& fmt,
-                              std::string_view segment_name) {
-  if (auto err = check_text("segment name", segment_name))
+caf::error encode_fsa_command(byte_buffer& out, const wire_format& fmt, std::string_view text,
+                              fsa_source source) {
+  if (auto err =
+          check_text(source == fsa_source::orthography ? "orthography" : "segment name", text))
     return err;
   return encode_message(out, fmt, [&](pickle_writer& w) {
     w.begin_tuple(2);
-    w.str(fsa_command_name);
-    w.str(segment_name);
+    w.str(fsa_command_name_of(source));
+    w.str(text);
     w.end_tuple(2);
   });
 }
@@ -278,8 +282,8 @@ caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames,
   return loss_reply{*loss, xs[2].as_ndarray()};
 }
 
-caf::expected<fsa_reply> decode_fsa_reply(const value& message) {
-  auto items = ok_reply(message, fsa_command_name, 4);
+caf::expected<fsa_reply> decode_fsa_reply(const value& message, fsa_source source) {
+  auto items = ok_reply(message, fsa_command_name_of(source), 4);
   if (!items)
     return items.error();
   const auto& xs = **items;

@@ -9,6 +9,8 @@
 ///   ("get_loss_and_error_signal", seg, T, lp[T, D])  -> ("ok", loss, error_signal[T, D])
 ///   ("export_allophone_state_fsa_by_segment_name", seg)
 ///                              -> ("ok", num_states, num_edges, edges[3*E], weights[E])
+///   ("export_allophone_state_fsa_by_orthography", orthography)
+///                              -> the same as by segment name
 ///   ("exit",)                                        -> no reply, the child exits
 ///
 /// and `("exception", message)` replaces any reply when the child's handler
@@ -28,6 +30,7 @@
 #include "protocol/pickle_value.hpp"
 #include "protocol/pickle_writer.hpp"
 #include "sprintrt/error.hpp"
+#include "sprintrt/segment.hpp"
 
 namespace sprintrt::protocol {
 
@@ -41,7 +44,15 @@ constexpr std::string_view parent_name = "SprintSubprocessInstance";
 constexpr std::string_view init_command_name = "init";
 constexpr std::string_view loss_command_name = "get_loss_and_error_signal";
 constexpr std::string_view fsa_command_name = "export_allophone_state_fsa_by_segment_name";
+constexpr std::string_view fsa_by_orthography_command_name =
+    "export_allophone_state_fsa_by_orthography";
 constexpr std::string_view exit_command_name = "exit";
+
+/// Returns the FSA export command for `source`: `fsa_command_name` or
+/// `fsa_by_orthography_command_name`.
+constexpr std::string_view fsa_command_name_of(fsa_source source) noexcept {
+  return source == fsa_source::orthography ? fsa_by_orthography_command_name : fsa_command_name;
+}
 
 /// How messages are put on the wire: framing, the module of the array
 /// constructor, and the size limit.
@@ -71,9 +82,12 @@ struct loss_command {
   ndarray log_posteriors;
 };
 
-/// ("export_allophone_state_fsa_by_segment_name", segment_name)
+/// ("export_allophone_state_fsa_by_segment_name", segment_name) or
+/// ("export_allophone_state_fsa_by_orthography", orthography), by `source`.
 struct fsa_command {
-  std::string segment_name;
+  /// The segment name or the orthography: a non-empty str.
+  std::string text;
+  fsa_source source = fsa_source::segment_name;
 };
 
 /// ("exit",)
@@ -96,9 +110,10 @@ caf::error encode_loss_command(byte_buffer& out, const wire_format& fmt,
                                std::string_view segment_name, size_t frames, size_t dim,
                                const float* log_posteriors, size_t row_stride);
 
-/// Appends an FSA export command.
-caf::error encode_fsa_command(byte_buffer& out, const wire_format& fmt,
-                              std::string_view segment_name);
+/// Appends an FSA export command of `source` for `text` (a segment name or
+/// an orthography). Errors: `invalid_input` for text that is not UTF-8.
+caf::error encode_fsa_command(byte_buffer& out, const wire_format& fmt, std::string_view text,
+                              fsa_source source = fsa_source::segment_name);
 
 /// Appends ("exit",).
 caf::error encode_exit_command(byte_buffer& out, const wire_format& fmt);
@@ -157,9 +172,10 @@ caf::error check_protocol_version(const init_reply& reply);
 /// `invalid_message` (the child is broken).
 caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames, size_t dim);
 
-/// Decodes the reply to an FSA export; checks that every edge's states are
-/// below num_states.
-caf::expected<fsa_reply> decode_fsa_reply(const value& message);
+/// Decodes the reply to an FSA export of `source` (whose command its errors
+/// name); checks that every edge's states are below num_states.
+caf::expected<fsa_reply> decode_fsa_reply(const value& message,
+                                          fsa_source source = fsa_source::segment_name);
 
 /// Appends ("ok", child_name, version).
 caf::error encode_init_reply(byte_buffer& out, const wire_format& fmt, std::string_view child_name,

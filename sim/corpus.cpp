@@ -21,6 +21,32 @@ bool only_white_space(std::string_view line) {
 
 } // namespace
 
+std::string append_labels(std::string_view text, std::string_view owner,
+                          std::vector<uint32_t>& out) {
+  size_t label_number = 0;
+  while (true) {
+    while (!text.empty() && is_blank(text.front()))
+      text.remove_prefix(1);
+    if (text.empty())
+      return {};
+    size_t length = 0;
+    while (length < text.size() && !is_blank(text[length]))
+      ++length;
+    const std::string_view token = text.substr(0, length);
+    text.remove_prefix(length);
+    ++label_number;
+    uint32_t label = 0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), label);
+    if (ec == std::errc::result_out_of_range)
+      return "label number " + std::to_string(label_number) + " of " + std::string{owner} + " is " +
+             std::string{token} + ", larger than 4294967295";
+    if (ec != std::errc{} || end != token.data() + token.size())
+      return "label number " + std::to_string(label_number) + " of " + std::string{owner} +
+             " is '" + std::string{token} + "', not a non-negative integer";
+    out.push_back(label);
+  }
+}
+
 caf::expected<corpus> corpus::from_file(const std::string& path) {
   std::ifstream in{path};
   if (!in)
@@ -65,29 +91,10 @@ caf::expected<corpus> corpus::from_stream(std::istream& in, std::string source) 
       return fail("duplicate segment '" + name + "', first defined on line " +
                   std::to_string(lines[known->second]));
     const size_t offset = result.labels_.size();
-    std::string_view rest = line.substr(tab + 1);
-    size_t label_number = 0;
-    while (true) {
-      while (!rest.empty() && is_blank(rest.front()))
-        rest.remove_prefix(1);
-      if (rest.empty())
-        break;
-      size_t length = 0;
-      while (length < rest.size() && !is_blank(rest[length]))
-        ++length;
-      const std::string_view token = rest.substr(0, length);
-      rest.remove_prefix(length);
-      ++label_number;
-      uint32_t label = 0;
-      const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), label);
-      if (ec == std::errc::result_out_of_range)
-        return fail("label number " + std::to_string(label_number) + " of segment '" + name +
-                    "' is " + std::string{token} + ", larger than 4294967295");
-      if (ec != std::errc{} || end != token.data() + token.size())
-        return fail("label number " + std::to_string(label_number) + " of segment '" + name +
-                    "' is '" + std::string{token} + "', not a non-negative integer");
-      result.labels_.push_back(label);
-    }
+    if (auto problem =
+            append_labels(line.substr(tab + 1), "segment '" + name + "'", result.labels_);
+        !problem.empty())
+      return fail(problem);
     result.index_.emplace(name, result.names_.size());
     result.names_.push_back(name);
     result.ranges_.push_back({offset, result.labels_.size() - offset});

@@ -77,6 +77,14 @@ private:
   std::map<std::string, size_t, std::less<>> index_;
 };
 
+/// Appends the labels of `text`, a label list as a corpus line writes it
+/// (non-negative decimal integers separated by spaces or tabs; none at all
+/// is an empty list), to `out`. Returns what is wrong, naming `owner` ("label
+/// number 2 of segment 'x' is 'y', not a non-negative integer"), or an empty
+/// string; on an error `out` may hold the labels before the bad one.
+std::string append_labels(std::string_view text, std::string_view owner,
+                          std::vector<uint32_t>& out);
+
 /// One segment as a corpus file lists it: its name and its labels.
 struct corpus_entry {
   std::string name;

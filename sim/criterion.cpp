@@ -37,6 +37,14 @@ caf::expected<const fsa*> criterion::cached_fsa(std::string_view segment) {
   return &fsas_.emplace(std::string{segment}, std::move(*automaton)).first->second;
 }
 
+caf::expected<fsa> criterion::orthography_fsa(std::string_view orthography) const {
+  std::vector<uint32_t> labels;
+  const std::string owner = "orthography '" + std::string{orthography} + "'";
+  if (auto problem = append_labels(orthography, owner, labels); !problem.empty())
+    return make_error(errc::invalid_input, problem);
+  return topology_->build(orthography, labels);
+}
+
 caf::expected<full_sum_result>
 criterion::loss_and_error_signal(std::string_view segment, const log_posteriors_ref& log_posteriors,
                                  error_signal_ref error_signal) {

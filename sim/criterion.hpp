@@ -78,6 +78,13 @@ public:
   /// `segment` (a copy of the cached one).
   caf::expected<fsa> segment_fsa(std::string_view segment);
 
+  /// The protocol's `export_allophone_state_fsa_by_orthography`, as a
+  /// simulated Sprint reads an orthography: the label sequence written as in
+  /// the corpus file ("3 17 5"), built by the topology (not cached: any text
+  /// may come). Errors: `invalid_input` naming the orthography for a token
+  /// that is no label, the topology's errors.
+  caf::expected<fsa> orthography_fsa(std::string_view orthography) const;
+
   /// Returns the cached FSA of `segment`, building it on first use: what
   /// `segment_fsa` copies, without the copy (a server exports it straight from
   /// here). The pointer stays valid for the criterion's lifetime (map nodes do

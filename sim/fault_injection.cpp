@@ -143,7 +143,7 @@ std::optional<std::string_view> requested_segment(const protocol::command& reque
   if (const auto* loss = std::get_if<protocol::loss_command>(&request))
     return std::string_view{loss->segment_name};
   if (const auto* fsa = std::get_if<protocol::fsa_command>(&request))
-    return std::string_view{fsa->segment_name};
+    return std::string_view{fsa->text};
   return std::nullopt;
 }
 

@@ -166,8 +166,8 @@ private:
   bool garbage_sent_ = false;
 };
 
-/// Returns the segment a loss or FSA request names, or nothing for other
-/// commands.
+/// Returns the segment a loss or FSA request names (an FSA by orthography:
+/// the orthography), or nothing for other commands.
 std::optional<std::string_view> requested_segment(const protocol::command& request) noexcept;
 
 /// Appends a message framed like any other (a valid length prefix in

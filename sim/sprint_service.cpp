@@ -1,5 +1,6 @@
 #include "sim/sprint_service.hpp"
 
+#include <optional>
 #include <utility>
 #include <variant>
 
@@ -110,12 +111,26 @@ void sprint_service::answer_loss(const protocol::loss_command& request,
 }
 
 void sprint_service::answer_fsa(const protocol::fsa_command& request, protocol::byte_buffer& out) {
-  auto automaton = criterion_.cached_fsa(request.segment_name);
-  if (!automaton) {
-    reply_error(automaton.error(), out);
-    return;
+  // A segment's FSA is exported straight from the criterion's cache; an
+  // orthography's is built for this request.
+  std::optional<fsa> built;
+  const fsa* found = nullptr;
+  if (request.source == fsa_source::orthography) {
+    auto automaton = criterion_.orthography_fsa(request.text);
+    if (!automaton) {
+      reply_error(automaton.error(), out);
+      return;
+    }
+    found = &built.emplace(std::move(*automaton));
+  } else {
+    auto automaton = criterion_.cached_fsa(request.text);
+    if (!automaton) {
+      reply_error(automaton.error(), out);
+      return;
+    }
+    found = *automaton;
   }
-  const fsa& exported = **automaton;
+  const fsa& exported = *found;
   check_encoded(protocol::encode_fsa_reply(out, options_.wire, exported.num_states(),
                                            exported.flat_edges(), exported.weights()),
                 out);
@@ -131,7 +146,7 @@ std::string describe(const protocol::command& request) {
            std::to_string(shape[0]) + " x " + std::to_string(shape[1]) + "]";
   }
   if (const auto* fsa = std::get_if<protocol::fsa_command>(&request))
-    return std::string{protocol::fsa_command_name} + " '" + fsa->segment_name + "'";
+    return std::string{protocol::fsa_command_name_of(fsa->source)} + " '" + fsa->text + "'";
   return std::string{protocol::exit_command_name};
 }
 

@@ -16,6 +16,9 @@
 ///   loss 0 and zeros for any segment with `criterion_kind::zero`.
 /// - `export_allophone_state_fsa_by_segment_name`: ("ok", num_states,
 ///   num_edges, edges[3*E], weights[E]) of the criterion's FSA.
+/// - `export_allophone_state_fsa_by_orthography`: the same for the label
+///   sequence the orthography writes ("3 17 5", as in the corpus file); one
+///   that is no label sequence is answered with an exception naming it.
 /// - `exit`: no reply; the caller exits.
 /// - Anything that fails (unknown segment, NaN or +inf posteriors, a label
 ///   beyond the posteriors' width, an unknown command, a malformed message):

@@ -5,8 +5,10 @@
 /// for its reply or error. Internal to the actors library.
 
 #include <utility>
+#include <vector>
 
 #include <caf/actor_system.hpp>
+#include <caf/after.hpp>
 #include <caf/blocking_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
@@ -58,6 +60,66 @@ caf::expected<T> ask_as(caf::blocking_actor& self, const Handle& receiver, const
   std::move(pending).receive([&](T& reply) { result = std::move(reply); },
                              [&](caf::error& err) { result = std::move(err); });
   return result;
+}
+
+/// Sends `receiver` one request `(atom, argument)` per element of
+/// `arguments`, all at once, as `self`, and waits for every reply: result i
+/// is the reply of type `T` (or the error) to argument i. The caller's
+/// thread runs the first handlers of its requests itself, as in `ask_as`.
+/// A stop requested through `stop` (polled every `stop_token::poll_interval`
+/// while a reply is missing) sends a `(cancel, request_id)` for every
+/// request not answered yet; the receiver answers those with `cancelled`
+/// (or with their real replies, if those were already on their way).
+template <class T, class Handle, class Atom, class Argument>
+std::vector<caf::expected<T>> ask_each_as(caf::blocking_actor& self, const Handle& receiver,
+                                          const stop_token& stop, Atom atom,
+                                          std::vector<Argument> arguments) {
+  using pending_type = decltype(self.request(receiver, caf::infinite, atom, arguments.front()));
+  std::vector<pending_type> pending;
+  pending.reserve(arguments.size());
+  {
+    caller_execution_unit caller{self.home_system()};
+    auto* own_context = self.context();
+    self.context(&caller);
+    for (auto& argument : arguments)
+      pending.push_back(self.request(receiver, caf::infinite, atom, std::move(argument)));
+    caller.run_until([&] { return !self.mailbox().empty(); });
+    self.context(own_context);
+  }
+  std::vector<caf::expected<T>> results;
+  results.reserve(pending.size());
+  bool cancelled = false;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    caf::expected<T> result = make_error(errc::cancelled, "no reply");
+    bool answered = false;
+    auto on_reply = [&](T& reply) {
+      result = std::move(reply);
+      answered = true;
+    };
+    auto on_error = [&](caf::error& err) {
+      result = std::move(err);
+      answered = true;
+    };
+    while (!answered) {
+      if (cancelled || !stop.stop_possible()) {
+        pending[i].receive(on_reply, on_error);
+        break;
+      }
+      // Waits for reply i at most one poll interval (replies that came
+      // first stay in the mailbox for their turn).
+      typename caf::blocking_actor::accept_one_cond once;
+      self.varargs_receive(
+          once, pending[i].id(), on_reply, on_error,
+          caf::after(stop_token::poll_interval) >> [] {});
+      if (!answered && stop.stop_requested()) {
+        for (size_t j = i; j < pending.size(); ++j)
+          self.send(receiver, cancel_atom::value, request_id_of(pending[j].id()));
+        cancelled = true;
+      }
+    }
+    results.push_back(std::move(result));
+  }
+  return results;
 }
 
 /// `ask_as` through the calling thread's actor of `rt` (see

@@ -127,7 +127,7 @@ struct automata_progress final : kind_request<fsa_kind>, batch_failures {
     automata.resize(tags.size());
   }
 
-  std::string work(size_t index) const override { return tags[index]; }
+  fsa_query work(size_t index) const override { return {fsa_source::segment_name, tags[index]}; }
 
   void store(size_t index, segment_fsa fsa) override { automata[index] = std::move(fsa); }
 

@@ -39,6 +39,21 @@ caf::expected<batch_automata> pool_client::automata(std::vector<std::string> tag
                                                std::move(tags));
 }
 
+std::vector<caf::expected<segment_fsa>> pool_client::fsas(std::vector<fsa_query> queries,
+                                                          const stop_token& stop) const {
+  if (!pool_) {
+    std::vector<caf::expected<segment_fsa>> results;
+    results.reserve(queries.size());
+    for (size_t i = 0; i < queries.size(); ++i)
+      results.emplace_back(no_pool());
+    return results;
+  }
+  if (queries.empty())
+    return {};
+  return detail::ask_each_as<segment_fsa>(runtime_->callers().of_this_thread(), pool_, stop,
+                                          fsa_atom::value, std::move(queries));
+}
+
 caf::expected<double> pool_client::compute_segment(segment_job job, const stop_token& stop) const {
   if (!pool_)
     return no_pool();

@@ -32,8 +32,8 @@ struct loss_kind {
   /// of their measured speed.
   static int64_t weight(const work& job) { return static_cast<int64_t>(job.log_posteriors.rows); }
 
-  /// Returns the segment's name.
-  static const std::string& segment(const work& job) { return job.segment; }
+  /// Returns how errors name the job: "segment 'x'".
+  static std::string subject(const work& job) { return "segment '" + job.segment + "'"; }
 
   /// Asks `worker` for `job`'s loss.
   static auto ask(pool_pointer self, const sprint_worker_actor& worker, work job) {
@@ -52,10 +52,10 @@ struct loss_kind {
   }
 };
 
-/// FSA exports: `(fsa, segment) -> segment_fsa`.
+/// FSA exports: `(fsa, query) -> segment_fsa`.
 struct fsa_kind {
-  /// What a worker is asked with: the segment's name.
-  using work = std::string;
+  /// What a worker is asked with: a segment name or an orthography.
+  using work = fsa_query;
   using reply_type = segment_fsa;
 
   /// An export weighs one frame, in a batch and alone: exports cost about
@@ -68,12 +68,12 @@ struct fsa_kind {
   /// pools), whose exports come as automata batches.
   static int64_t weight(const work&) { return 1; }
 
-  /// Returns the segment's name.
-  static const std::string& segment(const work& name) { return name; }
+  /// Returns how errors name the query: "segment 'x'" or "orthography 'x'".
+  static std::string subject(const work& query) { return describe(query); }
 
-  /// Asks `worker` for the automaton of segment `name`.
-  static auto ask(pool_pointer self, const sprint_worker_actor& worker, work name) {
-    return self->request(worker, caf::infinite, fsa_atom::value, std::move(name));
+  /// Asks `worker` for the automaton of `query`.
+  static auto ask(pool_pointer self, const sprint_worker_actor& worker, work query) {
+    return self->request(worker, caf::infinite, fsa_atom::value, std::move(query));
   }
 
   static void count_served(pool_stats& stats) { ++stats.fsa_exports; }

@@ -27,7 +27,7 @@ struct single_request final : kind_request<Kind> {
   void store(size_t, reply_type reply) override { reply_ = std::move(reply); }
 
   void record_failure(size_t, const caf::error& err, bool from_pool) override {
-    error_ = from_pool ? with_context("segment '" + Kind::segment(work_) + "'", err) : err;
+    error_ = from_pool ? with_context(Kind::subject(work_), err) : err;
   }
 
   void finish(pool_pointer self) override {

@@ -26,12 +26,12 @@ caf::expected<double> loss_request::reply_from(const protocol::value& reply) con
 }
 
 std::string_view fsa_request::command() const noexcept {
-  return protocol::fsa_command_name;
+  return protocol::fsa_command_name_of(query.source);
 }
 
 caf::error fsa_request::encode(protocol::byte_buffer& out,
                                const protocol::wire_format& format) const {
-  return protocol::encode_fsa_command(out, format, name);
+  return protocol::encode_fsa_command(out, format, query.text, query.source);
 }
 
 size_t fsa_request::max_reply_size(const protocol::wire_format& format) const noexcept {
@@ -39,11 +39,15 @@ size_t fsa_request::max_reply_size(const protocol::wire_format& format) const no
 }
 
 caf::expected<segment_fsa> fsa_request::reply_from(const protocol::value& reply) const {
-  return fsa_from_reply(reply);
+  return fsa_from_reply(reply, query.source);
 }
 
 const std::string& segment_request::segment() const noexcept {
   return std::visit([](const auto& req) -> const std::string& { return req.segment(); }, what);
+}
+
+std::string segment_request::subject() const {
+  return std::visit([](const auto& req) { return req.subject(); }, what);
 }
 
 std::string_view segment_request::command() const noexcept {
@@ -56,6 +60,17 @@ void segment_request::fail(const caf::error& err) {
 
 void segment_request::cancel(const caf::error& err) {
   std::visit([&err](auto& req) { req.cancel(err); }, what);
+}
+
+caf::error check_query(const fsa_query& query) {
+  if (query.source != fsa_source::segment_name && query.source != fsa_source::orthography)
+    return make_error(errc::invalid_input, "FSA query for '" + query.text + "': unknown source " +
+                                               std::to_string(static_cast<unsigned>(query.source)));
+  if (query.text.empty())
+    return make_error(errc::invalid_input, query.source == fsa_source::orthography
+                                               ? "orthography is empty"
+                                               : "segment name is empty");
+  return {};
 }
 
 caf::error check_job(const segment_job& job) {
@@ -88,8 +103,8 @@ caf::expected<double> store_loss_reply(const protocol::value& reply, const segme
   return decoded->loss;
 }
 
-caf::expected<segment_fsa> fsa_from_reply(const protocol::value& reply) {
-  auto decoded = protocol::decode_fsa_reply(reply);
+caf::expected<segment_fsa> fsa_from_reply(const protocol::value& reply, fsa_source source) {
+  auto decoded = protocol::decode_fsa_reply(reply, source);
   if (!decoded)
     return decoded.error();
   segment_fsa fsa;

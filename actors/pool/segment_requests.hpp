@@ -56,6 +56,9 @@ struct loss_request {
   /// Returns the segment's name.
   const std::string& segment() const noexcept { return job.segment; }
 
+  /// Returns how errors name it: "segment 'x'".
+  std::string subject() const { return "segment '" + job.segment + "'"; }
+
   /// Returns the protocol command that serves it.
   std::string_view command() const noexcept;
 
@@ -82,14 +85,17 @@ struct loss_request {
   }
 };
 
-/// An FSA export request: the segment's name and the promise that answers it
-/// with the automaton.
+/// An FSA export request: the segment name or orthography, and the promise
+/// that answers it with the automaton.
 struct fsa_request {
-  std::string name;
+  fsa_query query;
   caf::typed_response_promise<segment_fsa> promise;
 
-  /// Returns the segment's name.
-  const std::string& segment() const noexcept { return name; }
+  /// Returns the segment's name or the orthography.
+  const std::string& segment() const noexcept { return query.text; }
+
+  /// Returns how errors name it: "segment 'x'" or "orthography 'x'".
+  std::string subject() const { return describe(query); }
 
   /// Returns the protocol command that serves it.
   std::string_view command() const noexcept;
@@ -121,8 +127,11 @@ struct segment_request {
   /// Whose request it answers (what a `(cancel, id)` names).
   request_origin origin{};
 
-  /// Returns the segment's name.
+  /// Returns the segment's name (or an export's orthography).
   const std::string& segment() const noexcept;
+
+  /// Returns how errors name it (see `loss_request::subject`, `fsa_request::subject`).
+  std::string subject() const;
 
   /// Returns the protocol command that serves it.
   std::string_view command() const noexcept;
@@ -135,12 +144,16 @@ struct segment_request {
 };
 
 /// How a worker named `worker` names a request (anything with `command()`
-/// and `segment()`) in front of its errors: "worker 2:
+/// and `subject()`) in front of its errors: "worker 2:
 /// get_loss_and_error_signal of segment 'x'".
 template <class Request>
 std::string request_context(const std::string& worker, const Request& req) {
-  return worker + ": " + std::string{req.command()} + " of segment '" + req.segment() + "'";
+  return worker + ": " + std::string{req.command()} + " of " + req.subject();
 }
+
+/// Checks an FSA query before it is queued: a known source and a non-empty
+/// text. Errors are `invalid_input` naming what is wrong.
+caf::error check_query(const fsa_query& query);
 
 /// Fails the requests in flight (an optional one, or a deque of those
 /// written ahead) and every queued one with `err`, and forgets them: how a
@@ -195,9 +208,10 @@ caf::error check_job(const segment_job& job);
 /// the job's gate is closed (the reply itself was valid).
 caf::expected<double> store_loss_reply(const protocol::value& reply, const segment_job& job);
 
-/// Decodes the reply to an FSA export into a `segment_fsa` (a copy: the
-/// reply's arrays live in the message buffer).
-caf::expected<segment_fsa> fsa_from_reply(const protocol::value& reply);
+/// Decodes the reply to an FSA export of `source` into a `segment_fsa` (a
+/// copy: the reply's arrays live in the message buffer).
+caf::expected<segment_fsa> fsa_from_reply(const protocol::value& reply,
+                                          fsa_source source = fsa_source::segment_name);
 
 /// Describes how a child ended: the cause, pid, exit status or signal, and
 /// the last 20 lines of its output.

@@ -17,6 +17,7 @@
 #include "actors/pool/pool_kinds.hpp"
 #include "actors/pool/pool_singles.hpp"
 #include "actors/pool/pool_state.hpp"
+#include "actors/pool/segment_requests.hpp"
 #include "sprintrt/error.hpp"
 
 namespace sprintrt {
@@ -115,10 +116,12 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, worker_source 
           job.gate = std::make_shared<output_gate>();
         return serve_single<loss_kind>(self, std::move(job));
       },
-      [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
+      [self](fsa_atom, fsa_query& query) -> caf::result<segment_fsa> {
         if (self->state.refusal)
           return self->state.refusal;
-        return serve_single<fsa_kind>(self, std::move(segment));
+        if (auto err = check_query(query))
+          return with_context(self->state.label, err);
+        return serve_single<fsa_kind>(self, std::move(query));
       },
       [self](stats_atom) { return collect_stats(self); },
       [self](cancel_atom, uint64_t id) {

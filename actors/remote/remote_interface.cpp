@@ -149,6 +149,7 @@ void add_remote_message_types(caf::actor_system_config& config) {
   config.add_message_type<remote_segment>("sprintrt::remote_segment");
   config.add_message_type<remote_loss>("sprintrt::remote_loss");
   config.add_message_type<remote_fsa>("sprintrt::remote_fsa");
+  config.add_message_type<fsa_query>("sprintrt::fsa_query");
 }
 
 } // namespace sprintrt

@@ -165,9 +165,9 @@ remote_pool_actor::behavior_type server_behavior(server_pointer self, worker_poo
         dispatch(self);
         return promise;
       },
-      [self](fsa_atom, std::string& segment) -> caf::result<remote_fsa> {
+      [self](fsa_atom, fsa_query& query) -> caf::result<remote_fsa> {
         auto promise = self->make_response_promise<remote_fsa>();
-        self->request(self->state.pool, caf::infinite, fsa_atom::value, std::move(segment))
+        self->request(self->state.pool, caf::infinite, fsa_atom::value, std::move(query))
             .then([promise](
                       segment_fsa& fsa) mutable { promise.deliver(remote_fsa{std::move(fsa)}); },
                   [promise](caf::error& err) mutable { promise.deliver(err); });

@@ -161,9 +161,9 @@ void send(worker_pointer self, segment_request req) {
             failed);
     return;
   }
-  auto name = std::get<fsa_request>(req.what).name;
+  auto query = std::get<fsa_request>(req.what).query;
   st.sent.emplace(id, std::move(req));
-  self->request(st.remote, st.settings.reply_deadline, fsa_atom::value, std::move(name))
+  self->request(st.remote, st.settings.reply_deadline, fsa_atom::value, std::move(query))
       .then(
           [self, id](remote_fsa& reply) {
             if (auto req = take(self, id)) {
@@ -374,10 +374,12 @@ remote_worker_actor::behavior_type remote_worker(worker_pointer self,
         serve(self, segment_request{loss_request{std::move(job), promise}, std::move(origin)});
         return promise;
       },
-      [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
+      [self](fsa_atom, fsa_query& query) -> caf::result<segment_fsa> {
+        if (auto err = check_query(query))
+          return with_context(self->state.label, err);
         auto origin = request_origin::current(self);
         auto promise = self->make_response_promise<segment_fsa>();
-        serve(self, segment_request{fsa_request{std::move(segment), promise}, std::move(origin)});
+        serve(self, segment_request{fsa_request{std::move(query), promise}, std::move(origin)});
         return promise;
       },
       [self](stats_atom) { return self->state.stats; },

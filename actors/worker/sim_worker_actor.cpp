@@ -38,6 +38,7 @@ struct queued_request {
   size_t number = 0;
 
   const std::string& segment() const noexcept { return request.segment(); }
+  std::string subject() const { return request.subject(); }
   std::string_view command() const noexcept { return request.command(); }
   void fail(const caf::error& err) { request.fail(err); }
 };
@@ -142,14 +143,30 @@ caf::expected<double> compute_loss(sim_worker_state& st, const queued_request& r
   return loss;
 }
 
-/// Exports an FSA as `sprint-sim` would.
+/// Exports an FSA as `sprint-sim` would: a segment's from the criterion's
+/// cache, an orthography's built for the request.
 caf::expected<segment_fsa> export_fsa(sim_worker_state& st, const queued_request& req,
-                                      const std::string& segment) {
-  auto automaton = st.criterion->cached_fsa(segment);
-  if (!automaton)
+                                      const fsa_query& query) {
+  std::optional<sim::fsa> built;
+  const sim::fsa* found = nullptr;
+  caf::error failed;
+  if (query.source == fsa_source::orthography) {
+    auto automaton = st.criterion->orthography_fsa(query.text);
+    if (automaton)
+      found = &built.emplace(std::move(*automaton));
+    else
+      failed = std::move(automaton.error());
+  } else {
+    auto automaton = st.criterion->cached_fsa(query.text);
+    if (automaton)
+      found = *automaton;
+    else
+      failed = std::move(automaton.error());
+  }
+  if (!found)
     return with_context(request_context(st.label, req),
-                        make_error(errc::child_exception, exception_text(automaton.error())));
-  const sim::fsa& exported = **automaton;
+                        make_error(errc::child_exception, exception_text(failed)));
+  const sim::fsa& exported = *found;
   segment_fsa result;
   result.num_states = exported.num_states();
   result.edges.assign(exported.flat_edges().begin(), exported.flat_edges().end());
@@ -181,7 +198,7 @@ void finish_in_flight(sim_worker_pointer self) {
     }
   } else {
     auto& entry = std::get<fsa_request>(req.request.what);
-    auto result = export_fsa(st, req, entry.name);
+    auto result = export_fsa(st, req, entry.query);
     if (!result) {
       fail(result.error());
     } else {
@@ -306,14 +323,14 @@ sim_worker_behavior_fun(sim_worker_pointer self, std::shared_ptr<const sim_worke
         enqueue(self, {loss_request{std::move(job), promise}, std::move(origin)});
         return promise;
       },
-      [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
-        if (segment.empty())
-          return make_error(errc::invalid_input, "segment name is empty");
+      [self](fsa_atom, fsa_query& query) -> caf::result<segment_fsa> {
+        if (auto err = check_query(query))
+          return err;
         if (dies_at_arrival(self))
           return worker_gone();
         auto origin = request_origin::current(self);
         auto promise = self->make_response_promise<segment_fsa>();
-        enqueue(self, {fsa_request{std::move(segment), promise}, std::move(origin)});
+        enqueue(self, {fsa_request{std::move(query), promise}, std::move(origin)});
         return promise;
       },
       [self](stats_atom) { return self->state.stats; },

@@ -217,8 +217,8 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
     if (++req.failures > st.opts.max_retries || permanent(cause)) {
       fail_request(self, req, error_for(req));
     } else {
-      spdlog::warn("{}: {}; resending segment '{}' (attempt {} of {})", st.label, what,
-                   req.segment(), req.failures + 1, st.opts.max_retries + 1);
+      spdlog::warn("{}: {}; resending {} (attempt {} of {})", st.label, what, req.subject(),
+                   req.failures + 1, st.opts.max_retries + 1);
       st.queue.push_front(std::move(req));
     }
   } else if (was_starting) {
@@ -313,7 +313,7 @@ void dispatch(worker_pointer self) {
       },
       req.what);
   if (err) {
-    fail_request(self, req, with_context(st.label + ": segment '" + req.segment() + "'", err));
+    fail_request(self, req, with_context(st.label + ": " + req.subject(), err));
     keep_buffer(st, std::move(message));
     dispatch(self);
     return;
@@ -376,17 +376,17 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
         dispatch(self);
         return promise;
       },
-      [self](fsa_atom, std::string& segment) -> caf::result<segment_fsa> {
+      [self](fsa_atom, fsa_query& query) -> caf::result<segment_fsa> {
         auto& st = self->state;
-        if (segment.empty())
-          return make_error(errc::invalid_input, "segment name is empty");
+        if (auto err = check_query(query))
+          return err;
         if (st.current == phase::stopping)
           return make_error(errc::cancelled, st.label + " is stopping");
         pending_request req;
         req.serial = st.next_serial++;
         req.origin = request_origin::current(self);
         auto promise = self->make_response_promise<segment_fsa>();
-        req.what = fsa_request{std::move(segment), promise};
+        req.what = fsa_request{std::move(query), promise};
         st.queue.push_back(std::move(req));
         dispatch(self);
         return promise;

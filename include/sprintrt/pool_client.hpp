@@ -42,6 +42,15 @@ public:
   caf::expected<batch_automata> automata(std::vector<std::string> tags,
                                          const stop_token& stop = {}) const;
 
+  /// The automata of `queries` (segment names or orthographies), one result
+  /// per query in order: the segment's FSA, or the error of that query
+  /// alone (naming the segment or orthography and the cause). All requests
+  /// are sent at once, so the pool hands each to the next idle worker: a
+  /// batch is spread over the workers as they become free. A stop cancels
+  /// every request not answered yet; those results are `cancelled`.
+  std::vector<caf::expected<segment_fsa>> fsas(std::vector<fsa_query> queries,
+                                               const stop_token& stop = {}) const;
+
   /// The loss of one segment; its error signal goes into `job.error_signal`
   /// (nothing is written there once the call returned).
   caf::expected<double> compute_segment(segment_job job, const stop_token& stop = {}) const;

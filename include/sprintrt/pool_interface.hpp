@@ -72,7 +72,8 @@ typename Inspector::result_type inspect(Inspector& f, batch_automata& x) {
 ///   call returned. (A batch's output needs no gate: it is the pool's own,
 ///   or the `reuse_error_signal` the caller gave away, until the result is
 ///   delivered.)
-/// - `(fsa, segment) -> segment_fsa`: one segment's FSA, likewise.
+/// - `(fsa, query) -> segment_fsa`: the FSA of one segment or orthography
+///   (see `fsa_query`), likewise; errors name the query.
 /// - `(stats) -> pool_stats`.
 /// - `(cancel, request_id)`: the sender no longer wants its request of that
 ///   id (`request_id_of` its message id); the pool answers it with
@@ -88,7 +89,7 @@ using worker_pool_actor =
     caf::typed_actor<caf::replies_to<compute_atom, batch>::with<batch_result>,
                      caf::replies_to<automata_atom, std::vector<std::string>>::with<batch_automata>,
                      caf::replies_to<compute_atom, segment_job>::with<double>,
-                     caf::replies_to<fsa_atom, std::string>::with<segment_fsa>,
+                     caf::replies_to<fsa_atom, fsa_query>::with<segment_fsa>,
                      caf::replies_to<stats_atom>::with<pool_stats>,
                      caf::reacts_to<cancel_atom, uint64_t>>;
 

@@ -35,7 +35,7 @@ using hello_atom = caf::atom_constant<caf::atom("hello")>;
 /// The version of the remote interface: what the handshake compares (and
 /// names in its error), besides CAF's own check of the typed interface.
 inline constexpr const char* remote_interface_version =
-    "sprintrt remote pools v1 (float32 little-endian)";
+    "sprintrt remote pools v2 (float32 little-endian, FSA queries)";
 
 /// Why none of the values below crosses the network as a float or double
 /// through CAF's own serialization: CAF 0.17 packs floating point numbers
@@ -178,14 +178,14 @@ typename Inspector::result_type inspect(Inspector& f, remote_fsa& x) {
 /// - `(compute, segment) -> remote_loss`: one segment's loss and error
 ///   signal. Errors are the pool's (`child_exception`, `child_failed`, ...);
 ///   `invalid_input` for a shape that does not match its bytes.
-/// - `(fsa, segment) -> remote_fsa`: one segment's automaton.
+/// - `(fsa, query) -> remote_fsa`: the automaton of one segment or orthography.
 ///
 /// A trainer that disconnects loses its work: what it queued is dropped,
 /// what is in progress is cancelled; other trainers are served on.
 using remote_pool_actor =
     caf::typed_actor<caf::replies_to<hello_atom, std::string, std::string>::with<uint64_t>,
                      caf::replies_to<compute_atom, remote_segment>::with<remote_loss>,
-                     caf::replies_to<fsa_atom, std::string>::with<remote_fsa>>;
+                     caf::replies_to<fsa_atom, fsa_query>::with<remote_fsa>>;
 
 /// Registers the types above with CAF, as every process
 /// that talks to remote pools must, under the same names on both ends.

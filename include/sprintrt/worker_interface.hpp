@@ -45,7 +45,9 @@ inline uint64_t request_id_of(caf::message_id id) noexcept {
 ///   failed more often than `maxRetries` allows, or could not start),
 ///   `cancelled` (the worker stopped first, or the job's `output_gate` was
 ///   closed before the reply could be written: the child is kept).
-/// - `(fsa, segment) -> segment_fsa`: exports the segment's automaton.
+/// - `(fsa, query) -> segment_fsa`: exports the automaton of a segment
+///   (`fsa_source::segment_name`) or of an orthography. Errors:
+///   `invalid_input` (empty text or unknown source), the others as above.
 /// - `(stats) -> worker_stats`.
 /// - `(cancel, request_id)`: the sender no longer wants its request of that
 ///   id; it is answered with `cancelled` at once (nothing is written into
@@ -67,7 +69,7 @@ inline uint64_t request_id_of(caf::message_id id) noexcept {
 /// it was serving.
 using sprint_worker_actor =
     caf::typed_actor<caf::replies_to<compute_atom, segment_job>::with<double>,
-                     caf::replies_to<fsa_atom, std::string>::with<segment_fsa>,
+                     caf::replies_to<fsa_atom, fsa_query>::with<segment_fsa>,
                      caf::replies_to<stats_atom>::with<worker_stats>,
                      caf::reacts_to<cancel_atom, uint64_t>,
                      caf::replies_to<stop_atom>::with<int32_t>>;

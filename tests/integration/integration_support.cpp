@@ -137,9 +137,9 @@ caf::expected<double> compute(caf::scoped_actor& self, const sprint_worker_actor
 }
 
 caf::expected<segment_fsa> export_fsa(caf::scoped_actor& self, const sprint_worker_actor& worker,
-                                      const std::string& segment) {
+                                      const std::string& text, fsa_source source) {
   caf::expected<segment_fsa> result = make_error(errc::cancelled, "no reply");
-  self->request(worker, caf::infinite, fsa_atom::value, segment)
+  self->request(worker, caf::infinite, fsa_atom::value, fsa_query{source, text})
       .receive([&](segment_fsa& fsa) { result = std::move(fsa); },
                [&](caf::error& err) { result = std::move(err); });
   return result;

@@ -130,9 +130,11 @@ void check_reaped_once_killed(pid_t pid);
 caf::expected<double> compute(caf::scoped_actor& self, const sprint_worker_actor& worker,
                               const segment_job& job);
 
-/// Exports the FSA of `segment` from `worker`, blocking.
+/// Exports the FSA of segment `text` (or of the orthography `text`, by
+/// `source`) from `worker`, blocking.
 caf::expected<segment_fsa> export_fsa(caf::scoped_actor& self, const sprint_worker_actor& worker,
-                                      const std::string& segment);
+                                      const std::string& text,
+                                      fsa_source source = fsa_source::segment_name);
 
 /// Makes a job for `segment` over `log_posteriors` [frames, dim] with a fresh
 /// zeroed error signal.

@@ -20,7 +20,6 @@
 #include <regex>
 #include <thread>
 
-#include "tools/sprintrt/npy_file.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/seqtrain_client.hpp"
 #include "sprintrt/sprint_runtime.hpp"
@@ -29,6 +28,7 @@
 #include "tests/integration/seqtrain_support.hpp"
 #include "tests/support/leak_check.hpp"
 #include "tests/support/process_checks.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 
 extern char** environ;
 
@@ -210,6 +210,26 @@ TEST_CASE("two serve processes and a local child give a local run's results bit 
       CHECK(got->weights == want->weights);
       CHECK(got->start_end_states == want->start_end_states);
     }
+    SECTION("FSA queries") {
+      std::vector<fsa_query> queries;
+      for (const auto& segment : segments)
+        queries.push_back({fsa_source::segment_name, segment.name});
+      queries.push_back({fsa_source::segment_name, "corpus/rec/unknown"});
+      auto want = local.fsas(queries);
+      auto got = mixed.fsas(queries);
+      REQUIRE(got.size() == queries.size());
+      for (size_t i = 0; i + 1 < queries.size(); ++i) {
+        INFO("query " << i);
+        REQUIRE(want[i]);
+        REQUIRE(got[i]);
+        CHECK(got[i]->num_states == want[i]->num_states);
+        CHECK(got[i]->edges == want[i]->edges);
+        CHECK(got[i]->weights == want[i]->weights);
+      }
+      REQUIRE_FALSE(got.back());
+      CHECK(got.back().error() == errc::child_exception);
+      CHECK_THAT(render(got.back().error()), Catch::Contains("segment 'corpus/rec/unknown'"));
+    }
     SECTION("the sequence-training scheduler") {
       seqtrain_client sched{rt, rt.pool(opts), {16, 3, false}};
       test::check_epoch_equals_pool(sched, local, segments, 4, dim);
@@ -328,9 +348,9 @@ TEST_CASE("a server that loses a trainer drops its work and serves the others on
     std::ofstream{dir.path() + "/a.json"} << to_json_string(trainer_a);
     auto b = make_batch(segments, 0, count);
     size_t lp_shape[] = {b.log_posteriors.dim(0), count, dim};
-    REQUIRE_FALSE(cli::write_npy<float>(
-        dir.path() + "/lp.npy", lp_shape,
-        span<const float>{b.log_posteriors.data(), b.log_posteriors.size()}));
+    REQUIRE_FALSE(
+        cli::write_npy<float>(dir.path() + "/lp.npy", lp_shape,
+                              span<const float>{b.log_posteriors.data(), b.log_posteriors.size()}));
     size_t len_shape[] = {count};
     REQUIRE_FALSE(cli::write_npy<int64_t>(dir.path() + "/len.npy", len_shape, b.seq_lengths));
     {

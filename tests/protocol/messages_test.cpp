@@ -6,15 +6,15 @@
 
 #include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
-#include "tools/sprintrt/value_json.hpp"
 #include "tests/support/golden_vectors.hpp"
+#include "tools/sprintrt/value_json.hpp"
 
 using namespace sprintrt::protocol;
-using sprintrt::cli::from_json;
-using sprintrt::cli::to_json;
 using sprintrt::errc;
 using sprintrt::error_message;
 using sprintrt::render;
+using sprintrt::cli::from_json;
+using sprintrt::cli::to_json;
 using sprintrt::test::golden;
 
 namespace {
@@ -75,7 +75,7 @@ TEST_CASE("the golden commands decode to typed commands") {
   CHECK(std::get<loss_command>(*bytes_name).segment_name == "corpus/rec/seg-2");
   auto fsa = decode_command(golden_value("p2c_fsa_request"));
   REQUIRE(fsa);
-  CHECK(std::get<fsa_command>(*fsa).segment_name == "corpus/rec/seg-1");
+  CHECK(std::get<fsa_command>(*fsa).text == "corpus/rec/seg-1");
   auto exit = decode_command(golden_value("p2c_exit"));
   REQUIRE(exit);
   CHECK(std::holds_alternative<exit_command>(*exit));

@@ -74,7 +74,7 @@ TEST_CASE("what the parent sent the real children decodes as init, the export an
     CHECK(std::get<init_command>(*init).version == 1);
     auto fsa = decode_command(requests[1]);
     REQUIRE(fsa);
-    CHECK(std::get<fsa_command>(*fsa).segment_name == "tiny/r0/s0");
+    CHECK(std::get<fsa_command>(*fsa).text == "tiny/r0/s0");
     auto exit = decode_command(requests[2]);
     REQUIRE(exit);
     CHECK(std::holds_alternative<exit_command>(*exit));

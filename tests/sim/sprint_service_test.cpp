@@ -349,9 +349,9 @@ TEST_CASE("the golden commands of the real parent get sensible replies") {
       CHECK(decoded.loss > 0);
     } else {
       const auto& fsa = std::get<protocol::fsa_command>(request);
-      CHECK(fsa.segment_name == "corpus/rec/seg-1");
+      CHECK(fsa.text == "corpus/rec/seg-1");
       CHECK(unwrap(protocol::decode_fsa_reply(reply)).num_states ==
-            unwrap(make_criterion().segment_fsa(fsa.segment_name)).num_states());
+            unwrap(make_criterion().segment_fsa(fsa.text)).num_states());
     }
   }
   // The bytes name is seg-2's.

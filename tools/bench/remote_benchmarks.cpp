@@ -164,7 +164,7 @@ int run_remote_echo_helper() {
         [](compute_atom, remote_segment& segment) {
           return remote_loss{0.0, std::move(segment.log_posteriors)};
         },
-        [](fsa_atom, const std::string&) { return remote_fsa{}; },
+        [](fsa_atom, const fsa_query&) { return remote_fsa{}; },
     };
   });
   auto pool_port = system.middleman().publish(echo, 0, "127.0.0.1", true);

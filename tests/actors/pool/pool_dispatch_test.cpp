@@ -40,7 +40,7 @@ sprint_worker_actor::behavior_type export_holding_worker(sprint_worker_actor::po
         log->worker_of[job.segment] = index;
         return 1.0;
       },
-      [self, held](fsa_atom, std::string&) -> caf::result<segment_fsa> {
+      [self, held](fsa_atom, fsa_query&) -> caf::result<segment_fsa> {
         held->push_back(self->make_response_promise<segment_fsa>());
         return held->back();
       },
@@ -95,11 +95,12 @@ size_t worker_of_long_segment(AskExport ask_export) {
 } // namespace
 
 TEST_CASE("an FSA export weighs one frame in a worker's load, alone and in a batch") {
-  CHECK(detail::fsa_kind::weight("corpus/rec/seg-1") == 1);
+  CHECK(detail::fsa_kind::weight({fsa_source::segment_name, "corpus/rec/seg-1"}) == 1);
+  CHECK(detail::fsa_kind::weight({fsa_source::orthography, "3 17 5"}) == 1);
   segment_job job{"seg", matrix_slice::dense(7, 3), matrix_slice::dense(7, 3)};
   CHECK(detail::loss_kind::weight(job) == 7);
   auto alone = worker_of_long_segment([](caf::scoped_actor& self, const worker_pool_actor& pool) {
-    self->send(pool, fsa_atom::value, std::string{"held"});
+    self->send(pool, fsa_atom::value, fsa_query{fsa_source::segment_name, "held"});
   });
   auto in_batch =
       worker_of_long_segment([](caf::scoped_actor& self, const worker_pool_actor& pool) {

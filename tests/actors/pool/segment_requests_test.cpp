@@ -150,11 +150,39 @@ TEST_CASE("a segment request knows its kind, segment and command") {
   CHECK(loss.segment() == "seg");
   CHECK(loss.command() == "get_loss_and_error_signal");
 
+  fsa_request by_name;
+  by_name.query.text = "corpus/rec/seg-7";
   segment_request fsa;
-  fsa.what = fsa_request{"corpus/rec/seg-7", {}};
+  fsa.what = by_name;
   CHECK(std::holds_alternative<fsa_request>(fsa.what));
   CHECK(fsa.segment() == "corpus/rec/seg-7");
+  CHECK(fsa.subject() == "segment 'corpus/rec/seg-7'");
   CHECK(fsa.command() == "export_allophone_state_fsa_by_segment_name");
+  CHECK(request_context("worker 2", fsa) ==
+        "worker 2: export_allophone_state_fsa_by_segment_name of segment 'corpus/rec/seg-7'");
+
+  fsa_request by_orthography;
+  by_orthography.query = {fsa_source::orthography, "3 17 5"};
+  fsa.what = by_orthography;
+  CHECK(fsa.segment() == "3 17 5");
+  CHECK(fsa.subject() == "orthography '3 17 5'");
+  CHECK(fsa.command() == "export_allophone_state_fsa_by_orthography");
+  CHECK(request_context("worker 2", fsa) ==
+        "worker 2: export_allophone_state_fsa_by_orthography of orthography '3 17 5'");
+}
+
+TEST_CASE("an FSA query needs a known source and a text") {
+  CHECK_FALSE(check_query({fsa_source::segment_name, "a"}));
+  CHECK_FALSE(check_query({fsa_source::orthography, "1 2"}));
+  auto empty_name = check_query({fsa_source::segment_name, ""});
+  CHECK(empty_name == errc::invalid_input);
+  CHECK(error_message(empty_name) == "segment name is empty");
+  auto empty_orthography = check_query({fsa_source::orthography, ""});
+  CHECK(empty_orthography == errc::invalid_input);
+  CHECK(error_message(empty_orthography) == "orthography is empty");
+  auto unknown = check_query({static_cast<fsa_source>(7), "x"});
+  CHECK(unknown == errc::invalid_input);
+  CHECK(error_message(unknown) == "FSA query for 'x': unknown source 7");
 }
 
 TEST_CASE("each kind of request encodes its command, bounds its reply and decodes it") {
@@ -178,14 +206,15 @@ TEST_CASE("each kind of request encodes its command, bounds its reply and decode
   CHECK(*reply == 2.5);
   CHECK(loss.job.error_signal.row(1)[2] == 6);
 
-  fsa_request fsa{"corpus/rec/seg-7", {}};
+  fsa_request fsa;
+  fsa.query.text = "corpus/rec/seg-7";
   wire.clear();
   REQUIRE_FALSE(fsa.encode(wire, format));
   command = protocol::decode_command(unframe(wire));
   REQUIRE(command);
   auto* fsa_command = std::get_if<protocol::fsa_command>(&*command);
   REQUIRE(fsa_command);
-  CHECK(fsa_command->segment_name == "corpus/rec/seg-7");
+  CHECK(fsa_command->text == "corpus/rec/seg-7");
   // An automaton's size is not known from its request.
   CHECK(fsa.max_reply_size(format) == 12345);
   std::vector<uint32_t> edges{0, 1, 4};
@@ -196,6 +225,22 @@ TEST_CASE("each kind of request encodes its command, bounds its reply and decode
   REQUIRE(automaton);
   CHECK(automaton->num_states == 2);
   CHECK(automaton->edges == edges);
+
+  fsa_request by_orthography;
+  by_orthography.query = {fsa_source::orthography, "3 17 5"};
+  wire.clear();
+  REQUIRE_FALSE(by_orthography.encode(wire, format));
+  command = protocol::decode_command(unframe(wire));
+  REQUIRE(command);
+  fsa_command = std::get_if<protocol::fsa_command>(&*command);
+  REQUIRE(fsa_command);
+  CHECK(fsa_command->text == "3 17 5");
+  CHECK(fsa_command->source == fsa_source::orthography);
+  wire.clear();
+  REQUIRE_FALSE(protocol::encode_exception_reply(wire, {}, "no such word"));
+  auto failed = by_orthography.reply_from(unframe(wire));
+  CHECK(failed.error() == errc::child_exception);
+  CHECK(error_message(failed.error()) == "no such word");
 }
 
 namespace {

@@ -51,9 +51,9 @@ sprint_worker_actor::behavior_type test_worker(sprint_worker_actor::pointer self
         ++*served;
         return static_cast<double>(job.log_posteriors.rows) + 0.25;
       },
-      [served](fsa_atom, std::string& segment) -> segment_fsa {
+      [served](fsa_atom, fsa_query& query) -> segment_fsa {
         ++*served;
-        return {2, {0, 1, static_cast<uint32_t>(segment.size())}, {0.5f}};
+        return {2, {0, 1, static_cast<uint32_t>(query.text.size())}, {0.5f}};
       },
       [served](stats_atom) {
         worker_stats stats;
@@ -96,7 +96,7 @@ holding_worker(sprint_worker_actor::pointer self,
         promises->push_back(self->make_response_promise<double>());
         return promises->back();
       },
-      [](fsa_atom, std::string&) -> caf::result<segment_fsa> {
+      [](fsa_atom, fsa_query&) -> caf::result<segment_fsa> {
         return make_error(errc::invalid_input, "no FSAs here");
       },
       [](stats_atom) { return worker_stats{}; },
@@ -162,7 +162,8 @@ TEST_CASE("a pool serves batches, automata and single segments from a custom wor
   CHECK(*loss == 4.25);
   CHECK(job.error_signal.storage->to_vector() == std::vector<float>(8, 1.0f));
 
-  auto fsa = ask<segment_fsa>(rt.system(), pool, fsa_atom::value, std::string{"dddd"});
+  auto fsa = ask<segment_fsa>(rt.system(), pool, fsa_atom::value,
+                              fsa_query{fsa_source::segment_name, "dddd"});
   REQUIRE(fsa);
   CHECK(fsa->num_states == 2);
   CHECK(fsa->edges == std::vector<uint32_t>{0, 1, 4});
@@ -235,8 +236,9 @@ TEST_CASE("a pool whose source is unavailable refuses every request with its err
   CHECK(automata.error() == errc::invalid_options);
   segment_job job{"a", matrix_slice::dense(1, 2), matrix_slice::dense(1, 2)};
   CHECK(ask<double>(rt.system(), pool, compute_atom::value, job).error() == errc::invalid_options);
-  CHECK(ask<segment_fsa>(rt.system(), pool, fsa_atom::value, std::string{"a"}).error() ==
-        errc::invalid_options);
+  CHECK(
+      ask<segment_fsa>(rt.system(), pool, fsa_atom::value, fsa_query{fsa_source::segment_name, "a"})
+          .error() == errc::invalid_options);
   CHECK(log->made == 0);
 }
 
@@ -333,7 +335,7 @@ sprint_worker_actor::behavior_type unavailable_worker(sprint_worker_actor::point
   };
   return {
       [refuse](compute_atom, segment_job&) -> caf::result<double> { return refuse(); },
-      [refuse](fsa_atom, std::string&) -> caf::result<segment_fsa> { return refuse(); },
+      [refuse](fsa_atom, fsa_query&) -> caf::result<segment_fsa> { return refuse(); },
       [](stats_atom) { return worker_stats{}; },
       [](cancel_atom, uint64_t) {},
       [self](stop_atom) {

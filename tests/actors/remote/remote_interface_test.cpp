@@ -186,6 +186,26 @@ TEST_CASE("remote values cross CAF's message serialization with the registered t
   CHECK(same_bits(back.get_as<remote_segment>(1).log_posteriors, odd_rows()));
 }
 
+TEST_CASE("an FSA query crosses CAF's message serialization with its source and text") {
+  caf::actor_system_config config;
+  add_remote_message_types(config);
+  caf::actor_system sys{config};
+  auto msg = caf::make_message(fsa_atom::value, fsa_query{fsa_source::orthography, "3 17 5"},
+                               fsa_query{fsa_source::segment_name, "corpus/rec/seg-1"});
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  REQUIRE_FALSE(sink(msg));
+  caf::message back;
+  caf::binary_deserializer source{sys, buf};
+  REQUIRE_FALSE(source(back));
+  REQUIRE((back.match_elements<fsa_atom, fsa_query, fsa_query>()));
+  CHECK(back.get_as<fsa_query>(1).source == fsa_source::orthography);
+  CHECK(back.get_as<fsa_query>(1).text == "3 17 5");
+  CHECK(back.get_as<fsa_query>(2).source == fsa_source::segment_name);
+  CHECK(back.get_as<fsa_query>(2).text == "corpus/rec/seg-1");
+  CHECK(to_string(msg) == R"(('fsa', orthography, "3 17 5", segment_name, "corpus/rec/seg-1"))");
+}
+
 TEST_CASE("a byte count beyond the message's end is refused before anything is allocated") {
   // The wire's sequence lengths are 32 bits: the largest claim a peer can
   // make is just under 4 GB.

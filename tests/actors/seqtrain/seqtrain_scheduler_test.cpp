@@ -454,7 +454,7 @@ gated_worker(gated_worker_actor::stateful_pointer<gated_state> self, std::shared
             return;
           }
       },
-      [](fsa_atom, std::string&) -> caf::result<segment_fsa> {
+      [](fsa_atom, fsa_query&) -> caf::result<segment_fsa> {
         return make_error(errc::invalid_input, "no automata here");
       },
       [](stats_atom) { return worker_stats{}; },

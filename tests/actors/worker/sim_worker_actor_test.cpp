@@ -276,7 +276,8 @@ TEST_CASE("a sim worker exports the criterion's FSA, and fails unknown segments 
   auto worker = make_worker(ts.system, fx.options_with("--*.topology=ctc"));
   sim::criterion crit{fx.corpus(), std::make_shared<sim::ctc_topology>(0)};
   auto expected = *crit.segment_fsa("rec/c");
-  self->request(worker, caf::infinite, fsa_atom::value, std::string{"rec/c"})
+  self->request(worker, caf::infinite, fsa_atom::value,
+                fsa_query{fsa_source::segment_name, "rec/c"})
       .receive(
           [&](segment_fsa& fsa) {
             CHECK(fsa.num_states == expected.num_states());
@@ -286,7 +287,8 @@ TEST_CASE("a sim worker exports the criterion's FSA, and fails unknown segments 
                   std::vector<float>(expected.weights().begin(), expected.weights().end()));
           },
           [&](caf::error& err) { FAIL(render(err)); });
-  self->request(worker, caf::infinite, fsa_atom::value, std::string{"rec/nope"})
+  self->request(worker, caf::infinite, fsa_atom::value,
+                fsa_query{fsa_source::segment_name, "rec/nope"})
       .receive([&](segment_fsa&) { FAIL("an unknown segment was exported"); },
                [&](caf::error& err) {
                  CHECK(err == errc::child_exception);
@@ -332,7 +334,8 @@ TEST_CASE("a sim worker with criterion=zero answers loss 0 and zeros, even unkno
   // Rows beyond a segment's frames are not touched.
   CHECK((*batch.output)[4 * 3 * dim + 1 * dim] == 7.0f);
   // FSAs still come from the corpus.
-  self->request(worker, caf::infinite, fsa_atom::value, std::string{"rec/b"})
+  self->request(worker, caf::infinite, fsa_atom::value,
+                fsa_query{fsa_source::segment_name, "rec/b"})
       .receive([&](segment_fsa& fsa) { CHECK(fsa.num_states > 0); },
                [&](caf::error& err) { FAIL(render(err)); });
   caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);

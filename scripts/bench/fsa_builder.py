@@ -52,6 +52,7 @@ a sample that is not a finite number).
 """
 
 import argparse
+import contextlib
 import functools
 import json
 import math
@@ -494,6 +495,13 @@ def add_common_arguments(parser, work_holds):
     output.add_argument("--markdown", action="store_true", help="the rows of BENCHMARKS.md")
 
 
+def work_directory(args):
+    """A context giving --work, or a temporary directory removed afterwards."""
+    if args.work:
+        return contextlib.nullcontext(args.work)
+    return tempfile.TemporaryDirectory(prefix="sprintrt-fsa-bench-")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("build", help="sprintrt's build tree")
@@ -509,6 +517,12 @@ def main():
     parser.add_argument("--fit", default="16:2,16:4",
                         help="the loop's settings whose export fits in a step: B:workers,...")
     args = parser.parse_args()
+    with work_directory(args) as work:
+        return measure(args, work)
+
+
+def measure(args, work):
+    """Sets up, checks, measures and reports (see the module's docstring)."""
     require(args.repetitions >= 1 and args.batch >= 1 and args.steps >= 1,
             "--repetitions, --batch and --steps must be at least 1")
     started, load_start = time.time(), os.getloadavg()
@@ -516,7 +530,6 @@ def main():
     sprint_sim = os.path.join(build, "tools", "sprint-sim", "sprint-sim")
     require(os.access(sprint_sim, os.X_OK), "no sprint-sim at %s" % sprint_sim)
     import_sprintrt(build)
-    work = args.work or tempfile.mkdtemp(prefix="sprintrt-fsa-bench-")
     corpus = os.path.join(work, "corpus.txt")
     try:
         fits = [tuple(int(x) for x in item.split(":")) for item in args.fit.split(",")]

@@ -70,12 +70,19 @@ serve({"run": run, "save": save})
 
 
 def main():
+    """Parses the arguments and measures in --work or a temporary directory."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nn-trainer", required=True)
     parser.add_argument("--librasr", required=True)
     parser.add_argument("--sprintrt-build", required=True)
     bench.add_common_arguments(parser, "the set-up")
     args = parser.parse_args()
+    with bench.work_directory(args) as work:
+        return measure(args, work)
+
+
+def measure(args, work):
+    """Sets up, checks, measures and reports (see the module's docstring)."""
     bench.require(args.repetitions >= 1 and args.batch >= 1,
                   "--repetitions and --batch must be at least 1")
     for path in (args.nn_trainer, args.librasr):
@@ -84,7 +91,7 @@ def main():
     build = os.path.abspath(args.sprintrt_build)
     bench.import_sprintrt(build)
     suite = Suite(types.SimpleNamespace(nn_trainer=args.nn_trainer, librasr=args.librasr,
-                                        sprintrt_build=build, returnn=None, work=args.work),
+                                        sprintrt_build=build, returnn=None, work=work),
                   segments=args.batch)
     config = suite.setup["files"]["automata_config"]
     tags = suite.tags[:args.batch]

@@ -85,12 +85,12 @@ def _i6_style_append(joined, fsa):
             torch.cat([joined[3], torch.from_numpy(weights)]))
 
 
-def i6_style_weighted_fsa(fsas, tdp_scale=1.0):
+def i6_style_weighted_fsa(fsas):
     """i6_models' RasrFsaBuilder.build_batched_fsa as documented: the FSAs
     folded together (`_i6_style_append`), each segment's states shifted by
     the states before it, a fourth edge row with the segment's index,
     start_end_states [2, B] (first and last state of each segment), the
-    total state count, the weights times tdp_scale."""
+    total state count (at a TDP scale of 1, which multiplies nothing)."""
     empty = ([], [], torch.empty((3, 0), dtype=torch.int32), torch.empty((0,)))
     states, edge_counts, edges, weights = functools.reduce(_i6_style_append, fsas, empty)
     states = torch.tensor(states, dtype=torch.int32)
@@ -99,10 +99,7 @@ def i6_style_weighted_fsa(fsas, tdp_scale=1.0):
     offsets = torch.cat([torch.zeros((1,), dtype=torch.int32), ends[:-1]])
     edges[:2, :] += torch.repeat_interleave(offsets, edge_counts)
     edges = torch.vstack([edges, torch.repeat_interleave(edge_counts)])
-    fsa = (ends[-1], edges, weights, torch.vstack([offsets, ends - 1]))
-    if tdp_scale != 1.0:
-        fsa = (fsa[0], fsa[1], fsa[2] * tdp_scale, fsa[3])
-    return fsa
+    return ends[-1], edges, weights, torch.vstack([offsets, ends - 1])
 
 
 def same_fsa(got, want):

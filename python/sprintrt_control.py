@@ -199,7 +199,11 @@ class Control:
             self._reply_guarded(command, None, lambda: self._init_reply(*args))
         elif command == "export_allophone_state_fsa_by_segment_name" and len(args) == 1:
             name = _text(args[0])
-            self._reply_guarded(command, name, lambda: self._fsa(name))
+            self._reply_guarded(command, name, lambda: self._fsa(command, "segment_name", name))
+        elif command == "export_allophone_state_fsa_by_orthography" and len(args) == 1:
+            orthography = _text(args[0])
+            self._reply_guarded(command, orthography,
+                                lambda: self._fsa(command, "orthography", orthography))
         elif command == "get_loss_and_error_signal" and len(args) == 3:
             name = _text(args[0])
             try:
@@ -211,7 +215,8 @@ class Control:
         else:
             self._send_exception(command, None, "unknown command '%s' with %d arguments (this child "
                                  "serves init, get_loss_and_error_signal, "
-                                 "export_allophone_state_fsa_by_segment_name and exit)"
+                                 "export_allophone_state_fsa_by_segment_name, "
+                                 "export_allophone_state_fsa_by_orthography and exit)"
                                  % (command, len(args)))
 
     def _init_reply(self, parent_name, version):
@@ -267,14 +272,18 @@ class Control:
             raise RuntimeError("RASR gave no callback to init (a PythonControl older than version 5?)")
         return self.callback(*args, **kwargs)
 
-    def _fsa(self, name):
-        num_states, num_edges, edges, weights = self._rasr(
-            "export_allophone_state_fsa_by_segment_name", segment_name=name)
+    def _fsa(self, command, keyword, text):
+        """RASR's automaton for the segment name or orthography `text`: the
+        callback `command` with `text` as its argument `keyword`."""
+        if not isinstance(text, str) or not text:
+            raise ValueError("%s: the %s must be a non-empty str, got %r"
+                             % (command, keyword.replace("_", " "), text))
+        num_states, num_edges, edges, weights = self._rasr(command, **{keyword: text})
         edges = numpy.asarray(edges, dtype=numpy.uint32).reshape(-1)
         weights = numpy.asarray(weights, dtype=numpy.float32).reshape(-1)
         if edges.size != 3 * int(num_edges) or weights.size != int(num_edges):
             raise ValueError("RASR's FSA of '%s' has %d edges but %d edge values and %d weights"
-                             % (name, num_edges, edges.size, weights.size))
+                             % (text, num_edges, edges.size, weights.size))
         return (int(num_states), int(num_edges), edges, weights)
 
     def _loss_by_segment_name(self, name, log_posteriors):

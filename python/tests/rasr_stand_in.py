@@ -113,14 +113,21 @@ class Rasr:
             return self.calculate_criterion(posteriors, orthography, error_type, segment_name)
         if command == "export_allophone_state_fsa_by_segment_name":
             (name,) = bind(args, kwargs, ["segment_name"], required=1, strings=(1,))
-            labels = [int(x) for x in self.orthography(name, command).split()]
-            num_states, edges = ctc_fsa(labels)
-            flat = numpy.ascontiguousarray(edges.T).reshape(-1).astype(numpy.uint32)
-            return num_states, len(edges), flat, numpy.zeros(len(edges), dtype=numpy.float32)
+            return self.exported_fsa(self.orthography(name, command))
+        if command == "export_allophone_state_fsa_by_orthography":
+            (orthography,) = bind(args, kwargs, ["orthography"], required=1, strings=(1,))
+            return self.exported_fsa(orthography)
         if command == "get_orthography_by_segment_name":
             (name,) = bind(args, kwargs, ["segment_name"], required=1, strings=(1,))
             return self.orthography(name, command)
         raise ValueError("PythonControl callback(): unknown command '%s'" % command)
+
+    @staticmethod
+    def exported_fsa(orthography):
+        """The automaton of an orthography (its label text), as RASR's export returns it."""
+        num_states, edges = ctc_fsa([int(x) for x in orthography.split()])
+        flat = numpy.ascontiguousarray(edges.T).reshape(-1).astype(numpy.uint32)
+        return num_states, len(edges), flat, numpy.zeros(len(edges), dtype=numpy.float32)
 
     def orthography(self, name, command):
         if self.orthographies is None:

@@ -234,6 +234,46 @@ def test_an_unknown_request_gets_an_exception_reply_naming_it(corpus, loop_type)
 
 
 @pytest.mark.parametrize("loop_type", LOOP_TYPES)
+def test_an_fsa_by_orthography_is_rasrs_export_of_that_orthography(corpus, loop_type):
+    path, names = corpus
+    labels = dict(line.rstrip("\n").split("\t") for line in open(path))
+    child = Child(path, loop_type)
+    child.send(("init", "test", 1))
+    assert child.reply() == ("ok", "sprintrt_control", 1)
+    for name in names[:4]:
+        child.send(("export_allophone_state_fsa_by_segment_name", name))
+        by_name = child.reply()
+        # An older parent's bytes are decoded as a segment name is.
+        for orthography in (labels[name], labels[name].encode("utf-8")):
+            child.send(("export_allophone_state_fsa_by_orthography", orthography))
+            by_orthography = child.reply()
+            assert by_orthography[:3] == by_name[:3] and by_name[0] == "ok"
+            for x, y in zip(by_orthography[3:], by_name[3:]):
+                assert x.dtype == y.dtype and numpy.array_equal(x, y)
+    # RASR's export of an orthography no segment has: CTC over 1 2 1.
+    child.send(("export_allophone_state_fsa_by_orthography", "1 2 1"))
+    status, num_states, num_edges, edges, weights = child.reply()
+    want_states, want_edges, want_flat, want_weights = rasr_stand_in.Rasr.exported_fsa("1 2 1")
+    assert (status, num_states, num_edges) == ("ok", want_states, want_edges)
+    assert numpy.array_equal(edges, want_flat) and numpy.array_equal(weights, want_weights)
+    # What RASR cannot export, and an empty orthography, fail that request only.
+    child.send(("export_allophone_state_fsa_by_orthography", "1 x"))
+    status, message = child.reply()
+    assert status == "exception" and "'x'" in message
+    child.send(("export_allophone_state_fsa_by_orthography", ""))
+    status, message = child.reply()
+    assert status == "exception"
+    assert "export_allophone_state_fsa_by_orthography: the orthography must be a non-empty str" \
+        in message
+    child.send(("export_allophone_state_fsa_by_orthography", labels[names[0]]))
+    assert child.reply()[0] == "ok"
+    child.send(("exit",))
+    status, err = child.finish()
+    assert status == 0
+    assert "export_allophone_state_fsa_by_orthography '1 x': " in err
+
+
+@pytest.mark.parametrize("loop_type", LOOP_TYPES)
 @pytest.mark.parametrize("init_first, data, says", [
     (True, struct.pack("<i", 5) + b"\x80\x03garb", "request 2 is not a valid pickle"),
     (True, struct.pack("<i", -3), "request 2 has length prefix -3"),

@@ -1,7 +1,8 @@
 // `pool_client::fsas` against real sprint-sim children: a batch of queries
 // is sent at once and spread over the children as they become free, each
-// result equal to the same query exported alone; a failed query fails only
-// its own result; a stop cancels every query not answered yet.
+// result equal to the same query exported alone; queries by orthography give
+// the FSAs of the segments with those labels; a failed query fails only its
+// own result; a stop cancels every query not answered yet.
 
 #include "sprintrt/pool_client.hpp"
 
@@ -35,6 +36,14 @@ std::vector<fsa_query> by_name(const std::vector<test::test_segment>& segments) 
   for (const auto& segment : segments)
     queries.push_back({fsa_source::segment_name, segment.name});
   return queries;
+}
+
+/// The orthography sprint-sim reads as `labels`: "2 3 1".
+std::string orthography_of(const std::vector<uint32_t>& labels) {
+  std::string text;
+  for (auto label : labels)
+    text += (text.empty() ? "" : " ") + std::to_string(label);
+  return text;
 }
 
 /// Checks that `got` is the criterion's FSA `want`, value for value.
@@ -123,6 +132,61 @@ TEST_CASE("a failed FSA query fails its own result only, naming the segment and 
     REQUIRE(results[3]);
     check_same_fsa(*results[3], *crit.segment_fsa(segments[2].name));
     CHECK(client.fsas({}).empty());
+    rt.shutdown();
+  }
+  check_nothing_left(fds);
+}
+
+TEST_CASE("FSA queries by orthography give the FSAs of the segments with those labels") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 6, num_labels);
+    auto opts = sim_options(test::corpus_path(dir));
+    opts.num_instances = 2;
+    sprint_runtime rt;
+    pool_client client{rt, opts};
+    // By name and by orthography interleaved, a malformed orthography among
+    // them.
+    std::vector<fsa_query> queries;
+    for (const auto& segment : segments) {
+      queries.push_back({fsa_source::orthography, orthography_of(segment.labels)});
+      queries.push_back({fsa_source::segment_name, segment.name});
+    }
+    queries.push_back({fsa_source::orthography, "1 2 x"});
+    queries.push_back({fsa_source::orthography, ""});
+    queries.push_back({fsa_source::orthography, orthography_of(segments[0].labels)});
+    auto results = client.fsas(queries);
+    REQUIRE(results.size() == queries.size());
+    auto crit = reference(dir);
+    for (size_t i = 0; i < segments.size(); ++i) {
+      INFO(segments[i].name << ": " << queries[2 * i].text);
+      REQUIRE(results[2 * i]);
+      REQUIRE(results[2 * i + 1]);
+      check_same_fsa(*results[2 * i], *results[2 * i + 1]);
+      check_same_fsa(*results[2 * i], *crit.segment_fsa(segments[i].name));
+    }
+    const auto& malformed = results[2 * segments.size()];
+    REQUIRE_FALSE(malformed);
+    CHECK(malformed.error() == errc::child_exception);
+    CHECK_THAT(render(malformed.error()),
+               Catch::Contains("export_allophone_state_fsa_by_orthography of orthography '1 2 x': "
+                               "label number 3 of orthography '1 2 x' is 'x', not a "
+                               "non-negative integer"));
+    const auto& empty = results[2 * segments.size() + 1];
+    REQUIRE_FALSE(empty);
+    CHECK(empty.error() == errc::invalid_input);
+    CHECK_THAT(render(empty.error()), Catch::Contains("orthography is empty"));
+    // The children serve on after the malformed one.
+    REQUIRE(results.back());
+    check_same_fsa(*results.back(), *crit.segment_fsa(segments[0].name));
+    auto stats = client.stats();
+    REQUIRE(stats);
+    CHECK(stats->fsa_exports == 2 * segments.size() + 1);
+    uint64_t restarts = 0;
+    for (const auto& worker : stats->workers)
+      restarts += worker.restarts;
+    CHECK(restarts == 0);
     rt.shutdown();
   }
   check_nothing_left(fds);

@@ -214,6 +214,7 @@ TEST_CASE("two serve processes and a local child give a local run's results bit 
       std::vector<fsa_query> queries;
       for (const auto& segment : segments)
         queries.push_back({fsa_source::segment_name, segment.name});
+      queries.push_back({fsa_source::orthography, "3 1 2"});
       queries.push_back({fsa_source::segment_name, "corpus/rec/unknown"});
       auto want = local.fsas(queries);
       auto got = mixed.fsas(queries);
@@ -229,6 +230,10 @@ TEST_CASE("two serve processes and a local child give a local run's results bit 
       REQUIRE_FALSE(got.back());
       CHECK(got.back().error() == errc::child_exception);
       CHECK_THAT(render(got.back().error()), Catch::Contains("segment 'corpus/rec/unknown'"));
+      // The orthography crossed the network as one.
+      const auto& by_orthography = got[queries.size() - 2];
+      REQUIRE(by_orthography);
+      CHECK(by_orthography->num_states == 2 * 3 + 2);
     }
     SECTION("the sequence-training scheduler") {
       seqtrain_client sched{rt, rt.pool(opts), {16, 3, false}};

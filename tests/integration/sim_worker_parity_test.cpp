@@ -2,7 +2,8 @@
 // from the same options: the same segments (several lengths, strided slices
 // of one batch, a segment whose labels cannot fit, CTC and HMM, a Python
 // float or a numpy.float32 loss) give bit-identical losses and error
-// signals, the same FSAs and the same errors.
+// signals, the same FSAs (by segment name and by orthography, the label
+// sequence as the corpus file writes it) and the same errors.
 
 #include <catch2/catch.hpp>
 
@@ -69,6 +70,23 @@ struct parity_batch {
   }
 };
 
+/// The orthography sprint-sim reads as `labels`: "2 3 1" (" " for none: an
+/// empty query is refused before it is sent).
+std::string orthography_of(const std::vector<uint32_t>& labels) {
+  std::string text;
+  for (auto label : labels)
+    text += (text.empty() ? "" : " ") + std::to_string(label);
+  return text.empty() ? " " : text;
+}
+
+/// Checks that two exports are equal bit for bit.
+void check_same_fsa(const segment_fsa& x, const segment_fsa& y) {
+  CHECK(x.num_states == y.num_states);
+  CHECK(x.edges == y.edges);
+  REQUIRE(x.weights.size() == y.weights.size());
+  CHECK(std::memcmp(x.weights.data(), y.weights.data(), y.weights.size() * sizeof(float)) == 0);
+}
+
 bool same_bits(double x, double y) {
   return std::memcmp(&x, &y, sizeof(double)) == 0;
 }
@@ -129,11 +147,33 @@ TEST_CASE("a sim worker gives bit-identical results to a sprint-sim child from t
           CHECK(render(fsa_sim.error()) == render(fsa_child.error()));
           continue;
         }
-        CHECK(fsa_child->num_states == fsa_sim->num_states);
-        CHECK(fsa_child->edges == fsa_sim->edges);
-        CHECK(std::memcmp(fsa_child->weights.data(), fsa_sim->weights.data(),
-                          fsa_sim->weights.size() * sizeof(float)) == 0);
+        check_same_fsa(*fsa_child, *fsa_sim);
+        // By orthography: the same automaton, from either worker.
+        const auto orthography = orthography_of(entry.labels);
+        auto by_orthography_child =
+            test::export_fsa(self, child, orthography, fsa_source::orthography);
+        auto by_orthography_sim = test::export_fsa(self, sim, orthography, fsa_source::orthography);
+        REQUIRE(by_orthography_child);
+        REQUIRE(by_orthography_sim);
+        check_same_fsa(*by_orthography_child, *fsa_child);
+        check_same_fsa(*by_orthography_sim, *fsa_child);
       }
+      // A malformed orthography fails that export alike, naming it; both
+      // serve on.
+      auto bad_child = test::export_fsa(self, child, "2 three", fsa_source::orthography);
+      auto bad_sim = test::export_fsa(self, sim, "2 three", fsa_source::orthography);
+      REQUIRE_FALSE(bad_child);
+      REQUIRE_FALSE(bad_sim);
+      CHECK(bad_child.error() == errc::child_exception);
+      CHECK(error_message(bad_child.error()) ==
+            "parity worker: export_allophone_state_fsa_by_orthography of orthography '2 three': "
+            "label number 2 of orthography '2 three' is 'three', not a non-negative integer");
+      CHECK(render(bad_sim.error()) == render(bad_child.error()));
+      auto after_child = test::export_fsa(self, child, "p/mid");
+      auto after_sim = test::export_fsa(self, sim, "2 3 1", fsa_source::orthography);
+      REQUIRE(after_child);
+      REQUIRE(after_sim);
+      check_same_fsa(*after_sim, *after_child);
       // What sprint-sim answers with an exception fails alike.
       auto lp = test::random_log_posteriors(3, dim, 9);
       auto unknown_child = test::compute(self, child, test::make_job("p/nope", lp, dim));

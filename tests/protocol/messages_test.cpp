@@ -76,6 +76,11 @@ TEST_CASE("the golden commands decode to typed commands") {
   auto fsa = decode_command(golden_value("p2c_fsa_request"));
   REQUIRE(fsa);
   CHECK(std::get<fsa_command>(*fsa).text == "corpus/rec/seg-1");
+  CHECK(std::get<fsa_command>(*fsa).source == sprintrt::fsa_source::segment_name);
+  auto by_orthography = decode_command(golden_value("p2c_fsa_by_orthography_request"));
+  REQUIRE(by_orthography);
+  CHECK(std::get<fsa_command>(*by_orthography).text == "1 2");
+  CHECK(std::get<fsa_command>(*by_orthography).source == sprintrt::fsa_source::orthography);
   auto exit = decode_command(golden_value("p2c_exit"));
   REQUIRE(exit);
   CHECK(std::holds_alternative<exit_command>(*exit));
@@ -94,6 +99,9 @@ TEST_CASE("our commands decode to the same values as the golden ones") {
     wire.clear();
     REQUIRE_FALSE(encode_fsa_command(wire, fmt, "corpus/rec/seg-1"));
     CHECK(unframe(wire, f) == golden_value("p2c_fsa_request"));
+    wire.clear();
+    REQUIRE_FALSE(encode_fsa_command(wire, fmt, "1 2", sprintrt::fsa_source::orthography));
+    CHECK(unframe(wire, f) == golden_value("p2c_fsa_by_orthography_request"));
     wire.clear();
     REQUIRE_FALSE(encode_exit_command(wire, fmt));
     CHECK(unframe(wire, f) == golden_value("p2c_exit"));
@@ -191,6 +199,14 @@ TEST_CASE("our replies decode to what we encoded") {
     REQUIRE_FALSE(encode_exception_reply(wire, fmt, "unknown segment 'x'"));
     auto ex = decode_fsa_reply(unframe(wire, f));
     CHECK(sprintrt::error_message(ex.error()) == "unknown segment 'x'");
+    // The reply by orthography is the same; its errors name its command.
+    wire.clear();
+    REQUIRE_FALSE(encode_fsa_reply(wire, fmt, 3, edges, weights));
+    auto by_orthography = decode_fsa_reply(unframe(wire, f), sprintrt::fsa_source::orthography);
+    REQUIRE(by_orthography);
+    CHECK(by_orthography->num_states == 3);
+    CHECK(element<uint32_t>(by_orthography->edges, 5) == 6);
+    CHECK(element<float>(by_orthography->weights, 1) == 1.5f);
   }
 }
 
@@ -227,6 +243,15 @@ TEST_CASE("malformed commands are invalid messages that say what was wrong") {
   check(loss_cmd(value::integer(3), lp(dtype::float32, {3, 0})), "have no classes");
   check(value::tuple({value::str("export_allophone_state_fsa_by_segment_name"), value::str("")}),
         "expects (segment_name: str)");
+  check(value::tuple({value::str("export_allophone_state_fsa_by_orthography"), value::str("")}),
+        "export_allophone_state_fsa_by_orthography expects (orthography: str)");
+  check(value::tuple({value::str("export_allophone_state_fsa_by_orthography"), value::integer(3)}),
+        "export_allophone_state_fsa_by_orthography expects (orthography: str), got");
+  check(value::tuple({value::str("export_allophone_state_fsa_by_orthography"), value::str("a"),
+                      value::str("b")}),
+        "export_allophone_state_fsa_by_orthography expects (orthography: str)");
+  check(value::tuple({value::str("export_allophone_state_fsa_by_orthography")}),
+        "export_allophone_state_fsa_by_orthography expects (orthography: str)");
 }
 
 TEST_CASE("malformed replies are invalid messages that say what was wrong") {
@@ -271,6 +296,10 @@ TEST_CASE("malformed replies are invalid messages that say what was wrong") {
   REQUIRE_FALSE(encode_fsa_reply(wire, {}, 3, edges, weights));
   check(decode_fsa_reply(unframe(wire, framing::length_prefixed)).error(),
         "edge 0 has to state 3, but there are only 3 states");
+  check(
+      decode_fsa_reply(ok3(value::integer(1), value::integer(1)), sprintrt::fsa_source::orthography)
+          .error(),
+      "reply to export_allophone_state_fsa_by_orthography must have 5 items");
 }
 
 TEST_CASE("encoders refuse names Python could not decode and mismatched FSAs") {
@@ -278,6 +307,9 @@ TEST_CASE("encoders refuse names Python could not decode and mismatched FSAs") {
   float lp[4] = {};
   CHECK(encode_loss_command(wire, {}, "bad\xff", 1, 4, lp, 4) == errc::invalid_input);
   CHECK(encode_fsa_command(wire, {}, "bad\xff") == errc::invalid_input);
+  auto bad_orthography = encode_fsa_command(wire, {}, "bad\xff", sprintrt::fsa_source::orthography);
+  CHECK(bad_orthography == errc::invalid_input);
+  CHECK(sprintrt::error_message(bad_orthography) == "orthography is not valid UTF-8");
   std::vector<uint32_t> edges{0, 1};
   std::vector<float> weights{0.0f};
   CHECK(encode_fsa_reply(wire, {}, 2, edges, weights) == errc::invalid_input);

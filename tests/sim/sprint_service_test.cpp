@@ -5,6 +5,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -75,6 +76,13 @@ protocol::command loss_request(const std::string& segment, const row_matrix_f& l
 protocol::command fsa_request(const std::string& segment) {
   return command_from([&](protocol::byte_buffer& out, const protocol::wire_format& format) {
     return protocol::encode_fsa_command(out, format, segment);
+  });
+}
+
+protocol::command orthography_request(const std::string& orthography) {
+  return command_from([&](protocol::byte_buffer& out, const protocol::wire_format& format) {
+    return protocol::encode_fsa_command(out, format, orthography,
+                                        sprintrt::fsa_source::orthography);
   });
 }
 
@@ -255,6 +263,49 @@ TEST_CASE("the FSA export is the criterion's FSA") {
   }
 }
 
+TEST_CASE("the FSA of an orthography is the FSA of the segment with its labels") {
+  auto service = make_service();
+  // seg-1 has the labels 1 2, seg-2 the label 3; spaces and tabs separate
+  // labels as in the corpus file.
+  for (auto [orthography, segment] :
+       {std::pair{"1 2", "corpus/rec/seg-1"}, std::pair{" 1\t 2 ", "corpus/rec/seg-1"},
+        std::pair{"3", "corpus/rec/seg-2"}}) {
+    INFO(orthography);
+    const auto by_orthography = unwrap(protocol::decode_fsa_reply(
+        reply_to(service, orthography_request(orthography)), sprintrt::fsa_source::orthography));
+    const auto by_name =
+        unwrap(protocol::decode_fsa_reply(reply_to(service, fsa_request(segment))));
+    CHECK(by_orthography.num_states == by_name.num_states);
+    CHECK(by_orthography.num_edges == by_name.num_edges);
+    CHECK(elements_of<uint32_t>(by_orthography.edges) == elements_of<uint32_t>(by_name.edges));
+    CHECK(elements_of<float>(by_orthography.weights) == elements_of<float>(by_name.weights));
+  }
+  // A label sequence no segment has: CTC over 2 5 2 (blank 0) has 2 * 3 + 1
+  // states and the final state.
+  const auto other = unwrap(protocol::decode_fsa_reply(
+      reply_to(service, orthography_request("2 5 2")), sprintrt::fsa_source::orthography));
+  const auto expected = unwrap(ctc_topology{0}.build("2 5 2", std::vector<uint32_t>{2, 5, 2}));
+  CHECK(other.num_states == expected.num_states());
+  const auto flat = expected.flat_edges();
+  CHECK(elements_of<uint32_t>(other.edges) == std::vector<uint32_t>(flat.begin(), flat.end()));
+}
+
+TEST_CASE("a malformed orthography is an exception naming it, and serving goes on") {
+  auto service = make_service();
+  CHECK(exception_reply(service, orthography_request("1 x 2")) ==
+        "label number 2 of orthography '1 x 2' is 'x', not a non-negative integer");
+  CHECK(exception_reply(service, orthography_request("1 -2")) ==
+        "label number 2 of orthography '1 -2' is '-2', not a non-negative integer");
+  CHECK(exception_reply(service, orthography_request("4294967296")) ==
+        "label number 1 of orthography '4294967296' is 4294967296, larger than 4294967295");
+  CHECK(exception_reply(service, orthography_request("HELLO WORLD")) ==
+        "label number 1 of orthography 'HELLO WORLD' is 'HELLO', not a non-negative integer");
+  // Still serving.
+  const auto reply = unwrap(protocol::decode_fsa_reply(
+      reply_to(service, orthography_request("1 2")), sprintrt::fsa_source::orthography));
+  CHECK(reply.num_states == unwrap(make_criterion().segment_fsa("corpus/rec/seg-1")).num_states());
+}
+
 TEST_CASE("failures are answered with exception replies, and serving goes on") {
   auto service = make_service();
   std::mt19937 rng{44};
@@ -324,7 +375,7 @@ TEST_CASE("the golden commands of the real parent get sensible replies") {
   using sprintrt::test::golden;
   for (auto name : {"p2c_init", "p2c_loss_request", "p2c_loss_request_bytes_name",
                     "p2c_loss_request_np_int32_len", "legacy_p2c_loss_request", "p2c_fsa_request",
-                    "p2c_exit"}) {
+                    "p2c_fsa_by_orthography_request", "p2c_exit"}) {
     INFO(name);
     const auto& vector = golden(name);
     service_options options;
@@ -348,10 +399,16 @@ TEST_CASE("the golden commands of the real parent get sensible replies") {
       CHECK(std::isfinite(decoded.loss));
       CHECK(decoded.loss > 0);
     } else {
+      // Both name seg-1: by its name, and by its labels "1 2".
       const auto& fsa = std::get<protocol::fsa_command>(request);
-      CHECK(fsa.text == "corpus/rec/seg-1");
-      CHECK(unwrap(protocol::decode_fsa_reply(reply)).num_states ==
-            unwrap(make_criterion().segment_fsa(fsa.text)).num_states());
+      CHECK(fsa.text ==
+            (fsa.source == sprintrt::fsa_source::orthography ? "1 2" : "corpus/rec/seg-1"));
+      const auto decoded = unwrap(protocol::decode_fsa_reply(reply, fsa.source));
+      const auto expected = unwrap(make_criterion().segment_fsa("corpus/rec/seg-1"));
+      CHECK(decoded.num_states == expected.num_states());
+      const auto flat = expected.flat_edges();
+      CHECK(elements_of<uint32_t>(decoded.edges) ==
+            std::vector<uint32_t>(flat.begin(), flat.end()));
     }
   }
   // The bytes name is seg-2's.
@@ -365,14 +422,17 @@ TEST_CASE("describe names the command, the segment and the shape") {
   CHECK(describe(loss_request("a/1", test::random_log_posteriors(2, 3, rng))) ==
         "get_loss_and_error_signal 'a/1' [2 x 3]");
   CHECK(describe(protocol::fsa_command{"b"}) == "export_allophone_state_fsa_by_segment_name 'b'");
+  CHECK(describe(protocol::fsa_command{"1 2", sprintrt::fsa_source::orthography}) ==
+        "export_allophone_state_fsa_by_orthography '1 2'");
   CHECK(describe(protocol::init_command{"p", 1}) == "init 'p' version 1");
   CHECK(describe(protocol::exit_command{}) == "exit");
 }
 
 TEST_CASE("with criterion zero the loss reply is loss 0 and a full-size zero error signal") {
+  const service_options defaults;
   sprint_service service{criterion{unwrap(corpus::from_string(corpus_text)),
                                    std::make_shared<ctc_topology>(0), criterion_kind::zero},
-                         service_options{}};
+                         defaults};
   std::mt19937 rng{45};
   const auto log_posteriors = test::random_log_posteriors(7, 5, rng);
   // A known segment, one not in the corpus, and one whose label is beyond 5

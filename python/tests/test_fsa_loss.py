@@ -7,6 +7,7 @@ WeightedFsa layout (reproduced here from its documented fields)."""
 
 import itertools
 import math
+import threading
 from typing import NamedTuple
 
 import numpy
@@ -273,6 +274,25 @@ def test_results_do_not_depend_on_the_number_of_threads(corpus):
         assert torch.equal(loss, results[0][0]) and torch.equal(grad, results[0][1])
 
 
+def test_calls_from_several_python_threads_at_once_equal_one_after_another(corpus):
+    _, _, fsa, logits, lengths = ctc_setup(corpus)
+    batches = [torch.log_softmax(logits * scale, dim=2).float() for scale in (0.5, 1, 2, 3)]
+    want = [fsa_loss(lp, lengths, fsa, implementation="kernel", num_threads=2) for lp in batches]
+    got = [None] * len(batches)
+
+    def run(i):
+        for _ in range(5):
+            got[i] = fsa_loss(batches[i], lengths, fsa, implementation="kernel", num_threads=2)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(batches))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for w, g in zip(want, got):
+        assert torch.equal(w, g)
+
+
 def test_cpu_float64_uses_the_torch_implementation_and_float32_the_kernel():
     lp, lengths, fsa = tiny_batch()
     assert torch.equal(fsa_loss(lp, lengths, fsa), fsa_loss(lp, lengths, fsa,
@@ -300,6 +320,12 @@ def test_batch_first_equals_time_major_transposed(implementation):
     (got * torch.arange(1.0, 5.0)).sum().backward()
     assert torch.equal(got, want)
     assert torch.equal(batch_major.grad, time_major.grad.transpose(0, 1))
+    # Strided along D too (the kernel reads a contiguous copy).
+    strided = lp.repeat_interleave(2, dim=2)[:, :, ::2].requires_grad_()
+    assert strided.stride(2) == 2
+    (fsa_loss(strided, lengths, fsa, implementation=implementation)
+     * torch.arange(1.0, 5.0)).sum().backward()
+    assert torch.equal(strided.grad, time_major.grad)
 
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)

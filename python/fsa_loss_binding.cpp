@@ -113,8 +113,9 @@ int64_t check_edge(const batch_inputs& in, int64_t e) {
   return sequence;
 }
 
-/// Checks the FSA against the batch (the checks of fsa_loss.py's
-/// `_check_fsa`, with its messages) and groups its edges by sequence.
+/// Checks the lengths and the FSA against the batch (the checks of
+/// fsa_loss.py's `_check_lengths` and `_check_fsa_values`, with their
+/// messages) and groups the FSA's edges by sequence.
 void group_edges(batch_inputs& in, int64_t num_states) {
   for (int64_t b = 0; b < in.batch; ++b) {
     const int64_t start = in.start_end[b], end = in.start_end[in.batch + b];
@@ -124,8 +125,7 @@ void group_edges(batch_inputs& in, int64_t num_states) {
                             " (need 0 <= start <= end < num_states = " + text(num_states) + ")");
     if (end - start >= std::numeric_limits<uint32_t>::max())
       throw py::value_error("fsa.start_end_states: sequence " + text(b) +
-                            " has more than 2^32-1 "
-                            "states");
+                            " has more than 2^32-1 states");
     if (in.lengths[b] < 0 || in.lengths[b] > in.frames)
       throw py::value_error("seq_lens[" + text(b) + "] is " + text(in.lengths[b]) +
                             ", not in [0, " + text(in.frames) + "] (log_probs' frames)");
@@ -257,10 +257,13 @@ py::tuple fsa_loss_cpu(const py::array& log_probs, const int64_array& seq_lens,
                          py::str(log_probs.dtype()).cast<std::string>());
   require_shape(log_probs, {-1, -1, -1}, "log_probs", "T, B, D");
   constexpr auto item = static_cast<py::ssize_t>(sizeof(float));
-  if (log_probs.strides(2) != item || log_probs.strides(0) % item != 0 ||
-      log_probs.strides(1) % item != 0 ||
+  // A class axis of extent 1 may have any stride (torch gives it one).
+  const bool unit_stride = log_probs.shape(2) == 1 || log_probs.strides(2) == item;
+  if (!unit_stride || log_probs.strides(0) < 0 || log_probs.strides(1) < 0 ||
+      log_probs.strides(0) % item != 0 || log_probs.strides(1) % item != 0 ||
       reinterpret_cast<uintptr_t>(log_probs.data()) % alignof(float) != 0)
-    throw py::value_error("log_probs must be aligned and contiguous along D");
+    throw py::value_error("log_probs must be aligned, with non-negative strides, contiguous "
+                          "along D");
   batch_inputs in;
   in.log_probs = static_cast<const float*>(log_probs.data());
   in.frames = log_probs.shape(0);

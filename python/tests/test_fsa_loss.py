@@ -329,6 +329,18 @@ def test_batch_first_equals_time_major_transposed(implementation):
 
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_one_class_with_any_stride(implementation):
+    fsa = join([(2, [(0, 0, 0, 0.5), (0, 1, 0, 0.0), (1, 1, 0, 0.25)])] * 2)
+    # Contiguous to torch (an axis of extent 1 has no stride that matters).
+    lp = torch.randn(8, generator=torch.Generator().manual_seed(3)).as_strided((4, 2, 1),
+                                                                               (2, 1, 7))
+    assert lp.is_contiguous() and lp.stride(2) == 7
+    want, _ = brute_force(lp, [4, 3], fsa)
+    torch.testing.assert_close(fsa_loss(lp, [4, 3], fsa, implementation=implementation).double(),
+                               want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_fsa_layouts_accepted(implementation):
     lp, lengths, fsa = tiny_batch()
     lp = lp.float()
@@ -453,8 +465,10 @@ def test_the_bindings_own_checks():
     assert occupancy.shape == lp.shape
     with pytest.raises(TypeError, match="log_probs must be float32, got float64"):
         call(log_probs=lp.astype(numpy.float64))
-    with pytest.raises(ValueError, match="log_probs must be aligned and contiguous along D"):
-        call(log_probs=numpy.repeat(lp, 2, axis=2)[:, :, ::2])
+    for bad_layout in (numpy.repeat(lp, 2, axis=2)[:, :, ::2], lp[::-1]):
+        with pytest.raises(ValueError, match="log_probs must be aligned, with non-negative "
+                                             "strides, contiguous along D"):
+            call(log_probs=bad_layout)
     with pytest.raises(ValueError, match=r"fsa.edges must have shape \[4, E\], got \[3, 13\]"):
         call(e=edges[:3])
     with pytest.raises(ValueError, match=r"fsa.start_end_states must have shape \[2, B\]"):

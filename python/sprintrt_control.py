@@ -53,6 +53,19 @@ def _text(value):
     return value
 
 
+#: The characters RASR's orthographies separate words with (utf8::whitespace).
+_RASR_WHITESPACE = " \t\n\r\f\v"
+
+
+def _rasr_orthography(text):
+    """`text` as RASR's corpus reader normalizes an orthography: no leading
+    whitespace, each run of whitespace one blank, and one trailing blank.
+    RASR's export by orthography requires exactly this form and aborts the
+    whole process on any other, so the child sends it in this form."""
+    words = [w for w in text.translate({ord(c): " " for c in _RASR_WHITESPACE}).split(" ") if w]
+    return "".join(w + " " for w in words)
+
+
 def parse_config(config):
     """The pymod config string ``k:v,k:v`` as a dict of str (RASR passes it to
     ``init`` and ``getSegmentList`` unchanged)."""
@@ -202,8 +215,8 @@ class Control:
             self._reply_guarded(command, name, lambda: self._fsa(command, "segment_name", name))
         elif command == "export_allophone_state_fsa_by_orthography" and len(args) == 1:
             orthography = _text(args[0])
-            self._reply_guarded(command, orthography,
-                                lambda: self._fsa(command, "orthography", orthography))
+            self._reply_guarded(command, orthography, lambda: self._fsa(
+                command, "orthography", orthography, _rasr_orthography(orthography)))
         elif command == "get_loss_and_error_signal" and len(args) == 3:
             name = _text(args[0])
             try:
@@ -272,13 +285,15 @@ class Control:
             raise RuntimeError("RASR gave no callback to init (a PythonControl older than version 5?)")
         return self.callback(*args, **kwargs)
 
-    def _fsa(self, command, keyword, text):
+    def _fsa(self, command, keyword, text, argument=None):
         """RASR's automaton for the segment name or orthography `text`: the
-        callback `command` with `text` as its argument `keyword`."""
+        callback `command` with `argument` (`text` if None) as its argument
+        `keyword`."""
         if not isinstance(text, str) or not text:
             raise ValueError("%s: the %s must be a non-empty str, got %r"
                              % (command, keyword.replace("_", " "), text))
-        num_states, num_edges, edges, weights = self._rasr(command, **{keyword: text})
+        num_states, num_edges, edges, weights = self._rasr(
+            command, **{keyword: text if argument is None else argument})
         edges = numpy.asarray(edges, dtype=numpy.uint32).reshape(-1)
         weights = numpy.asarray(weights, dtype=numpy.float32).reshape(-1)
         if edges.size != 3 * int(num_edges) or weights.size != int(num_edges):

@@ -116,6 +116,12 @@ class Rasr:
             return self.exported_fsa(self.orthography(name, command))
         if command == "export_allophone_state_fsa_by_orthography":
             (orthography,) = bind(args, kwargs, ["orthography"], required=1, strings=(1,))
+            # RASR's precondition (it aborts on anything else): words
+            # separated by one blank, one trailing blank.
+            if orthography and (orthography != orthography.lstrip() or not orthography.endswith(" ")
+                                or "  " in orthography or any(c in orthography for c in "\t\n\r\f\v")):
+                raise RuntimeError("stand-in: orthography %r is not whitespace-normalized with a "
+                                   "trailing blank" % orthography)
             return self.exported_fsa(orthography)
         if command == "get_orthography_by_segment_name":
             (name,) = bind(args, kwargs, ["segment_name"], required=1, strings=(1,))

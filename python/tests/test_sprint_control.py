@@ -243,8 +243,10 @@ def test_an_fsa_by_orthography_is_rasrs_export_of_that_orthography(corpus, loop_
     for name in names[:4]:
         child.send(("export_allophone_state_fsa_by_segment_name", name))
         by_name = child.reply()
-        # An older parent's bytes are decoded as a segment name is.
-        for orthography in (labels[name], labels[name].encode("utf-8")):
+        # An older parent's bytes are decoded as a segment name is; RASR gets
+        # the orthography normalized as its corpus reader writes one.
+        for orthography in (labels[name], labels[name].encode("utf-8"), labels[name] + " ",
+                            " \t" + labels[name].replace(" ", "  \t") + "\n"):
             child.send(("export_allophone_state_fsa_by_orthography", orthography))
             by_orthography = child.reply()
             assert by_orthography[:3] == by_name[:3] and by_name[0] == "ok"
@@ -265,6 +267,10 @@ def test_an_fsa_by_orthography_is_rasrs_export_of_that_orthography(corpus, loop_
     assert status == "exception"
     assert "export_allophone_state_fsa_by_orthography: the orthography must be a non-empty str" \
         in message
+    # Only whitespace is the empty orthography, as RASR reads one.
+    child.send(("export_allophone_state_fsa_by_orthography", " \t "))
+    status, num_states, num_edges, _, _ = child.reply()
+    assert (status, num_states, num_edges) == ("ok",) + rasr_stand_in.Rasr.exported_fsa("")[:2]
     child.send(("export_allophone_state_fsa_by_orthography", labels[names[0]]))
     assert child.reply()[0] == "ok"
     child.send(("exit",))

@@ -15,6 +15,9 @@ Checks (each prints PASS or FAIL with what differed; the last line counts):
   and to librasr's AllophoneStateFsaBuilder per segment, joined into the
   batch layout (as i6_models joins them); with RETURNN's child module
   (given --returnn) too, and equal to RETURNN's own SprintInstancePool;
+- FSAs by orthography (export_allophone_state_fsa_by_orthography) through
+  1 and 2 children equal librasr's build_by_orthography, and a segment's
+  FSA by name equals that of its orthography (suite_orthography.py);
 - the CTC losses of a batch (training-criterion ctc, input in log space,
   no search aligner, iterate-corpus with the Python segment order) are
   bit-identical between 1 and 2 children, finite, and agree with a float64
@@ -31,6 +34,8 @@ import sys
 import tempfile
 
 import numpy
+
+from suite_orthography import check_orthographies
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -216,6 +221,9 @@ numpy.savez(out, edges=edges, weights=weights, start_end_states=start_end)
                       one)
         except RuntimeError as e:
             self.check("automata: RETURNN's own pool equals sprintrt's", False, str(e))
+
+    def orthography(self):
+        check_orthographies(self)
 
     # -- losses --------------------------------------------------------------
 
@@ -641,7 +649,7 @@ print("MEDIAN", median(lambda: pool.get_automata_for_batch(numpy.array(tags))))
 
     def run(self):
         self.before_kill = []
-        for part in (self.doctor, self.automata, self.losses, self.settings, self.faults,
+        for part in (self.doctor, self.automata, self.orthography, self.losses, self.settings, self.faults,
                      self.kill_part, self.figures):
             try:
                 part()

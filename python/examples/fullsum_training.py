@@ -70,9 +70,12 @@ except ImportError:  # not on PYTHONPATH: this checkout's build tree
     sys.path.insert(0, str(REPO / "build" / "python"))
     import sprintrt
 
-import torch  # noqa: E402 (after the module's path is set)
+try:
+    import torch
+except ImportError as e:
+    sys.exit("fullsum_training.py needs PyTorch (Debian: python3-torch): %s" % e)
 
-import sprintrt.torch  # noqa: E402
+import sprintrt.torch  # noqa: E402 (after torch's check)
 
 # ---------------------------------------------------------------- the task
 

@@ -75,24 +75,41 @@ tensor borrow(float32_array values) {
   return *tensor::from_storage(std::move(storage), std::move(shape));
 }
 
+/// `sprintrt.Error`, once `bind_errors` made it (module state: the type
+/// lives as long as the module).
+PyObject* error_type = nullptr;
+
+/// A `sprintrt.Error` of `code` and `message`.
+py::object error_of(const std::string& code, const std::string& message) {
+  py::object err = py::reinterpret_borrow<py::object>(error_type)(message);
+  err.attr("code") = code;
+  return err;
+}
+
 } // namespace
 
 [[noreturn]] void raise(const caf::error& err) {
-  auto code = err.category() == error_category ? to_string(static_cast<errc>(err.code()))
-                                               : std::string{"unknown_error"};
-  throw error_exception{code, render(err)};
+  throw error_exception{code_name(err), render(err)};
+}
+
+std::string code_name(const caf::error& err) {
+  return err.category() == error_category ? to_string(static_cast<errc>(err.code()))
+                                          : std::string{"unknown_error"};
+}
+
+py::object error_object(const caf::error& err) {
+  return error_of(code_name(err), render(err));
 }
 
 void bind_errors(py::module_& m) {
-  static py::exception<error_exception> error_type(m, "Error", PyExc_RuntimeError);
+  static py::exception<error_exception> type(m, "Error", PyExc_RuntimeError);
+  error_type = type.ptr();
   py::register_exception_translator([](std::exception_ptr thrown) {
     try {
       if (thrown)
         std::rethrow_exception(thrown);
     } catch (const error_exception& e) {
-      py::object err = py::reinterpret_borrow<py::object>(error_type.ptr())(e.message);
-      err.attr("code") = e.code;
-      PyErr_SetObject(error_type.ptr(), err.ptr());
+      PyErr_SetObject(error_type, error_of(e.code, e.message).ptr());
     }
   });
 }
@@ -113,6 +130,16 @@ void release_deferred_objects() {
   // Outside the lock: a decref may run arbitrary Python code.
   for (PyObject* p : released)
     Py_DECREF(p);
+}
+
+void lock_release_queue_for_fork() noexcept {
+  release_mutex.lock();
+}
+
+void unlock_release_queue_after_fork() noexcept {
+  // In the child as in the parent: the forking thread took it, and the
+  // objects queued are the child's copies, released with its next call.
+  release_mutex.unlock();
 }
 
 tensor borrow_float32(const py::array& array, const char* name) {

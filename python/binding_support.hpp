@@ -33,6 +33,14 @@ struct error_exception {
 /// Throws `err` as `sprintrt.Error`.
 [[noreturn]] void raise(const caf::error& err);
 
+/// The name of `err`'s errc, e.g. "invalid_input" ("unknown_error" outside
+/// sprintrt's category).
+std::string code_name(const caf::error& err);
+
+/// `err` as a `sprintrt.Error` instance (not raised), for calls that return
+/// one error per item.
+py::object error_object(const caf::error& err);
+
 /// Registers `sprintrt.Error` in `m` and the translation of
 /// `error_exception` to it.
 void bind_errors(py::module_& m);
@@ -44,6 +52,13 @@ sprint_options parse_options_json(const std::string& options_json);
 /// `borrow_float32`). Called with the GIL held: before and after every call
 /// that waits for the runtime (`call_without_gil`), and at shutdown.
 void release_deferred_objects();
+
+/// Takes the lock of the objects queued for release, so that no actor
+/// thread holds it at a fork (for `pthread_atfork`'s prepare handler).
+void lock_release_queue_for_fork() noexcept;
+
+/// Releases it after the fork, in the parent and in the child.
+void unlock_release_queue_after_fork() noexcept;
 
 /// `array` as a float32 tensor of the same shape. An aligned C-contiguous
 /// float32 array is borrowed, not copied: the tensor reads numpy's memory

@@ -79,6 +79,70 @@ py::tuple pool::automata(std::vector<std::string> tags) {
   return py::make_tuple(edges, weights, start_end);
 }
 
+namespace {
+
+/// A 1-D numpy array owning `values` (moved, not copied).
+template <class T>
+py::array_t<T> owning_numpy(std::vector<T>&& values) {
+  auto* owned = new std::vector<T>(std::move(values));
+  py::capsule owner{owned, [](void* p) { delete static_cast<std::vector<T>*>(p); }};
+  return py::array_t<T>(static_cast<py::ssize_t>(owned->size()), owned->data(), owner);
+}
+
+py::dict to_dict(const worker_stats& w) {
+  py::dict d;
+  d["requests_served"] = w.requests_served;
+  d["requests_failed"] = w.requests_failed;
+  d["busy_ns"] = w.busy_ns;
+  d["restarts"] = w.restarts;
+  d["pid"] = w.pid;
+  return d;
+}
+
+} // namespace
+
+py::list pool::export_fsas(std::vector<std::string> texts, bool by_orthography) {
+  std::vector<fsa_query> queries;
+  queries.reserve(texts.size());
+  auto source = by_orthography ? fsa_source::orthography : fsa_source::segment_name;
+  for (auto& text : texts)
+    queries.push_back(fsa_query{source, std::move(text)});
+  auto results = call_without_gil(client_, "this pool",
+                                  [&queries](const pool_client& facade, const stop_token& stop) {
+                                    return facade.fsas(std::move(queries), stop);
+                                  });
+  py::list items;
+  for (auto& result : results) {
+    if (!result) {
+      items.append(error_object(result.error()));
+      continue;
+    }
+    items.append(py::make_tuple(result->num_states, owning_numpy(std::move(result->edges)),
+                                owning_numpy(std::move(result->weights))));
+  }
+  return items;
+}
+
+py::dict pool::stats() {
+  auto result =
+      call_without_gil(client_, "this pool",
+                       [](const pool_client& facade, const stop_token&) { return facade.stats(); });
+  if (!result)
+    raise(result.error());
+  py::dict d;
+  d["capacity"] = result->capacity;
+  d["batches"] = result->batches;
+  d["segments"] = result->segments;
+  d["failed_segments"] = result->failed_segments;
+  d["automata"] = result->automata;
+  d["fsa_exports"] = result->fsa_exports;
+  py::list workers;
+  for (const auto& w : result->workers)
+    workers.append(to_dict(w));
+  d["workers"] = workers;
+  return d;
+}
+
 void bind_pool(py::module_& m) {
   py::class_<pool>(m, "Pool", "A worker pool for one options value (JSON).")
       .def(py::init<const std::string&>(), py::arg("options_json"))
@@ -90,6 +154,14 @@ void bind_pool(py::module_& m) {
            "Seconds per pool_client::compute of this batch, timed in C++ (for the benchmark).")
       .def("automata", &pool::automata, py::arg("tags"),
            "(edges uint32 [4, E], weights float32 [E], start_end_states uint32 [2, B]).")
+      .def("export_fsas", &pool::export_fsas, py::arg("texts"), py::arg("by_orthography") = false,
+           "One item per text: (num_states, edges uint32 [3*E]: all from, all to, all "
+           "emissions, weights float32 [E]), or a sprintrt.Error instance (not raised) naming "
+           "the segment (or orthography) and the cause. All are exported at once, spread over "
+           "the workers, with the GIL released.")
+      .def("stats", &pool::stats,
+           "The pool's counters: capacity, batches, segments, failed_segments, automata, "
+           "fsa_exports, workers (requests_served, requests_failed, busy_ns, restarts, pid).")
       .def_property_readonly("num_instances",
                              [](const pool& p) { return p.options().num_instances; });
   m.def(

@@ -41,6 +41,17 @@ public:
   /// [2, B]) of the segments `tags`.
   py::tuple automata(std::vector<std::string> tags);
 
+  /// One item per text: (num_states, edges uint32 [3*E], weights float32
+  /// [E]) or a `sprintrt.Error` instance naming the text and the cause. The
+  /// texts are segment names, or orthographies if `by_orthography`; all are
+  /// sent at once (the pool spreads them over its workers).
+  py::list export_fsas(std::vector<std::string> texts, bool by_orthography);
+
+  /// The pool's counters as a dict (`pool_stats`: capacity, batches,
+  /// segments, failed_segments, automata, fsa_exports, and workers: one dict
+  /// of `worker_stats` each).
+  py::dict stats();
+
   /// Returns the options the pool was made with.
   const sprint_options& options() const noexcept { return opts_; }
 

@@ -241,11 +241,11 @@ class FsaBuilder:
         uint32 [3*E]: all from-states, all to-states, all emissions, weights
         float32 [E]), weights times ``tdp_scale`` as i6_models' V2 builders
         return it; the arrays are the caller's."""
-        return self._single(_SEGMENT, _text_list([tag], "tag")[0])
+        return self._single(_SEGMENT, _text(tag, "tag"))
 
     def build_by_orthography(self, orthography):
         """The FSA of ``orthography`` as ``build_single`` returns one."""
-        return self._single(_ORTHOGRAPHY, _text_list([orthography], "orthography")[0])
+        return self._single(_ORTHOGRAPHY, _text(orthography, "orthography"))
 
     def prefetch(self, tags, *, by_orthography=False):
         """Starts exporting the FSAs of ``tags`` (orthographies if
@@ -276,13 +276,6 @@ class FsaBuilder:
                           cache_bytes=self.cache_bytes, in_flight=len(self._pending))
         return result
 
-    def clear_cache(self):
-        """Empties the cache (the counters stay)."""
-        self._check_process()
-        with self._lock:
-            self._cache.clear()
-            self._bytes = 0
-
     # --- lookups and exports -------------------------------------------------------
 
     def _keys(self, source, texts):
@@ -300,11 +293,13 @@ class FsaBuilder:
         ``_Failure`` of a background export, now forgotten). With
         ``queue``, to_export's keys are registered as queued, not started."""
         found, to_export, waited, failed = {}, [], {}, {}
+        seen = set()
         counts = self._counts
         for key in keys:
-            if key in found or key in waited or key in failed or key in to_export:
+            if key in seen:
                 counts["hits"] += 1  # served by this call's first lookup of it
                 continue
+            seen.add(key)
             fsa = self._cache.get(key)
             if fsa is not None:
                 self._cache.move_to_end(key)
@@ -447,19 +442,21 @@ class FsaBuilder:
         return num_states, num_edges, edges.copy(), weights
 
 
+def _text(value, name):
+    """``value`` as str (bytes decoded as UTF-8); a TypeError naming ``name``
+    otherwise."""
+    if isinstance(value, bytes):
+        return value.decode("utf8")
+    if not isinstance(value, str):
+        raise TypeError("%s must be str or bytes, got %s" % (name, type(value).__name__))
+    return value
+
+
 def _text_list(texts, name):
-    """``texts`` as a list of str (bytes decoded as UTF-8); a TypeError
-    naming ``name`` otherwise."""
+    """``texts`` (a sequence or numpy array) as a list of str (see ``_text``)."""
     if isinstance(texts, (str, bytes)):
         raise TypeError("%s must be a sequence of str, got a single %s"
                         % (name, type(texts).__name__))
     if isinstance(texts, numpy.ndarray):
         texts = texts.tolist()
-    result = []
-    for i, text in enumerate(texts):
-        if isinstance(text, bytes):
-            text = text.decode("utf8")
-        if not isinstance(text, str):
-            raise TypeError("%s[%d] must be str, got %s" % (name, i, type(text).__name__))
-        result.append(text)
-    return result
+    return [_text(text, "%s[%d]" % (name, i)) for i, text in enumerate(texts)]

@@ -1,0 +1,439 @@
+"""sprintrt.torch.FsaBuilder through sprint-sim children: its batches against
+SprintInstancePool.get_automata_for_batch (V1) and the V2 join of its single
+FSAs, the TDP scale, exports spread over the workers, the cache (epoch 2,
+LRU eviction with exact byte accounting, key separation), prefetch, errors,
+pickling and DataLoader workers of both start methods, and orthographies."""
+
+import collections
+import pickle
+
+import numpy
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import sprintrt  # noqa: E402 (after the skip without PyTorch)
+from conftest import sim_options  # noqa: E402
+from sprintrt.fsa_builder import ENTRY_OVERHEAD_BYTES  # noqa: E402
+from sprintrt.fsa_layouts import COUNT_DTYPE, join_fsas_v2  # noqa: E402
+from sprintrt.torch import FsaBuilder, WeightedFsa, WeightedFsaV2  # noqa: E402
+
+# HMM costs that are not exact in float32 and differ per transition, so that
+# a scale or a wrong weight shows.
+HMM = ["--*.topology=hmm", "--*.hmm-loop-cost=0.3", "--*.hmm-forward-cost=1.7",
+       "--*.hmm-silence-index=4", "--*.hmm-silence-entry-cost=2.9",
+       "--*.hmm-silence-exit-cost=0.11", "--*.hmm-silence-loop-cost=0.05"]
+
+
+def hmm_options(path, extra=(), **keys):
+    opts = sim_options(path, list(extra) + HMM, **keys)
+    opts["sprintConfigStr"].remove("--*.topology=ctc")
+    return opts
+
+
+def corpus_labels(path):
+    """Segment name -> its label text, as the corpus file lists it."""
+    with open(path) as lines:
+        return dict(line.rstrip("\n").split("\t") for line in lines)
+
+
+def pool_stats(builder):
+    """The counters of the builder's pool (its C++ pool_stats)."""
+    return builder.pool._pool.stats()
+
+
+def assert_same(got, want):
+    """Two layouts of the same type, equal field for field (dtype, shape, values)."""
+    assert type(got) is type(want)
+    for name, g, w in zip(got._fields, got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape, name
+        assert torch.equal(g, w), name
+
+
+def assert_equals_automata(fsa, pool, tags, tdp_scale=1.0):
+    """``fsa`` (V1) holds the values of the pool's merged automata of ``tags``."""
+    edges, weights, start_end = pool.get_automata_for_batch(tags)
+    assert fsa.edges.dtype == torch.int32 and fsa.start_end_states.dtype == torch.int32
+    assert fsa.num_states.dtype == torch.int32 and fsa.num_states.dim() == 0
+    assert fsa.weights.dtype == torch.float32
+    assert torch.equal(fsa.edges, torch.from_numpy(edges.astype(numpy.int32)))
+    assert torch.equal(fsa.start_end_states, torch.from_numpy(start_end.astype(numpy.int32)))
+    assert int(fsa.num_states) == int(start_end[1, -1]) + 1
+    want = torch.from_numpy(weights)
+    # i6_models' V1 scale: the joined float32 tensor times the scale.
+    assert torch.equal(fsa.weights, want * tdp_scale if tdp_scale != 1.0 else want)
+
+
+@pytest.mark.parametrize("topology", ["ctc", "hmm"])
+def test_v1_batch_equals_get_automata_for_batch(corpus, topology):
+    path, names = corpus
+    opts = sim_options(path) if topology == "ctc" else hmm_options(path)
+    builder = FsaBuilder(opts)
+    tags = names[3:9] + names[:2]
+    fsa = builder.build_batch(tags)
+    assert type(fsa) is WeightedFsa
+    assert_equals_automata(fsa, sprintrt.SprintInstancePool.get_global_instance(opts), tags)
+    if topology == "hmm":
+        assert fsa.weights.unique().numel() > 2
+
+
+def test_v2_batch_is_the_v2_join_of_the_single_fsas(corpus):
+    path, names = corpus
+    builder = FsaBuilder(hmm_options(path), layout="v2")
+    fsa = builder.build_batch(names[:5])
+    assert type(fsa) is WeightedFsaV2
+    assert_same(fsa, join_fsas_v2([builder.build_single(n) for n in names[:5]]))
+    v1 = FsaBuilder(pool=builder.pool).build_batch(names[:5])
+    assert torch.equal(fsa.edges, v1.edges[:3])
+    assert torch.equal(fsa.weights, v1.weights)
+    assert torch.equal(fsa.start_end_states, v1.start_end_states)
+    assert fsa.num_states.dtype == COUNT_DTYPE and fsa.num_edges.dtype == COUNT_DTYPE
+    ends = v1.start_end_states.to(torch.int64)
+    assert fsa.num_states.to(torch.int64).tolist() == (ends[1] - ends[0] + 1).tolist()
+    assert fsa.num_edges.to(torch.int64).tolist() == torch.bincount(
+        v1.edges[3].to(torch.int64)).tolist()
+
+
+def test_build_single_is_librasrs_tuple_of_the_export(corpus):
+    path, names = corpus
+    builder = FsaBuilder(hmm_options(path))
+    single = builder.build_single(names[2])
+    (num_states, edges, weights), = builder.pool._pool.export_fsas([names[2]])
+    assert isinstance(single[0], int) and isinstance(single[1], int)
+    assert single[0] == num_states and single[1] == len(weights)
+    assert single[2].dtype == numpy.uint32 and single[2].shape == (3 * len(weights),)
+    assert single[3].dtype == numpy.float32 and single[3].shape == (len(weights),)
+    assert numpy.array_equal(single[2], edges) and numpy.array_equal(single[3], weights)
+    # The arrays are the caller's: changing them changes nothing cached.
+    single[2][:] = 0
+    single[3][:] = -1
+    again = builder.build_single(names[2])
+    assert numpy.array_equal(again[2], edges) and numpy.array_equal(again[3], weights)
+    assert builder.stats()["exports"] == 1
+
+
+@pytest.mark.parametrize("layout", ["v1", "v2"])
+def test_tdp_scale_is_applied_after_the_cache_as_i6_models_does(corpus, layout):
+    path, names = corpus
+    opts = hmm_options(path)
+    plain = FsaBuilder(opts, layout=layout)
+    scaled = FsaBuilder(opts, tdp_scale=0.37, layout=layout)
+    assert scaled.tdp_scale == 0.37
+    got = scaled.build_batch(names[:4])
+    if layout == "v1":
+        assert_equals_automata(got, plain.pool, names[:4], tdp_scale=0.37)
+    else:
+        # V2: each segment's float32 numpy weights times the scale.
+        want = numpy.concatenate([plain.build_single(n)[3] * 0.37 for n in names[:4]])
+        assert torch.equal(got.weights, torch.from_numpy(want))
+    for name in got._fields:
+        if name != "weights":
+            assert torch.equal(getattr(got, name), getattr(plain.build_batch(names[:4]), name))
+    assert numpy.array_equal(scaled.build_single(names[0])[3],
+                             plain.build_single(names[0])[3] * 0.37)
+
+
+def test_a_batch_is_exported_over_both_workers_in_one_call(corpus):
+    path, names = corpus
+    builder = FsaBuilder(sim_options(path, ["--*.delay-ms=30"], numInstances=2))
+    fsa = builder.build_batch(names)
+    stats = pool_stats(builder)
+    assert stats["fsa_exports"] == len(names)
+    served = [w["requests_served"] for w in stats["workers"]]
+    assert len(served) == 2 and all(n > 0 for n in served) and sum(served) == len(names)
+    assert_equals_automata(fsa, builder.pool, names)
+
+
+def test_epoch_2_exports_nothing(corpus):
+    path, names = corpus
+    builder = FsaBuilder(sim_options(path))
+    batches = [names[:5], names[5:9], names[9:]]
+    first = [builder.build_batch(b) for b in batches]
+    after_epoch_1 = builder.stats()
+    assert after_epoch_1["misses"] == after_epoch_1["exports"] == len(names)
+    assert after_epoch_1["hits"] == 0 and after_epoch_1["entries"] == len(names)
+    exported = pool_stats(builder)["fsa_exports"]
+    second = [builder.build_batch(b) for b in batches]
+    stats = builder.stats()
+    assert stats["misses"] == after_epoch_1["misses"]
+    assert stats["exports"] == after_epoch_1["exports"]
+    assert stats["hits"] == len(names)
+    assert pool_stats(builder)["fsa_exports"] == exported
+    for a, b in zip(first, second):
+        assert_same(b, a)
+
+
+def test_lru_eviction_with_exact_byte_accounting(corpus):
+    path, names = corpus
+    opts = sim_options(path)
+    sizes = {}
+    for name, fsa in zip(names, (FsaBuilder(opts, cache_bytes=0).build_single(n)
+                                 for n in names)):
+        sizes[name] = fsa[2].nbytes + fsa[3].nbytes + ENTRY_OVERHEAD_BYTES
+        assert sizes[name] == 16 * fsa[1] + ENTRY_OVERHEAD_BYTES
+    limit = sizes[names[0]] + sizes[names[1]] + sizes[names[2]]
+    builder = FsaBuilder(opts, cache_bytes=limit)
+    # A reference LRU of the same bound: name -> bytes, least recent first.
+    model = collections.OrderedDict()
+    counts = collections.Counter()
+
+    def use(name):
+        if name in model:
+            model.move_to_end(name)
+            counts["hits"] += 1
+            return
+        counts["misses"] += 1
+        model[name] = sizes[name]
+        while sum(model.values()) > limit:
+            model.popitem(last=False)
+            counts["evictions"] += 1
+
+    for batch in ([names[0], names[1], names[2]], [names[0]], [names[3]], [names[1], names[0]],
+                  [names[4], names[5]], [names[2]], [names[5], names[4]]):
+        builder.build_batch(batch)
+        for name in batch:
+            use(name)
+        stats = builder.stats()
+        assert stats["bytes"] == sum(model.values())
+        assert stats["entries"] == len(model)
+        assert stats["hits"] == counts["hits"] and stats["misses"] == counts["misses"]
+        assert stats["evictions"] == counts["evictions"]
+        assert stats["exports"] == counts["misses"]
+    assert counts["evictions"] > 0 and counts["hits"] > 0
+    # cache_bytes 0 caches nothing and evicts nothing.
+    uncached = FsaBuilder(opts, cache_bytes=0)
+    uncached.build_batch(names[:2])
+    uncached.build_batch(names[:2])
+    stats = uncached.stats()
+    assert (stats["misses"], stats["exports"], stats["entries"], stats["bytes"],
+            stats["evictions"]) == (4, 4, 0, 0, 0)
+
+
+def test_builders_of_other_options_cache_their_own_fsas(corpus):
+    path, names = corpus
+    ctc = FsaBuilder(sim_options(path))
+    hmm = FsaBuilder(hmm_options(path))
+    a = ctc.build_single(names[0])
+    b = hmm.build_single(names[0])
+    assert not (a[0] == b[0] and numpy.array_equal(a[2], b[2]) and numpy.array_equal(a[3], b[3]))
+    assert ctc.stats()["exports"] == 1 and hmm.stats()["exports"] == 1
+    assert_equals_automata(hmm.build_batch(names[:1]), hmm.pool, names[:1])
+    assert_equals_automata(ctc.build_batch(names[:1]), ctc.pool, names[:1])
+
+
+def test_prefetch_then_build_exports_each_segment_once(corpus):
+    path, names = corpus
+    opts = sim_options(path, ["--*.delay-ms=20"], numInstances=2)
+    cold = FsaBuilder(opts, cache_bytes=0).build_batch(names)
+    builder = FsaBuilder(opts)
+    exported = pool_stats(builder)["fsa_exports"]
+    builder.prefetch(names[:6])
+    builder.prefetch(names[:8])  # overlaps: names[6:8] only
+    assert_same(builder.build_batch(names), cold)
+    assert_same(builder.build_batch(names), cold)
+    stats = builder.stats()
+    assert stats["exports"] == len(names) and stats["failures"] == 0
+    assert stats["in_flight"] == 0
+    assert pool_stats(builder)["fsa_exports"] - exported == len(names)
+    # Every lookup of the 6 + 8 + 12 + 12 was a hit or a miss; the misses
+    # that found no export queued or under way started the 12 exports.
+    assert stats["hits"] + stats["misses"] == 6 + 8 + 2 * len(names)
+    assert stats["misses"] - stats["waits"] == len(names)
+
+
+def test_an_unknown_segment_fails_its_batch_not_the_builder(corpus):
+    path, names = corpus
+    builder = FsaBuilder(sim_options(path))
+    with pytest.raises(sprintrt.Error) as failed:
+        builder.build_batch([names[0], "no-such-segment", names[1], "nor-this"])
+    message = str(failed.value)
+    assert message.startswith("2 of the 4 FSAs failed: ")
+    assert "segment 'no-such-segment'" in message and "segment 'nor-this'" in message
+    assert "is not in corpus" in message
+    assert failed.value.code == "child_exception"
+    # The batch's other segments are cached; the builder keeps working.
+    stats = builder.stats()
+    assert stats["entries"] == 2 and stats["failures"] == 2
+    assert_equals_automata(builder.build_batch(names[:2]), builder.pool, names[:2])
+    assert builder.stats()["hits"] == 2
+    with pytest.raises(sprintrt.Error, match="segment 'no-such-segment'"):
+        builder.build_single("no-such-segment")
+
+
+def test_a_failed_prefetch_raises_from_the_build_that_needs_it(corpus):
+    path, names = corpus
+    builder = FsaBuilder(sim_options(path))
+    builder.prefetch(["no-such-segment", names[0]])
+    builder.build_batch([names[1]])  # does not need it: no error
+    with pytest.raises(sprintrt.Error, match="1 of the 2 FSAs failed: .*segment 'no-such-segment'"):
+        builder.build_batch([names[0], "no-such-segment"])
+    # Raised once: the next build exports it again (and fails again).
+    with pytest.raises(sprintrt.Error, match="segment 'no-such-segment'"):
+        builder.build_batch(["no-such-segment"])
+    assert builder.stats()["exports"] == 4
+    assert_equals_automata(builder.build_batch(names[:2]), builder.pool, names[:2])
+
+
+def test_a_reply_that_is_not_an_fsa_is_named(corpus):
+    path, names = corpus
+    # Every child answers its first request with bytes that are no pickle;
+    # the pool's resends meet new children doing the same.
+    builder = FsaBuilder(sim_options(path, ["--*.fault=garbage", "--*.fault-after=0"]))
+    with pytest.raises(sprintrt.Error) as failed:
+        builder.build_batch(names[:2])
+    message = str(failed.value)
+    assert message.startswith("2 of the 2 FSAs failed: ")
+    assert "segment '%s'" % names[0] in message and "segment '%s'" % names[1] in message
+    assert "malformed message" in message
+    assert builder.stats()["entries"] == 0
+
+
+def test_a_worker_that_cannot_start_is_named(corpus, tmp_path):
+    path, names = corpus
+    opts = sim_options(path)
+    opts["sprintExecPath"] = str(tmp_path / "no-such-program")
+    builder = FsaBuilder(opts)
+    with pytest.raises(sprintrt.Error) as failed:
+        builder.build_batch(names[:1])
+    message = str(failed.value)
+    assert "segment '%s'" % names[0] in message
+    assert "could not be started" in message and "no-such-program" in message
+
+
+def test_bad_arguments_are_named(corpus):
+    path, names = corpus
+    opts = sim_options(path)
+    with pytest.raises(ValueError, match="either sprint_opts or pool"):
+        FsaBuilder()
+    with pytest.raises(ValueError, match="either sprint_opts or pool"):
+        FsaBuilder(opts, pool=sprintrt.SprintInstancePool.get_global_instance(opts))
+    with pytest.raises(TypeError, match="pool must be a sprintrt.SprintInstancePool"):
+        FsaBuilder(pool=opts)
+    with pytest.raises(TypeError, match="sprint_opts must be a dict"):
+        FsaBuilder(["not", "options"])
+    with pytest.raises(ValueError, match="layout must be 'v1' or 'v2', got 'v3'"):
+        FsaBuilder(opts, layout="v3")
+    with pytest.raises(ValueError, match="cache_bytes must not be negative, got -1"):
+        FsaBuilder(opts, cache_bytes=-1)
+    with pytest.raises(TypeError, match="cache_bytes must be an int, got float"):
+        FsaBuilder(opts, cache_bytes=1e9)
+    with pytest.raises(TypeError, match="tdp_scale must be a number, got str"):
+        FsaBuilder(opts, tdp_scale="0.5")
+    builder = FsaBuilder(opts)
+    with pytest.raises(ValueError, match="a batch needs at least one segment, got none"):
+        builder.build_batch([])
+    with pytest.raises(TypeError, match="tags must be a sequence of segment names, got a single"):
+        builder.build_batch(names[0])
+    with pytest.raises(TypeError, match=r"tags\[1\] must be str or bytes, got int"):
+        builder.prefetch([names[0], 3])
+    with pytest.raises(TypeError, match=r"orthographies\[0\] must be str or bytes, got int"):
+        builder.build_batch_by_orthography([1])
+    with pytest.raises(TypeError, match="orthographies must be a sequence of str, got a single"):
+        builder.build_batch_by_orthography("1 2")
+    with pytest.raises(TypeError, match="tag must be str or bytes, got list"):
+        builder.build_single([names[0]])
+    with pytest.raises(TypeError, match="orthography must be str or bytes, got int"):
+        builder.build_by_orthography(3)
+    assert builder.stats()["misses"] == 0
+
+
+def test_a_pickled_builder_keeps_its_settings_not_its_pool_or_cache(corpus):
+    path, names = corpus
+    opts = hmm_options(path)
+    builder = FsaBuilder(opts, tdp_scale=0.5, layout="v2", cache_bytes=12345)
+    want = builder.build_batch(names[:3])
+    builder.prefetch(names[3:6])
+    copy = pickle.loads(pickle.dumps(builder))
+    assert (copy.tdp_scale, copy.layout, copy.cache_bytes) == (0.5, "v2", 12345)
+    assert copy.sprint_opts == opts
+    assert copy._pool is None  # nothing made until first use
+    assert copy.stats()["entries"] == 0
+    assert_same(copy.build_batch(names[:3]), want)
+    assert copy.stats()["misses"] == 3
+    # Built from a pool, a builder pickles that pool's options.
+    from_pool = pickle.loads(pickle.dumps(FsaBuilder(pool=builder.pool)))
+    assert from_pool.sprint_opts == opts
+
+
+# --- DataLoader workers ---------------------------------------------------------
+
+
+class TagDataset(torch.utils.data.Dataset):
+    """Batches of segment names, one per index."""
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __getitem__(self, i):
+        return self.batches[i]
+
+
+def first_item(items):
+    """The collate function of batch_size=1 loaders whose items are batches."""
+    return items[0]
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_dataloader_workers_build_what_the_parent_builds(corpus, start_method):
+    path, names = corpus
+    builder = FsaBuilder(hmm_options(path, numInstances=1), tdp_scale=0.8)
+    builder.build_batch(names[:1])  # the parent's pool runs; the workers export the rest
+    batches = [names[:4], names[4:7], names[7:], names[2:5]]
+    # The builder travels as the collate function's instance.
+    loader = torch.utils.data.DataLoader(
+        TagDataset(batches), batch_size=None, num_workers=2, collate_fn=builder.build_batch,
+        multiprocessing_context=start_method, timeout=120)
+    got = list(loader)
+    assert builder.stats()["exports"] == 1
+    # The parent's builder and pool still work.
+    want = [builder.build_batch(b) for b in batches]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert_same(WeightedFsa(*g), w)
+
+
+def test_a_dataset_holding_the_builder_works_in_forked_workers(corpus):
+    path, names = corpus
+    builder = FsaBuilder(sim_options(path))
+    builder.build_batch(names[:1])
+    builder.prefetch(names[7:])  # the fork may meet it under way; the workers export
+
+    class Built(torch.utils.data.Dataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return tuple(builder.build_batch(names[3 * i + 1:3 * i + 4]))
+
+    loader = torch.utils.data.DataLoader(Built(), batch_size=None, num_workers=2,
+                                         multiprocessing_context="fork", timeout=120)
+    got = list(loader)
+    assert len(got) == 2
+    for i, item in enumerate(got):
+        assert_same(WeightedFsa(*item), builder.build_batch(names[3 * i + 1:3 * i + 4]))
+
+
+# --- orthographies --------------------------------------------------------------
+
+
+def test_a_batch_by_orthography_equals_the_batch_of_those_segments(corpus):
+    path, names = corpus
+    labels = corpus_labels(path)
+    builder = FsaBuilder(hmm_options(path))
+    tags = names[:6]
+    by_name = builder.build_batch(tags)
+    by_orthography = builder.build_batch_by_orthography([labels[n] for n in tags])
+    assert_same(by_orthography, by_name)
+    # Different sources, different keys: nothing was served across them.
+    stats = builder.stats()
+    assert stats["hits"] == 0 and stats["exports"] == 2 * len(tags)
+    single = builder.build_by_orthography(labels[tags[0]])
+    want = builder.build_single(tags[0])
+    assert single[:2] == want[:2]
+    assert numpy.array_equal(single[2], want[2]) and numpy.array_equal(single[3], want[3])
+    builder.prefetch([labels[n] for n in names[6:8]], by_orthography=True)
+    assert_same(builder.build_batch_by_orthography([labels[n] for n in names[6:8]]),
+                builder.build_batch(names[6:8]))

@@ -26,6 +26,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -223,8 +224,13 @@ std::string run_batch(std::vector<std::unique_ptr<worker>>& workers, const batch
     }
   };
   std::vector<std::thread> threads;
-  for (size_t i = 1; i < workers.size(); ++i)
-    threads.emplace_back(drain, std::ref(*workers[i]));
+  for (size_t i = 1; i < workers.size(); ++i) {
+    try {
+      threads.emplace_back(drain, std::ref(*workers[i]));
+    } catch (const std::system_error&) {
+      break; // No more threads to be had: the ones running take the rest.
+    }
+  }
   drain(*workers[0]);
   for (auto& thread : threads)
     thread.join();

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <random>
@@ -143,6 +144,21 @@ caf::expected<segment_fsa> export_fsa(caf::scoped_actor& self, const sprint_work
       .receive([&](segment_fsa& fsa) { result = std::move(fsa); },
                [&](caf::error& err) { result = std::move(err); });
   return result;
+}
+
+std::string orthography_of(const std::vector<uint32_t>& labels) {
+  std::string text;
+  for (auto label : labels)
+    text += (text.empty() ? "" : " ") + std::to_string(label);
+  return text;
+}
+
+void check_same_fsa(const segment_fsa& got, const segment_fsa& want) {
+  CHECK(got.num_states == want.num_states);
+  CHECK(got.edges == want.edges);
+  REQUIRE(got.weights.size() == want.weights.size());
+  CHECK(std::memcmp(got.weights.data(), want.weights.data(), want.weights.size() * sizeof(float)) ==
+        0);
 }
 
 segment_job make_job(const std::string& segment, const std::vector<float>& log_posteriors,

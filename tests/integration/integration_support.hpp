@@ -136,6 +136,12 @@ caf::expected<segment_fsa> export_fsa(caf::scoped_actor& self, const sprint_work
                                       const std::string& text,
                                       fsa_source source = fsa_source::segment_name);
 
+/// The orthography sprint-sim reads as `labels`: "2 3 1" (empty for none).
+std::string orthography_of(const std::vector<uint32_t>& labels);
+
+/// Checks that two exported FSAs are equal bit for bit.
+void check_same_fsa(const segment_fsa& got, const segment_fsa& want);
+
 /// Makes a job for `segment` over `log_posteriors` [frames, dim] with a fresh
 /// zeroed error signal.
 segment_job make_job(const std::string& segment, const std::vector<float>& log_posteriors,

@@ -38,14 +38,6 @@ std::vector<fsa_query> by_name(const std::vector<test::test_segment>& segments) 
   return queries;
 }
 
-/// The orthography sprint-sim reads as `labels`: "2 3 1".
-std::string orthography_of(const std::vector<uint32_t>& labels) {
-  std::string text;
-  for (auto label : labels)
-    text += (text.empty() ? "" : " ") + std::to_string(label);
-  return text;
-}
-
 /// Checks that `got` is the criterion's FSA `want`, value for value.
 void check_same_fsa(const segment_fsa& got, const sim::fsa& want) {
   CHECK(got.num_states == want.num_states());
@@ -53,33 +45,53 @@ void check_same_fsa(const segment_fsa& got, const sim::fsa& want) {
   CHECK(got.weights == std::vector<float>(want.weights().begin(), want.weights().end()));
 }
 
-/// Checks that two FSAs are equal, value for value.
-void check_same_fsa(const segment_fsa& got, const segment_fsa& want) {
-  CHECK(got.num_states == want.num_states);
-  CHECK(got.edges == want.edges);
-  CHECK(got.weights == want.weights);
-}
+/// A pool of two sprint-sim children (extra sprint-sim `params`) over a new
+/// corpus of `count` segments, and the in-process reference over it.
+struct sim_pool {
+  test::temp_dir dir;
+  std::vector<test::test_segment> segments;
+  sprint_runtime rt;
+  pool_client client;
 
-/// The in-process reference over the corpus in `dir` (CTC, blank 0).
-sim::criterion reference(const test::temp_dir& dir) {
-  auto corpus = sim::corpus::from_file(test::corpus_path(dir));
-  REQUIRE(corpus);
-  return sim::criterion{std::move(*corpus), std::make_shared<sim::ctc_topology>(0)};
+  sim_pool(size_t count, const std::vector<std::string>& params)
+      : segments(test::write_corpus(dir, count, num_labels)), client{rt, options(params)} {}
+
+  ~sim_pool() { rt.shutdown(); }
+
+  sprint_options options(const std::vector<std::string>& params) const {
+    auto opts = sim_options(test::corpus_path(dir), params);
+    opts.num_instances = 2;
+    return opts;
+  }
+
+  /// The criterion's FSA of segment `i` (CTC, blank 0).
+  sim::fsa reference(size_t i) const {
+    auto corpus = sim::corpus::from_file(test::corpus_path(dir));
+    REQUIRE(corpus);
+    sim::criterion crit{std::move(*corpus), std::make_shared<sim::ctc_topology>(0)};
+    return *crit.segment_fsa(segments[i].name);
+  }
+};
+
+/// Runs `body` on a `sim_pool`; checks that nothing is left once it is gone.
+template <class Body>
+void with_pool(size_t count, const std::vector<std::string>& params, Body body) {
+  test::fd_snapshot fds;
+  {
+    sim_pool pool{count, params};
+    body(pool);
+  }
+  check_nothing_left(fds);
 }
 
 } // namespace
 
 TEST_CASE("a batch of FSA queries is spread over both children, each equal to its export alone") {
-  test::fd_snapshot fds;
-  {
-    test::temp_dir dir;
-    auto segments = test::write_corpus(dir, 16, num_labels);
-    // 16 exports of 50 ms each: one child alone would need 800 ms, so the
-    // second child, started at the first request, serves some of them.
-    auto opts = sim_options(test::corpus_path(dir), {"delay-ms=50"});
-    opts.num_instances = 2;
-    sprint_runtime rt;
-    pool_client client{rt, opts};
+  // 16 exports of 50 ms each: one child alone would need 800 ms, so the
+  // second child, started at the first request, serves some of them.
+  with_pool(16, {"delay-ms=50"}, [](sim_pool& pool) {
+    auto& client = pool.client;
+    const auto& segments = pool.segments;
     auto results = client.fsas(by_name(segments));
     REQUIRE(results.size() == segments.size());
     auto stats = client.stats();
@@ -89,38 +101,28 @@ TEST_CASE("a batch of FSA queries is spread over both children, each equal to it
     CHECK(stats->workers[1].requests_served > 0);
     CHECK(stats->workers[0].requests_served + stats->workers[1].requests_served == segments.size());
     CHECK(stats->fsa_exports == segments.size());
-    auto crit = reference(dir);
     for (size_t i = 0; i < segments.size(); ++i) {
       INFO("query " << i);
       REQUIRE(results[i]);
       auto alone = client.fsas({{fsa_source::segment_name, segments[i].name}});
       REQUIRE(alone.size() == 1);
       REQUIRE(alone[0]);
-      check_same_fsa(*results[i], *alone[0]);
-      check_same_fsa(*results[i], *crit.segment_fsa(segments[i].name));
+      test::check_same_fsa(*results[i], *alone[0]);
+      check_same_fsa(*results[i], pool.reference(i));
     }
-    rt.shutdown();
-  }
-  check_nothing_left(fds);
+  });
 }
 
 TEST_CASE("a failed FSA query fails its own result only, naming the segment and the cause") {
-  test::fd_snapshot fds;
-  {
-    test::temp_dir dir;
-    auto segments = test::write_corpus(dir, 3, num_labels);
-    auto opts = sim_options(test::corpus_path(dir));
-    opts.num_instances = 2;
-    sprint_runtime rt;
-    pool_client client{rt, opts};
-    auto results = client.fsas({{fsa_source::segment_name, segments[0].name},
-                                {fsa_source::segment_name, "corpus/rec/unknown"},
-                                {fsa_source::segment_name, ""},
-                                {fsa_source::segment_name, segments[2].name}});
+  with_pool(3, {}, [](sim_pool& pool) {
+    const auto& segments = pool.segments;
+    auto results = pool.client.fsas({{fsa_source::segment_name, segments[0].name},
+                                     {fsa_source::segment_name, "corpus/rec/unknown"},
+                                     {fsa_source::segment_name, ""},
+                                     {fsa_source::segment_name, segments[2].name}});
     REQUIRE(results.size() == 4);
-    auto crit = reference(dir);
     REQUIRE(results[0]);
-    check_same_fsa(*results[0], *crit.segment_fsa(segments[0].name));
+    check_same_fsa(*results[0], pool.reference(0));
     REQUIRE_FALSE(results[1]);
     CHECK(results[1].error() == errc::child_exception);
     CHECK_THAT(render(results[1].error()),
@@ -130,41 +132,32 @@ TEST_CASE("a failed FSA query fails its own result only, naming the segment and 
     CHECK(results[2].error() == errc::invalid_input);
     CHECK_THAT(render(results[2].error()), Catch::Contains("segment name is empty"));
     REQUIRE(results[3]);
-    check_same_fsa(*results[3], *crit.segment_fsa(segments[2].name));
-    CHECK(client.fsas({}).empty());
-    rt.shutdown();
-  }
-  check_nothing_left(fds);
+    check_same_fsa(*results[3], pool.reference(2));
+    CHECK(pool.client.fsas({}).empty());
+  });
 }
 
 TEST_CASE("FSA queries by orthography give the FSAs of the segments with those labels") {
-  test::fd_snapshot fds;
-  {
-    test::temp_dir dir;
-    auto segments = test::write_corpus(dir, 6, num_labels);
-    auto opts = sim_options(test::corpus_path(dir));
-    opts.num_instances = 2;
-    sprint_runtime rt;
-    pool_client client{rt, opts};
+  with_pool(6, {}, [](sim_pool& pool) {
+    const auto& segments = pool.segments;
     // By name and by orthography interleaved, a malformed orthography among
     // them.
     std::vector<fsa_query> queries;
     for (const auto& segment : segments) {
-      queries.push_back({fsa_source::orthography, orthography_of(segment.labels)});
+      queries.push_back({fsa_source::orthography, test::orthography_of(segment.labels)});
       queries.push_back({fsa_source::segment_name, segment.name});
     }
     queries.push_back({fsa_source::orthography, "1 2 x"});
     queries.push_back({fsa_source::orthography, ""});
-    queries.push_back({fsa_source::orthography, orthography_of(segments[0].labels)});
-    auto results = client.fsas(queries);
+    queries.push_back({fsa_source::orthography, test::orthography_of(segments[0].labels)});
+    auto results = pool.client.fsas(queries);
     REQUIRE(results.size() == queries.size());
-    auto crit = reference(dir);
     for (size_t i = 0; i < segments.size(); ++i) {
       INFO(segments[i].name << ": " << queries[2 * i].text);
       REQUIRE(results[2 * i]);
       REQUIRE(results[2 * i + 1]);
-      check_same_fsa(*results[2 * i], *results[2 * i + 1]);
-      check_same_fsa(*results[2 * i], *crit.segment_fsa(segments[i].name));
+      test::check_same_fsa(*results[2 * i], *results[2 * i + 1]);
+      check_same_fsa(*results[2 * i], pool.reference(i));
     }
     const auto& malformed = results[2 * segments.size()];
     REQUIRE_FALSE(malformed);
@@ -179,51 +172,41 @@ TEST_CASE("FSA queries by orthography give the FSAs of the segments with those l
     CHECK_THAT(render(empty.error()), Catch::Contains("orthography is empty"));
     // The children serve on after the malformed one.
     REQUIRE(results.back());
-    check_same_fsa(*results.back(), *crit.segment_fsa(segments[0].name));
-    auto stats = client.stats();
+    check_same_fsa(*results.back(), pool.reference(0));
+    auto stats = pool.client.stats();
     REQUIRE(stats);
     CHECK(stats->fsa_exports == 2 * segments.size() + 1);
     uint64_t restarts = 0;
     for (const auto& worker : stats->workers)
       restarts += worker.restarts;
     CHECK(restarts == 0);
-    rt.shutdown();
-  }
-  check_nothing_left(fds);
+  });
 }
 
 TEST_CASE("a stop cancels every FSA query not answered yet, and the pool serves on") {
-  test::fd_snapshot fds;
-  {
-    test::temp_dir dir;
-    auto segments = test::write_corpus(dir, 8, num_labels);
-    // 8 exports of 1 s over two children: none is answered 300 ms in.
-    auto opts = sim_options(test::corpus_path(dir), {"delay-ms=1000"});
-    opts.num_instances = 2;
-    sprint_runtime rt;
-    pool_client client{rt, opts};
+  // 8 exports of 1 s over two children: none is answered 300 ms in.
+  with_pool(8, {"delay-ms=1000"}, [](sim_pool& pool) {
     stop_source source;
     std::vector<caf::expected<segment_fsa>> results;
-    std::thread caller{[&] { results = client.fsas(by_name(segments), source.get_token()); }};
+    std::thread caller{
+        [&] { results = pool.client.fsas(by_name(pool.segments), source.get_token()); }};
     std::this_thread::sleep_for(std::chrono::milliseconds{300});
     source.request_stop();
     caller.join();
-    REQUIRE(results.size() == segments.size());
+    REQUIRE(results.size() == pool.segments.size());
     for (size_t i = 0; i < results.size(); ++i) {
       INFO("query " << i);
       REQUIRE_FALSE(results[i]);
       CHECK(results[i].error() == errc::cancelled);
     }
-    auto stats = client.stats();
+    auto stats = pool.client.stats();
     REQUIRE(stats);
     CHECK(stats->fsa_exports == 0);
     // The children that held the cancelled exports are replaced; the next
     // query is exact.
-    auto again = client.fsas({{fsa_source::segment_name, segments[5].name}});
+    auto again = pool.client.fsas({{fsa_source::segment_name, pool.segments[5].name}});
     REQUIRE(again.size() == 1);
     REQUIRE(again[0]);
-    check_same_fsa(*again[0], *reference(dir).segment_fsa(segments[5].name));
-    rt.shutdown();
-  }
-  check_nothing_left(fds);
+    check_same_fsa(*again[0], pool.reference(5));
+  });
 }

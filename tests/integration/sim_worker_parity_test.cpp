@@ -70,22 +70,13 @@ struct parity_batch {
   }
 };
 
-/// The orthography sprint-sim reads as `labels`: "2 3 1" (" " for none: an
-/// empty query is refused before it is sent).
+/// The orthography sprint-sim reads as `labels` (" " for none: an empty
+/// query is refused before it is sent).
 std::string orthography_of(const std::vector<uint32_t>& labels) {
-  std::string text;
-  for (auto label : labels)
-    text += (text.empty() ? "" : " ") + std::to_string(label);
-  return text.empty() ? " " : text;
+  return labels.empty() ? " " : test::orthography_of(labels);
 }
 
-/// Checks that two exports are equal bit for bit.
-void check_same_fsa(const segment_fsa& x, const segment_fsa& y) {
-  CHECK(x.num_states == y.num_states);
-  CHECK(x.edges == y.edges);
-  REQUIRE(x.weights.size() == y.weights.size());
-  CHECK(std::memcmp(x.weights.data(), y.weights.data(), y.weights.size() * sizeof(float)) == 0);
-}
+using test::check_same_fsa;
 
 bool same_bits(double x, double y) {
   return std::memcmp(&x, &y, sizeof(double)) == 0;

@@ -6,6 +6,7 @@ pickling and DataLoader workers of both start methods, and orthographies."""
 
 import collections
 import pickle
+import time
 
 import numpy
 import pytest
@@ -437,3 +438,23 @@ def test_a_batch_by_orthography_equals_the_batch_of_those_segments(corpus):
     builder.prefetch([labels[n] for n in names[6:8]], by_orthography=True)
     assert_same(builder.build_batch_by_orthography([labels[n] for n in names[6:8]]),
                 builder.build_batch(names[6:8]))
+
+
+def test_the_gil_is_released_while_a_background_export_waits(corpus):
+    path, names = corpus
+    # The child never answers: the export waits until the reply timeout.
+    builder = FsaBuilder(sim_options(path, ["--*.fault=hang"], replyTimeout=2, maxRetries=0))
+    builder.prefetch([names[0]])
+    # The pool starts the child for the export's request: from then on the
+    # export waits inside the pool call, and this thread runs meanwhile (with
+    # the GIL held there, it would only run once the export had ended).
+    while not any(w["pid"] > 0 for w in pool_stats(builder)["workers"]):
+        if builder.stats()["in_flight"] == 0:
+            pytest.fail("the export ended before this thread ran: %s" % builder.stats())
+        time.sleep(0.001)
+    assert builder.stats()["in_flight"] == 1
+    with pytest.raises(sprintrt.Error) as failed:
+        builder.build_batch([names[0]])
+    assert "segment '%s'" % names[0] in str(failed.value)
+    assert failed.value.code == "timeout"
+    assert builder.stats()["waits"] == 1

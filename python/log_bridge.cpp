@@ -1,5 +1,6 @@
 #include "log_bridge.hpp"
 
+#include <spdlog/details/registry.h>
 #include <spdlog/sinks/sink.h>
 #include <spdlog/spdlog.h>
 
@@ -9,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -119,6 +121,25 @@ public:
     available_.notify_all();
   }
 
+  /// Takes the queue's lock before a fork (see `lock_logging_for_fork`).
+  void lock_for_fork() { mutex_.lock(); }
+
+  /// Releases it in the parent after the fork.
+  void unlock_after_fork() { mutex_.unlock(); }
+
+  /// In the forked child, with the lock taken before the fork: drops the
+  /// parent's records (the parent delivers them), makes a new condition
+  /// variable and releases the lock.
+  void reset_in_child() {
+    records_.clear();
+    dropped_ = 0;
+    // The parent's delivering thread may have been waiting on the old one:
+    // glibc would wait for that waiter, which the child does not have, to
+    // notify or destroy it. So its storage is reused without destroying it.
+    new (&available_) std::condition_variable;
+    mutex_.unlock();
+  }
+
 private:
   std::mutex mutex_;
   std::condition_variable available_;
@@ -173,6 +194,47 @@ void install_log_bridge() {
   spdlog::set_default_logger(main_logger);
   spdlog::drop("sprintrt.child");
   spdlog::register_logger(child_logger);
+}
+
+namespace {
+
+// spdlog's registry takes its lock at each `spdlog::get` (the io thread
+// looks its logger up per line of a child's output) and does not offer it.
+// A lock held at a fork by a thread the child does not have would stay held
+// there, and `spdlog::get` or `set_log_level` would hang; so the fork
+// handlers take it too. It is private: reached through the one way C++
+// allows, naming a private member in an explicit instantiation.
+struct registry_lock {
+  using type = std::mutex spdlog::details::registry::*;
+  friend type member_of(registry_lock);
+};
+
+template <class Tag, typename Tag::type Member>
+struct private_member {
+  friend typename Tag::type member_of(Tag) { return Member; }
+};
+
+template struct private_member<registry_lock, &spdlog::details::registry::logger_map_mutex_>;
+
+std::mutex& spdlog_registry_lock() {
+  return spdlog::details::registry::instance().*member_of(registry_lock{});
+}
+
+} // namespace
+
+void lock_logging_for_fork() noexcept {
+  queue().lock_for_fork();
+  spdlog_registry_lock().lock();
+}
+
+void unlock_logging_after_fork() noexcept {
+  spdlog_registry_lock().unlock();
+  queue().unlock_after_fork();
+}
+
+void reset_logging_in_child() noexcept {
+  spdlog_registry_lock().unlock();
+  queue().reset_in_child();
 }
 
 void bind_logging(py::module_& m) {

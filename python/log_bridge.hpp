@@ -27,6 +27,19 @@ constexpr size_t log_queue_capacity = 10000;
 /// spdlog's level are never formatted).
 void install_log_bridge();
 
+/// Takes the queue's lock and spdlog's registry lock, so that no other
+/// thread holds one at a fork (for `pthread_atfork`'s prepare handler; their
+/// holders never wait for anything while holding them).
+void lock_logging_for_fork() noexcept;
+
+/// Releases them in the parent after the fork.
+void unlock_logging_after_fork() noexcept;
+
+/// In the forked child (its only thread, the locks taken before the fork):
+/// releases them, and drops the queued records, which are the parent's to
+/// deliver; the package then starts a delivering thread of the child's.
+void reset_logging_in_child() noexcept;
+
 /// Defines `set_log_level` and the package's private functions that
 /// deliver the queue (`_wait_for_log_records`, `_take_log_records`,
 /// `_close_log_queue`, `_log`) in `m`.

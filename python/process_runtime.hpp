@@ -9,6 +9,11 @@
 /// interpreter exit) detaches every object holding handles, stops the pools
 /// so that waiting calls return, waits for them, and only then destroys the
 /// runtime.
+///
+/// A forked child (os.fork, a DataLoader worker) inherits the runtime's
+/// memory but none of its threads, and the parent's Sprint children are not
+/// its children: it abandons that runtime (never stops, destroys or calls
+/// it) and makes a runtime of its own with its next pool (at_fork.hpp).
 
 #include <pybind11/pybind11.h>
 
@@ -56,11 +61,46 @@ public:
   /// Drops every actor handle (with the GIL held); calls after it raise
   /// `sprintrt.Error`.
   virtual void detach() = 0;
+
+  /// Lets go of the handles in a forked child, where the runtime they
+  /// belong to has no threads: no CAF code may run for them, so no actor of
+  /// theirs may lose its last reference here. Calls after it raise
+  /// `sprintrt.Error` naming the parent process. The default, `detach`, is
+  /// right for a user whose actors the abandoned runtime also references
+  /// (its registry keeps every pool made from options, and an abandoned
+  /// runtime is never destroyed: dropping the handles only decrements
+  /// counts that stay above zero). A user holding the only handle of an
+  /// actor overrides this and keeps its handles forever (`keep_forever`).
+  virtual void abandon() { detach(); }
 };
 
-/// Throws `sprintrt.Error` (`cancelled`) saying that `what` cannot be used
-/// because the runtime was shut down.
+/// Keeps `handles` (a facade, actor handles) alive until the process ends,
+/// never releasing them: for a forked child's `runtime_user::abandon`,
+/// where releasing an actor's last reference would run CAF code of a
+/// runtime without threads. Reachable from a static, so leak checkers do
+/// not report it.
+void keep_forever(std::shared_ptr<const void> handles);
+
+/// Throws `sprintrt.Error` saying why `what` (a detached binding object)
+/// cannot be used: the runtime was shut down (`cancelled`), or, in a forked
+/// child before any shutdown there, it belongs to the parent process
+/// (`invalid_request`).
 [[noreturn]] void raise_shut_down(const char* what);
+
+/// Takes the locks that a forked child needs (the runtime's, the count of
+/// calls in flight), so that no other thread holds one at the fork. For
+/// `pthread_atfork`'s prepare handler: with the GIL held by the forking
+/// thread, and no holder of these locks waits for the GIL.
+void lock_runtime_for_fork() noexcept;
+
+/// Releases the locks of `lock_runtime_for_fork` in the parent.
+void unlock_runtime_after_fork() noexcept;
+
+/// In a forked child, right after the fork (the only thread): releases the
+/// locks, abandons the inherited runtime and abandons every
+/// `runtime_user`, so that the next pool makes a runtime of this process.
+/// Calls in flight in the parent are not counted here.
+void abandon_runtime_in_child() noexcept;
 
 /// A call that waits for the runtime without the GIL, counted so that
 /// shutdown waits for it. Made with the GIL held, before releasing it.

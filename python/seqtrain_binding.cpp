@@ -56,6 +56,11 @@ public:
   /// Drops the facade, which stops the scheduler (at shutdown).
   void detach() override { client_.reset(); }
 
+  /// Keeps the facade forever: its handle is the scheduler actor's only
+  /// reference, and releasing it in a forked child would run CAF's cleanup
+  /// of an actor whose runtime has no threads there.
+  void abandon() override { keep_forever(std::move(client_)); }
+
   void start_epoch(int64_t epoch) {
     auto number = non_negative(epoch, "epoch");
     if (auto err =

@@ -18,6 +18,11 @@ little later; the array is kept alive until then).
 sprintrt's logs go through Python's ``logging``: the ``sprintrt`` logger,
 the Sprint children's output lines under ``sprintrt.child`` (see
 ``set_log_level``).
+
+In a forked child (``os.fork``, a DataLoader worker), the parent's pools and
+schedulers raise ``sprintrt.Error`` naming the parent process, and
+``SprintInstancePool.get_global_instance`` makes new pools there, with a
+runtime of the child's (``_after_fork_in_child``).
 """
 
 import atexit
@@ -25,6 +30,7 @@ import json
 import logging
 import os
 import shlex
+import sys
 import threading
 import traceback
 
@@ -80,9 +86,15 @@ def _deliver_log_records_until_closed():
         _deliver_log_records()
 
 
-_log_thread = threading.Thread(target=_deliver_log_records_until_closed, name="sprintrt-logging",
-                               daemon=True)
-_log_thread.start()
+def _start_log_thread():
+    """Starts the thread that delivers the runtime's records."""
+    thread = threading.Thread(target=_deliver_log_records_until_closed, name="sprintrt-logging",
+                              daemon=True)
+    thread.start()
+    return thread
+
+
+_log_thread = _start_log_thread()
 
 
 def _at_exit():
@@ -99,6 +111,45 @@ def _at_exit():
 # Registered after ``import logging``: it runs before logging's own exit
 # handler closes the handlers.
 atexit.register(_at_exit)
+
+
+def _after_fork_in_child():
+    """Renews the package's state in a forked child. C++ has already
+    abandoned the parent's runtime (its ``pthread_atfork`` handler, see
+    at_fork.hpp): the parent's binding objects raise ``sprintrt.Error``, and
+    the next pool makes a runtime of this process. Here the pool registry
+    forgets the parent's pools (so ``get_global_instance`` makes new ones),
+    the locks that a thread of the parent may have held at the fork are made
+    anew (no thread of the child could ever release them), and a thread of
+    the child delivers its logs."""
+    global _log_delivery, _log_thread
+    pool_class = SprintInstancePool
+    for instance in pool_class.global_instances.values():
+        # A caller that holds it (as RETURNN's do) then gets the pool's error.
+        instance.lock = threading.RLock()
+    pool_class.class_lock = threading.RLock()
+    pool_class.global_instances = {}
+    pool_class._instances_by_opts = {}
+    _log_delivery = threading.Lock()
+    _log_thread = _start_log_thread()
+    # A child of multiprocessing's "fork" start method (a DataLoader worker)
+    # ends with os._exit, without atexit: its own runtime would leave its
+    # Sprint children behind. multiprocessing runs its finalizers first, but
+    # clears those inherited from the parent once forked; an after-fork
+    # function, run after that, registers ours.
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        util.register_after_fork(_after_fork_in_child, _shut_down_at_multiprocessing_exit)
+
+
+def _shut_down_at_multiprocessing_exit(_):
+    """Registers ``_at_exit`` with multiprocessing's exit of this process."""
+    sys.modules["multiprocessing.util"].Finalize(None, _at_exit, exitpriority=0)
+
+
+# _after_fork_in_child refers to SprintInstancePool, defined below; hooks
+# only run at a fork, after the module is complete.
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _tag_list(tags, name="tags"):

@@ -38,7 +38,7 @@ plain = dict(opts, sprintConfigStr=[a for a in opts["sprintConfigStr"]
              numInstances=1)
 want = sprintrt.SprintInstancePool.get_global_instance(plain).get_batch_loss_and_error_signal(*small)
 pool = sprintrt.SprintInstancePool.get_global_instance(opts)
-if call == "torch":  # imported before the signal can come
+if call in ("torch", "builder"):  # imported before the signal can come
     import torch
     import sprintrt.torch as sprint_torch
 
@@ -51,6 +51,15 @@ def wait():
         pool.get_batch_loss_and_error_signal(lp, lengths, names)
     elif call == "automata":
         pool.get_automata_for_batch(names)
+    elif call == "fsas":
+        pool._pool.export_fsas(names)
+    elif call == "builder":
+        builder = sprint_torch.FsaBuilder(pool=pool)
+        try:
+            builder.build_batch(names)
+        finally:
+            # The interrupted exports are over: nothing is left under way.
+            assert builder.stats()["in_flight"] == 0
     elif call == "torch":
         log_probs = torch.tensor(lp, requires_grad=True)
         sprint_torch.sprint_loss(log_probs, torch.tensor(lengths), names, pool).sum().backward()
@@ -139,6 +148,17 @@ def test_a_batch_on_a_hung_child_is_interrupted(corpus):
 def test_automata_are_interrupted(corpus):
     path, names = corpus
     check_interrupted(*run_interrupted(slow_options(path), names, "automata"))
+
+
+def test_fsa_exports_are_interrupted(corpus):
+    path, names = corpus
+    check_interrupted(*run_interrupted(slow_options(path), names, "fsas"))
+
+
+def test_the_fsa_builder_is_interrupted(corpus):
+    pytest.importorskip("torch")
+    path, names = corpus
+    check_interrupted(*run_interrupted(slow_options(path), names, "builder"))
 
 
 def test_a_train_request_is_interrupted(corpus):

@@ -75,9 +75,11 @@ size_t wait_for_calls() {
 } // namespace
 
 sprint_runtime& process_runtime(const sprint_options& opts, const char* what) {
-  std::lock_guard<std::mutex> guard{runtime_mutex};
-  if (stage != shutdown_stage::not_begun)
+  std::unique_lock<std::mutex> lock{runtime_mutex};
+  if (stage != shutdown_stage::not_begun) {
+    lock.unlock(); // raise_shut_down takes it
     raise_shut_down(what);
+  }
   if (!runtime)
     runtime = new sprint_runtime(runtime_settings_for(opts));
   return *runtime;
@@ -196,9 +198,11 @@ void abandon_runtime_in_child() noexcept {
 
 call_in_flight::call_in_flight(const char* what) {
   auto& count = calls();
-  std::lock_guard<std::mutex> guard{count.mutex};
-  if (count.refused)
+  std::unique_lock<std::mutex> lock{count.mutex};
+  if (count.refused) {
+    lock.unlock(); // raise_shut_down takes the runtime's lock, which comes first
     raise_shut_down(what);
+  }
   ++count.calls;
 }
 

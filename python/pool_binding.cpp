@@ -8,12 +8,39 @@
 
 #include "binding_support.hpp"
 #include "process_runtime.hpp"
+#include "sprintrt/sim_worker.hpp"
+#include "sprintrt/sprint_runtime.hpp"
 
 namespace sprintrt::python {
 
-pool::pool(const std::string& options_json)
-    : opts_(parse_options_json(options_json)),
-      client_(std::make_shared<const pool_client>(process_runtime(opts_, "a new pool"), opts_)) {}
+namespace {
+
+/// The facade of the runtime's pool for `opts`, or of a new pool of
+/// in-process simulated workers; raises `sprintrt.Error` if those workers
+/// cannot be made from `opts`.
+std::shared_ptr<const pool_client> make_client(const sprint_options& opts, bool in_process) {
+  if (!in_process)
+    return std::make_shared<const pool_client>(process_runtime(opts, "a new pool"), opts);
+  // Checked (and the corpus read) before a runtime is made for it.
+  auto source = sim_worker_source(opts);
+  if (!source)
+    raise(source.error());
+  auto& rt = process_runtime(opts, "a new pool");
+  return std::make_shared<const pool_client>(rt, rt.pool(std::move(*source), "in-process"));
+}
+
+} // namespace
+
+pool::pool(const std::string& options_json, bool in_process)
+    : opts_(parse_options_json(options_json)), in_process_(in_process),
+      client_(make_client(opts_, in_process)) {}
+
+void pool::abandon() {
+  if (in_process_)
+    keep_forever(std::move(client_));
+  else
+    detach();
+}
 
 std::shared_ptr<const pool_client> pool::client() const {
   if (!client_)
@@ -144,8 +171,12 @@ py::dict pool::stats() {
 }
 
 void bind_pool(py::module_& m) {
-  py::class_<pool>(m, "Pool", "A worker pool for one options value (JSON).")
-      .def(py::init<const std::string&>(), py::arg("options_json"))
+  py::class_<pool>(m, "Pool",
+                   "A worker pool for one options value (JSON): Sprint children (and the "
+                   "remote pools the options name), or with in_process=True in-process "
+                   "simulated workers computing what sprint-sim would with those options.")
+      .def(py::init<const std::string&, bool>(), py::arg("options_json"),
+           py::arg("in_process") = false)
       .def("compute", &pool::compute, py::arg("log_posteriors"), py::arg("seq_lengths"),
            py::arg("tags"),
            "(loss float32 [B], error_signal float32 [T, B, D]) of a time-major batch.")
@@ -163,7 +194,9 @@ void bind_pool(py::module_& m) {
            "The pool's counters: capacity, batches, segments, failed_segments, automata, "
            "fsa_exports, workers (requests_served, requests_failed, busy_ns, restarts, pid).")
       .def_property_readonly("num_instances",
-                             [](const pool& p) { return p.options().num_instances; });
+                             [](const pool& p) { return p.options().num_instances; })
+      .def_property_readonly("in_process", &pool::in_process,
+                             "Whether the workers are in-process simulated ones.");
   m.def(
       "_log_posteriors_address",
       [](const py::array& array) {

@@ -2,7 +2,9 @@
 
 /// @file
 /// `_sprintrt.Pool`: one worker pool for one options value, over the
-/// blocking facade `pool_client`.
+/// blocking facade `pool_client`: Sprint children (the runtime's pool for
+/// those options, with any remote pools they name), or in-process
+/// simulated workers computing what sprint-sim would (`sim_worker_source`).
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -23,8 +25,12 @@ namespace py = pybind11;
 /// pool; this is a client of it).
 class pool : public runtime_user {
 public:
-  /// The pool for `options_json` (sprintrt's options as JSON).
-  explicit pool(const std::string& options_json);
+  /// The pool for `options_json` (sprintrt's options as JSON): the
+  /// runtime's pool of Sprint children for those options, or, if
+  /// `in_process`, a new pool of its own whose workers are in-process
+  /// simulated ones (`sim_worker_source(opts)`; its errors, e.g. a
+  /// sprint-sim fault injection parameter, raise `sprintrt.Error`).
+  pool(const std::string& options_json, bool in_process);
 
   /// (loss float32 [B], error signal float32 [T, B, D]) of a time-major
   /// batch; C-contiguous float32 log-posteriors are read in place.
@@ -55,6 +61,9 @@ public:
   /// Returns the options the pool was made with.
   const sprint_options& options() const noexcept { return opts_; }
 
+  /// Whether the workers are in-process simulated ones.
+  bool in_process() const noexcept { return in_process_; }
+
   /// Returns the pool's actor (for schedulers over it), or throws
   /// `sprintrt.Error` after shutdown.
   worker_pool_actor actor() const { return client()->pool(); }
@@ -62,11 +71,17 @@ public:
   /// Drops the facade (at shutdown).
   void detach() override { client_.reset(); }
 
+  /// In a forked child: an in-process pool's facade holds the only handle
+  /// of its pool actor (the runtime's registry keeps only pools made from
+  /// options), so it is kept forever; a pool of children is detached.
+  void abandon() override;
+
 private:
   /// The facade, or throws `sprintrt.Error` after shutdown.
   std::shared_ptr<const pool_client> client() const;
 
   sprint_options opts_;
+  bool in_process_;
   std::shared_ptr<const pool_client> client_;
 };
 

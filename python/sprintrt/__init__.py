@@ -316,21 +316,29 @@ class SprintInstancePool:
     means to RETURNN (see ``_sprint_args``)."""
 
     class_lock = threading.RLock()
-    global_instances = {}  # canonical options JSON -> SprintInstancePool
-    # RETURNN's key (make_hashable(sprint_opts)) -> SprintInstancePool: RETURNN
-    # asks for the pool on every batch, and this finds it without evaluating
-    # sprintConfigStr again (its callables, variables and config lookups are
-    # evaluated once per pool, as RETURNN does).
+    # (canonical options JSON, in_process) -> SprintInstancePool
+    global_instances = {}
+    # (RETURNN's key make_hashable(sprint_opts), in_process) -> SprintInstancePool:
+    # RETURNN asks for the pool on every batch, and this finds it without
+    # evaluating sprintConfigStr again (its callables, variables and config
+    # lookups are evaluated once per pool, as RETURNN does).
     _instances_by_opts = {}
 
     @classmethod
-    def get_global_instance(cls, sprint_opts):
+    def get_global_instance(cls, sprint_opts, in_process=False):
         """The pool for ``sprint_opts``: the same one for equal options
-        (equal as RETURNN compares them, or equal once evaluated)."""
+        (equal as RETURNN compares them, or equal once evaluated) and equal
+        ``in_process``. With ``in_process``, the workers are in-process
+        simulated ones computing what sprint-sim (``sprintExecPath``) would
+        with these options, bit for bit, without child processes; sprint-sim's
+        fault injection parameters are refused (``sprintrt.Error`` naming
+        the parameter)."""
         if not isinstance(sprint_opts, dict):
             raise TypeError("sprint_opts must be a dict, got %s" % type(sprint_opts).__name__)
+        if not isinstance(in_process, bool):
+            raise TypeError("in_process must be a bool, got %s" % type(in_process).__name__)
         try:
-            raw_key = _hashable(sprint_opts)
+            raw_key = (_hashable(sprint_opts), in_process)
             hash(raw_key)
         except TypeError:
             raw_key = None  # not hashable: found by its evaluated options only
@@ -339,22 +347,25 @@ class SprintInstancePool:
             if instance is not None:
                 return instance
             options_json = _options_json(sprint_opts)
-            key = canonical_options(options_json)
+            key = (canonical_options(options_json), in_process)
             instance = cls.global_instances.get(key)
             if instance is None:
-                instance = cls(sprint_opts, options_json)
+                instance = cls(sprint_opts, options_json, in_process=in_process)
                 cls.global_instances[key] = instance
             if raw_key is not None:
                 cls._instances_by_opts[raw_key] = instance
             return instance
 
-    def __init__(self, sprint_opts, options_json=None):
+    def __init__(self, sprint_opts, options_json=None, in_process=False):
         """A new pool for ``sprint_opts`` (``options_json``: the options as
-        ``_options_json`` gave them, if the caller has them already)."""
+        ``_options_json`` gave them, if the caller has them already), of
+        in-process simulated workers if ``in_process`` (see
+        ``get_global_instance``)."""
         # As RETURNN's: callers that share the pool between threads hold it.
         self.lock = threading.RLock()
         self.sprint_opts = dict(sprint_opts)
-        self._pool = Pool(options_json or _options_json(sprint_opts))
+        self.in_process = in_process
+        self._pool = Pool(options_json or _options_json(sprint_opts), in_process=in_process)
         self.max_num_instances = self._pool.num_instances
 
     def get_batch_loss_and_error_signal(self, log_posteriors, seq_lengths, tags=None):

@@ -88,11 +88,18 @@ class FsaBuilder:
     drop-in for i6_models' ``RasrFsaBuilder``/``RasrFsaBuilderV2`` (and
     ``RasrFsaBuilderByOrthography`` through the ``*_by_orthography`` methods).
 
-    ``sprint_opts``: the pool's options (as ``SprintInstancePool`` takes
-    them); or ``pool``: an existing ``SprintInstancePool`` (its options are
-    what a pickled builder keeps). ``tdp_scale`` multiplies the weights as
-    i6_models does (see ``sprintrt.fsa_layouts``). ``cache_bytes`` bounds the
-    cache (``DEFAULT_CACHE_BYTES``, 1 GiB; 0 caches nothing).
+    The pool is any of the three kinds: Sprint children started from
+    ``sprint_opts`` (as ``SprintInstancePool`` takes them); with
+    ``in_process=True``, in-process simulated workers computing what
+    sprint-sim would with those options (no child processes; sprint-sim's
+    fault injection parameters are refused); or remote pools (``sprintrt
+    serve`` on other machines), named in the options' ``"remote"`` (with
+    ``"numInstances": 0`` for no local children), whose FSAs are bit for bit
+    the local ones. Or ``pool``: an existing ``SprintInstancePool`` of either
+    kind (its options and kind are what a pickled builder keeps).
+    ``tdp_scale`` multiplies the weights as i6_models does (see
+    ``sprintrt.fsa_layouts``). ``cache_bytes`` bounds the cache
+    (``DEFAULT_CACHE_BYTES``, 1 GiB; 0 caches nothing).
 
     The segments of a batch that are not cached are exported in one call to
     the pool, which hands each to the next idle worker (parallel over the
@@ -102,7 +109,8 @@ class FsaBuilder:
     their canonical form, the source: segment name or orthography, the text),
     least recently used first out once its bytes (each entry's edges and
     weights plus ``ENTRY_OVERHEAD_BYTES``) exceed ``cache_bytes``. The TDP
-    scale is applied after the cache, so it is not part of the key; the
+    scale is applied after the cache, so it is not part of the key, nor is
+    the pool's kind (each kind gives the same FSAs for the same options); the
     options are fixed for a builder's life, so within one builder the key
     only separates the sources and texts (two builders never share a cache).
     The second epoch over a corpus that fits exports nothing.
@@ -125,9 +133,10 @@ class FsaBuilder:
     its cause; the batch's other segments are cached, and the builder keeps
     working (a failed segment is exported again when next asked for).
 
-    Pickling keeps the options and settings, not the pool, the background
-    thread or the cache (which may be large, and another process would not
-    share it); an unpickled builder makes its pool when first used. In a
+    Pickling keeps the options, the pool's kind (``in_process``) and the
+    settings, not the pool, the background thread or the cache (which may be
+    large, and another process would not share it); an unpickled builder
+    makes its pool, of the same kind, when first used. In a
     forked child (a DataLoader worker with the "fork" start method) the
     builder notices the new pid and uses a pool of that process, keeping
     the cache it inherited. Thread-safe.
@@ -142,15 +151,21 @@ class FsaBuilder:
     ``in_flight`` (exports queued or under way).
     """
 
-    def __init__(self, sprint_opts=None, *, pool=None, tdp_scale=1.0, layout="v1",
-                 cache_bytes=DEFAULT_CACHE_BYTES):
+    def __init__(self, sprint_opts=None, *, pool=None, in_process=False, tdp_scale=1.0,
+                 layout="v1", cache_bytes=DEFAULT_CACHE_BYTES):
         if (sprint_opts is None) == (pool is None):
             raise ValueError("FsaBuilder needs either sprint_opts or pool (exactly one of them)")
+        if not isinstance(in_process, bool):
+            raise TypeError("in_process must be a bool, got %s" % type(in_process).__name__)
         if pool is not None:
             if not isinstance(pool, SprintInstancePool):
                 raise TypeError("pool must be a sprintrt.SprintInstancePool, got %s"
                                 % type(pool).__name__)
+            if in_process:
+                raise ValueError("in_process is for a builder from sprint_opts; a pool's workers "
+                                 "are what they are (pool.in_process)")
             sprint_opts = pool.sprint_opts
+            in_process = pool.in_process
         elif not isinstance(sprint_opts, dict):
             raise TypeError("sprint_opts must be a dict, got %s" % type(sprint_opts).__name__)
         if isinstance(tdp_scale, bool) or not isinstance(tdp_scale, numbers.Real):
@@ -162,6 +177,7 @@ class FsaBuilder:
         if cache_bytes < 0:
             raise ValueError("cache_bytes must not be negative, got %d" % cache_bytes)
         self._sprint_opts = dict(sprint_opts)
+        self.in_process = in_process
         self.tdp_scale = float(tdp_scale)
         self.layout = layout
         self.cache_bytes = int(cache_bytes)
@@ -171,11 +187,13 @@ class FsaBuilder:
     # --- pickling and forks ----------------------------------------------------
 
     def __getstate__(self):
-        return {"sprint_opts": self._sprint_opts, "tdp_scale": self.tdp_scale,
-                "layout": self.layout, "cache_bytes": self.cache_bytes}
+        return {"sprint_opts": self._sprint_opts, "in_process": self.in_process,
+                "tdp_scale": self.tdp_scale, "layout": self.layout,
+                "cache_bytes": self.cache_bytes}
 
     def __setstate__(self, state):
         self._sprint_opts = dict(state["sprint_opts"])
+        self.in_process = state["in_process"]
         self.tdp_scale = state["tdp_scale"]
         self.layout = state["layout"]
         self.cache_bytes = state["cache_bytes"]
@@ -218,7 +236,8 @@ class FsaBuilder:
         pool = self._pool
         if pool is None:
             # Equal options share one pool per process; a race makes it once.
-            pool = SprintInstancePool.get_global_instance(self._sprint_opts)
+            pool = SprintInstancePool.get_global_instance(self._sprint_opts,
+                                                          in_process=self.in_process)
             self._pool = pool
         return pool
 

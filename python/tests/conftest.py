@@ -1,9 +1,14 @@
-"""Shared set-up: a CTC corpus for sprint-sim, options, random batches, and
-the C++ facade's results for the same batch through the `sprintrt` tool."""
+"""Shared set-up: a CTC corpus for sprint-sim, options, random batches, the
+C++ facade's results for the same batch through the `sprintrt` tool, and a
+`sprintrt serve` pool on a free local port."""
 
+import contextlib
+import inspect
 import json
 import os
+import signal
 import subprocess
+import time
 
 import numpy
 import pytest
@@ -26,10 +31,8 @@ def corpus(tmp_path):
     return str(tmp_path / "corpus.txt"), names
 
 
-# For the scripts the tests run in interpreters of their own: `children()`,
-# the pids whose parent is the script's process (zombies included).
-CHILDREN_FUNCTION = r"""
-def children():
+def children_of(pid):
+    """The pids whose parent is ``pid`` (zombies included)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -38,10 +41,60 @@ def children():
                     fields = stat.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[1]) == os.getpid():
+            if int(fields[1]) == pid:
                 found.append(int(entry))
     return found
+
+
+# For the scripts the tests run in interpreters of their own (which import
+# os): `children()`, the pids whose parent is the script's process (zombies
+# included).
+CHILDREN_FUNCTION = "\n" + inspect.getsource(children_of) + r"""
+
+def children():
+    return children_of(os.getpid())
 """
+
+
+@contextlib.contextmanager
+def sprintrt_serve(directory, opts):
+    """`sprintrt serve` of ``opts`` on a free port of 127.0.0.1 (its files in
+    ``directory``): yields (the server's Popen, its port). At the end it is
+    stopped with SIGTERM and must exit with 0 within 30 s, leaving none of
+    its children (it is killed if not, and the test fails)."""
+    config = os.path.join(directory, "serve.json")
+    port_file = os.path.join(directory, "serve.port")
+    with open(config, "w") as out:
+        json.dump(opts, out)
+    with open(os.path.join(directory, "serve.log"), "w") as log:
+        server = subprocess.Popen([CLI, "serve", "--config", config, "--port", "0",
+                                   "--port-file", port_file],
+                                  stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(port_file):
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("sprintrt serve did not listen (exit status %s): %s"
+                            % (server.returncode, _read(os.path.join(directory, "serve.log"))))
+            time.sleep(0.01)
+        with open(port_file) as text:
+            port = int(text.read())
+        yield server, port
+        children = children_of(server.pid)
+        server.send_signal(signal.SIGTERM)
+        status = server.wait(timeout=30)
+        assert status == 0, _read(os.path.join(directory, "serve.log"))
+        left = [pid for pid in children if os.path.exists("/proc/%d" % pid)]
+        assert left == [], "sprintrt serve left its children %s" % left
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def _read(path):
+    with open(path) as text:
+        return text.read()
 
 
 def sim_options(corpus_path, extra=(), **keys):

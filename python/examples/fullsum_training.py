@@ -38,7 +38,9 @@ The model: a convolution over 5 frames (tanh), one over 3 frames of that
 Per epoch it prints the training loss per frame, the held-out LER (epoch 0:
 before training), the epoch's time, how long the trainer waited for FSAs, and
 the builder's cache counts of the epoch; ``--json`` prints one JSON report
-instead. ``--short`` runs fewer epochs (the test's mode).
+instead. ``--short`` runs fewer epochs (the test's mode). ``--in-process``
+takes the FSAs from in-process simulated workers instead of sprint-sim
+children: the same FSAs, bit for bit, without child processes.
 
 Run it from the repository's root after ``scripts/build.sh``::
 
@@ -244,11 +246,12 @@ def sprint_sim_children():
 
 def make_builder(args, corpus_path):
     """The FSA builder over ``args.workers`` sprint-sim workers reading
-    ``corpus_path`` with the CTC topology."""
+    ``corpus_path`` with the CTC topology: children, or in-process simulated
+    workers with ``args.in_process``."""
     sprint_opts = {"sprintExecPath": args.sprint_sim,
                    "sprintConfigStr": ["--*.corpus=" + corpus_path, "--*.topology=ctc"],
                    "numInstances": args.workers}
-    return sprintrt.torch.FsaBuilder(sprint_opts)
+    return sprintrt.torch.FsaBuilder(sprint_opts, in_process=args.in_process)
 
 
 # ---------------------------------------------------------------- training
@@ -331,7 +334,7 @@ def train(args, report_epoch):
                      "classes": classes, "seed": args.seed},
             "model": {"hidden": args.hidden, "learning_rate": args.learning_rate,
                       "batch_size": args.batch_size},
-            "workers": args.workers}
+            "workers": args.workers, "in_process": args.in_process}
 
 
 def positive_int(text):
@@ -357,6 +360,9 @@ def parse_args(argv):
     parser.add_argument("--learning-rate", type=float, default=0.01, help="Adam's step size")
     parser.add_argument("--seed", type=int, default=1, help="seed of task, model and order")
     parser.add_argument("--workers", type=positive_int, default=2, help="sprint-sim workers")
+    parser.add_argument("--in-process", action="store_true",
+                        help="in-process simulated workers instead of sprint-sim children (the "
+                             "same FSAs)")
     parser.add_argument("--sprint-sim", default=None,
                         help="the sprint-sim executable (default: $SPRINTRT_SPRINT_SIM, the "
                              "build tree's, or the one on PATH)")
@@ -401,8 +407,9 @@ def main(argv=None):
             print_epoch(figures)
 
     if not args.json:
-        print("Full-sum (CTC) training on the demo task with FSAs from %d sprint-sim worker%s "
-              "(%s)" % (args.workers, "" if args.workers == 1 else "s", args.sprint_sim))
+        print("Full-sum (CTC) training on the demo task with FSAs from %d %s worker%s (%s)"
+              % (args.workers, "in-process sprint-sim" if args.in_process else "sprint-sim",
+                 "" if args.workers == 1 else "s", args.sprint_sim))
         sys.stdout.flush()
     try:
         summary = train(args, report_epoch)

@@ -2,7 +2,8 @@
 its own: it exits 0, its model learns (the held-out label error rate falls
 well below the untrained model's and below a bound measured with margin),
 every epoch after the first takes every FSA from the builder's cache, and no
-sprint-sim worker outlives it. Its task, decoding and label error rate,
+sprint-sim worker outlives it; with ``--in-process`` it trains the same model
+(the same losses and error rates) without any child process. Its task, decoding and label error rate,
 imported, against hand-computed values."""
 
 import importlib.util
@@ -66,6 +67,30 @@ def test_short_run_learns_from_cached_fsas_and_leaves_no_worker(tmp_path):
         assert not os.path.exists("/proc/%d" % pid), pid
     assert processes_mentioning(str(tmp_path)) == []
     assert os.listdir(tmp_path) == []  # the corpus' directory is gone too
+
+
+def test_in_process_workers_train_the_same_model_without_children(tmp_path):
+    # A small run, with the FSAs from in-process workers and from children:
+    # the same FSAs bit for bit, so the same losses and error rates.
+    def run(*extra):
+        done = subprocess.run([sys.executable, str(EXAMPLE), "--json", "--epochs", "2",
+                               "--segments", "96", "--heldout", "32", "--sprint-sim", SPRINT_SIM,
+                               "--work-dir", str(tmp_path)] + list(extra),
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    in_process, children = run("--in-process"), run()
+    assert in_process["in_process"] is True and children["in_process"] is False
+    assert in_process["worker_pids"] == [] and len(children["worker_pids"]) == 2
+    assert len(in_process["epochs"]) == 3
+    for got, want in zip(in_process["epochs"], children["epochs"]):
+        assert got["loss_per_frame"] == want["loss_per_frame"]
+        assert got["heldout_ler"] == want["heldout_ler"]
+        if got["epoch"] > 0:
+            assert got["cache"] == want["cache"]
+    assert in_process["epochs"][2]["cache"]["exports"] == 0
+    assert os.listdir(tmp_path) == []
 
 
 def load_example():

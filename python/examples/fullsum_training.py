@@ -268,10 +268,11 @@ def epoch_batches(count, batch_size, epochs, seed):
 
 
 def cache_delta(before, after):
-    """The builder's cache counts of an epoch (see ``FsaBuilder``): lookups
-    that hit and missed (each segment is looked up twice, by its prefetch and
-    by its build; an epoch's first batch is prefetched in the epoch before),
-    FSAs exported and evicted during it; entries and bytes at its end."""
+    """The builder's cache counts of an epoch (see ``FsaBuilder``): the
+    builds' lookups that hit and missed (a prefetched segment whose export
+    is done is a hit; an epoch's first batch is prefetched in the epoch
+    before), FSAs exported and evicted during it; entries and bytes at its
+    end."""
     delta = {key: after[key] - before[key] for key in ("hits", "misses", "exports", "evictions")}
     delta.update(entries=after["entries"], bytes=after["bytes"])
     return delta

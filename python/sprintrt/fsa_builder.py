@@ -141,14 +141,18 @@ class FsaBuilder:
     builder notices the new pid and uses a pool of that process, keeping
     the cache it inherited. Thread-safe.
 
-    ``stats()`` counts lookups, one per segment a call names (a repeat
-    within a call is a hit): ``hits`` (found in the cache) and ``misses``
-    (not found); of the misses, ``waits`` found an export of the segment
-    already queued or under way (and waited for it, or did a queued one
-    itself), the others started one, so ``exports`` (segments sent to the
-    pool) is ``misses - waits``; ``failures`` (exports that failed),
-    ``evictions``; and it shows ``bytes``, ``entries``, ``cache_bytes`` and
-    ``in_flight`` (exports queued or under way).
+    ``stats()`` counts the lookups of the builds, one per segment a
+    ``build_*`` call names (a repeat within a call is a hit): ``hits``
+    (found in the cache, a prefetched segment included once its export is
+    done) and ``misses`` (not found); of the misses, ``waits`` found an
+    export of the segment already queued or under way (and waited for it,
+    or did a queued one itself). A prefetch's lookups are not counted there:
+    ``prefetched`` counts the segments prefetches queued. So an epoch over a
+    cached corpus counts one hit per segment and nothing else. ``exports``
+    counts the segments sent to the pool, ``failures`` the exports that
+    failed, ``evictions`` the entries dropped; and it shows ``bytes``,
+    ``entries``, ``cache_bytes`` and ``in_flight`` (exports queued or under
+    way).
     """
 
     def __init__(self, sprint_opts=None, *, pool=None, in_process=False, tdp_scale=1.0,
@@ -203,8 +207,8 @@ class FsaBuilder:
         """A builder with an empty cache and counters, and no pool yet."""
         self._cache = collections.OrderedDict()  # key -> librasr's tuple, LRU first
         self._bytes = 0
-        self._counts = dict.fromkeys(("hits", "misses", "exports", "waits", "failures",
-                                      "evictions"), 0)
+        self._counts = dict.fromkeys(("hits", "misses", "waits", "prefetched", "exports",
+                                      "failures", "evictions"), 0)
         self._options_key = None
         self._forget_process()
 
@@ -282,6 +286,7 @@ class FsaBuilder:
             queued = self._look_up(keys, queue=True)[1]
             if not queued:
                 return
+            self._counts["prefetched"] += len(queued)
             self._queue.append(queued)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve_queue,
@@ -308,14 +313,16 @@ class FsaBuilder:
         return [(self._options_key, source, text) for text in texts]
 
     def _look_up(self, keys, queue):
-        """With the lock held: counts the lookups of ``keys`` and sorts their
-        distinct keys. Returns (found: key -> FSA, to_export: keys this caller
+        """With the lock held: sorts the distinct keys of ``keys`` and counts
+        the lookups (a build's; a prefetch, ``queue``, counts only what it
+        queued). Returns (found: key -> FSA, to_export: keys this caller
         exports, waited: key -> _Export under way elsewhere, failed: key ->
         ``_Failure`` of a background export, now forgotten). With
         ``queue``, to_export's keys are registered as queued, not started."""
         found, to_export, waited, failed = {}, [], {}, {}
         seen = set()
-        counts = self._counts
+        # A prefetch's lookups go to a scratch count.
+        counts = collections.Counter() if queue else self._counts
         for key in keys:
             if key in seen:
                 counts["hits"] += 1  # served by this call's first lookup of it

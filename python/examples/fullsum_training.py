@@ -351,7 +351,7 @@ def parse_args(argv):
         description="Full-sum (CTC) training of a small PyTorch model with FSAs from sprint-sim "
                     "workers through sprintrt.torch.FsaBuilder and fsa_loss.")
     parser.add_argument("--epochs", type=positive_int, default=None,
-                        help="passes over the training utterances (default 10; 4 with --short)")
+                        help="passes over the training utterances (default 10; 6 with --short)")
     parser.add_argument("--short", action="store_true", help="a quick run (the test's)")
     parser.add_argument("--segments", type=positive_int, default=1024, help="training utterances")
     parser.add_argument("--heldout", type=positive_int, default=256,
@@ -373,7 +373,7 @@ def parse_args(argv):
                         help="print one JSON report instead of lines")
     args = parser.parse_args(argv)
     if args.epochs is None:
-        args.epochs = 4 if args.short else 10
+        args.epochs = 6 if args.short else 10
     if args.sprint_sim is None:
         args.sprint_sim = find_sprint_sim()
         if args.sprint_sim is None:

@@ -25,13 +25,14 @@ from test_shutdown import processes_mentioning  # noqa: E402
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "examples" / "fullsum_training.py"
 TRAIN_UTTERANCES = 1024  # the example's default
-SHORT_EPOCHS = 4  # --short
+SHORT_EPOCHS = 6  # --short
 
-# The short run's last held-out LER was 13.2% in every run on this machine
-# (fixed seeds, a deterministic loss); the bound leaves room for other CPUs'
-# rounding. The untrained model's is far above 100% (it emits a label on
-# almost every frame).
-LER_BOUND = 0.25
+# The issue's bar: the held-out LER falls from above 30% to below 15%. The
+# short run's last was 9.5% in every run on this machine (fixed seeds, a
+# deterministic loss: 13.2% after 4 epochs, 12.6% after 5), which leaves room
+# for other CPUs' rounding. The untrained model's is far above 100% (it emits
+# a label on almost every frame).
+LER_BOUND = 0.15
 
 
 def test_short_run_learns_from_cached_fsas_and_leaves_no_worker(tmp_path):
@@ -59,7 +60,7 @@ def test_short_run_learns_from_cached_fsas_and_leaves_no_worker(tmp_path):
     for e in epochs[2:]:
         assert e["cache"]["misses"] == 0, e
         assert e["cache"]["exports"] == 0, e
-        assert e["cache"]["hits"] >= TRAIN_UTTERANCES, e
+        assert e["cache"]["hits"] == TRAIN_UTTERANCES, e
 
     # The two workers ran as this run's children, and none is left.
     assert len(report["worker_pids"]) == 2

@@ -327,3 +327,30 @@ def test_raw_framing_by_the_pymod_config(corpus):
     status, _ = child.finish()
     assert status == 0
 
+
+
+def test_a_reply_that_is_no_fsa_fails_the_builders_batch_naming_the_segment(nn_trainer, corpus):
+    # RASR (the stand-in) answers every export with one edge value too few:
+    # no FSA. sprintrt's child module refuses it, so the builder's batch
+    # fails naming each segment and what was wrong; nothing is cached, the
+    # builder still answers (with the same error) and the child was not
+    # restarted for it (the segment's failure, not the child's).
+    pytest.importorskip("torch")
+    from sprintrt.torch import FsaBuilder
+
+    path, names = corpus
+    builder = FsaBuilder(control_options(nn_trainer, path, "python-control-loop",
+                                         sprintConfigStr=["--*.corpus=" + path,
+                                                          "--*.broken-fsa=1"]))
+    for _ in range(2):
+        with pytest.raises(sprintrt.Error) as failed:
+            builder.build_batch(names[:2])
+        message = str(failed.value)
+        assert message.startswith("2 of the 2 FSAs failed: "), message
+        for name in names[:2]:
+            assert "segment '%s'" % name in message, message
+        assert "RASR's FSA of '%s' has" % names[0] in message, message
+        assert "edge values" in message, message
+    assert builder.stats()["entries"] == 0
+    workers = builder.pool._pool.stats()["workers"]
+    assert [w["restarts"] for w in workers] == [0] and workers[0]["requests_failed"] == 4

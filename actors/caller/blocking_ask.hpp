@@ -4,6 +4,7 @@
 /// The blocking facades' one way of calling an actor: send a request, wait
 /// for its reply or error. Internal to the actors library.
 
+#include <chrono>
 #include <utility>
 #include <vector>
 
@@ -62,19 +63,36 @@ caf::expected<T> ask_as(caf::blocking_actor& self, const Handle& receiver, const
   return result;
 }
 
+/// Takes the reply to `pending_id` if it is in `self`'s mailbox, handing it
+/// to `on_reply` or `on_error`, without waiting for it (other messages stay
+/// in the mailbox). A zero `after` because CAF's receive restarts a relative
+/// timeout at every message that arrives, so that a longer one would wait
+/// for as long as other replies keep coming.
+template <class OnReply, class OnError>
+void take_reply_if_there(caf::blocking_actor& self, caf::message_id pending_id, OnReply& on_reply,
+                         OnError& on_error) {
+  typename caf::blocking_actor::accept_one_cond once;
+  self.varargs_receive(
+      once, pending_id, on_reply, on_error, caf::after(std::chrono::milliseconds{0}) >> [] {});
+}
+
 /// Sends `receiver` one request `(atom, argument)` per element of
 /// `arguments`, all at once, as `self`, and waits for every reply: result i
 /// is the reply of type `T` (or the error) to argument i. The caller's
 /// thread runs the first handlers of its requests itself, as in `ask_as`.
-/// A stop requested through `stop` (polled every `stop_token::poll_interval`
-/// while a reply is missing) sends a `(cancel, request_id)` for every
+/// While a reply is missing, `stop` is checked at once and then every
+/// `stop_token::poll_interval` against an absolute deadline, however many
+/// other replies arrive meanwhile (and not at every reply: a Python token's
+/// check takes the GIL). A stop sends a `(cancel, request_id)` for every
 /// request not answered yet; the receiver answers those with `cancelled`
 /// (or with their real replies, if those were already on their way).
+/// Replies already in the mailbox are taken as they are.
 template <class T, class Handle, class Atom, class Argument>
 std::vector<caf::expected<T>> ask_each_as(caf::blocking_actor& self, const Handle& receiver,
                                           const stop_token& stop, Atom atom,
                                           std::vector<Argument> arguments) {
   using pending_type = decltype(self.request(receiver, caf::infinite, atom, arguments.front()));
+  using wait_clock = caf::blocking_actor::timeout_type::clock;
   std::vector<pending_type> pending;
   pending.reserve(arguments.size());
   {
@@ -88,7 +106,12 @@ std::vector<caf::expected<T>> ask_each_as(caf::blocking_actor& self, const Handl
   }
   std::vector<caf::expected<T>> results;
   results.reserve(pending.size());
-  bool cancelled = false;
+  // Set once nothing can stop the call any more (no stop possible, or the
+  // cancels sent): from then on, each reply is simply waited for.
+  bool wait_unchecked = !stop.stop_possible();
+  // The next check of `stop`; now, so that a stop requested before the call
+  // is seen at the first missing reply.
+  auto next_check = wait_clock::now();
   for (size_t i = 0; i < pending.size(); ++i) {
     caf::expected<T> result = make_error(errc::cancelled, "no reply");
     bool answered = false;
@@ -100,23 +123,24 @@ std::vector<caf::expected<T>> ask_each_as(caf::blocking_actor& self, const Handl
       result = std::move(err);
       answered = true;
     };
-    while (!answered) {
-      if (cancelled || !stop.stop_possible()) {
-        pending[i].receive(on_reply, on_error);
+    while (!wait_unchecked && !answered) {
+      take_reply_if_there(self, pending[i].id(), on_reply, on_error);
+      if (answered)
         break;
+      if (wait_clock::now() >= next_check) {
+        if (stop.stop_requested()) {
+          for (size_t j = i; j < pending.size(); ++j)
+            self.send(receiver, cancel_atom::value, request_id_of(pending[j].id()));
+          wait_unchecked = true;
+          break;
+        }
+        next_check = wait_clock::now() + stop_token::poll_interval;
       }
-      // Waits for reply i at most one poll interval (replies that came
-      // first stay in the mailbox for their turn).
-      typename caf::blocking_actor::accept_one_cond once;
-      self.varargs_receive(
-          once, pending[i].id(), on_reply, on_error,
-          caf::after(stop_token::poll_interval) >> [] {});
-      if (!answered && stop.stop_requested()) {
-        for (size_t j = i; j < pending.size(); ++j)
-          self.send(receiver, cancel_atom::value, request_id_of(pending[j].id()));
-        cancelled = true;
-      }
+      // Wakes at any message or at the deadline, which arrivals do not move.
+      self.await_data(next_check);
     }
+    if (!answered)
+      pending[i].receive(on_reply, on_error);
     results.push_back(std::move(result));
   }
   return results;

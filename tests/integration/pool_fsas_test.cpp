@@ -2,12 +2,14 @@
 // is sent at once and spread over the children as they become free, each
 // result equal to the same query exported alone; queries by orthography give
 // the FSAs of the segments with those labels; a failed query fails only its
-// own result; a stop cancels every query not answered yet.
+// own result; a stop cancels every query not answered yet, also while
+// another child keeps answering.
 
 #include "sprintrt/pool_client.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -18,6 +20,7 @@
 #include "sim/ctc_topology.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "sprintrt/stop_token.hpp"
+#include "sprintrt/worker_source.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/leak_check.hpp"
 #include "tests/support/process_checks.hpp"
@@ -27,6 +30,8 @@ using test::check_nothing_left;
 using test::sim_options;
 
 namespace {
+
+using clock_type = std::chrono::steady_clock;
 
 constexpr uint32_t num_labels = 6;
 
@@ -209,4 +214,75 @@ TEST_CASE("a stop cancels every FSA query not answered yet, and the pool serves 
     REQUIRE(again[0]);
     check_same_fsa(*again[0], pool.reference(5));
   });
+}
+
+TEST_CASE("a stop cancels the FSA queries not answered yet while another child keeps answering") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 8, num_labels);
+    auto corpus = test::corpus_path(dir);
+    sprint_runtime rt;
+    // Slot 0 hangs on its first export; slot 1 answers one every 10 ms. 400
+    // queries: slot 1 alone needs 4 s, and a reply arrives far more often
+    // than every poll interval all the while.
+    auto hung = rt.child_process_source(sim_options(corpus, {"fault=hang"}));
+    auto steady = rt.child_process_source(sim_options(corpus, {"delay-ms=10"}));
+    worker_source mixed;
+    mixed.description = "a hung and a steady sprint-sim";
+    mixed.capacity = 2;
+    mixed.make = [hung, steady](caf::actor_system& system, size_t index, const std::string& name) {
+      return index == 0 ? hung.make(system, index, name) : steady.make(system, index, name);
+    };
+    pool_client client{rt, rt.pool(std::move(mixed))};
+    std::vector<fsa_query> queries;
+    std::vector<size_t> segment_of;
+    for (size_t i = 0; i < 400; ++i) {
+      segment_of.push_back(i % segments.size());
+      queries.push_back({fsa_source::segment_name, segments[segment_of.back()].name});
+    }
+    stop_source source;
+    std::vector<caf::expected<segment_fsa>> results;
+    clock_type::time_point returned;
+    std::thread caller{[&] {
+      results = client.fsas(queries, source.get_token());
+      returned = clock_type::now();
+    }};
+    std::this_thread::sleep_for(std::chrono::milliseconds{500});
+    auto stopped = clock_type::now();
+    source.request_stop();
+    caller.join();
+    // Within the poll interval and a few messages (with a margin for
+    // sanitizer builds), not when the steady child's 3.5 s of replies end.
+    using std::chrono::milliseconds;
+    CHECK(std::chrono::duration_cast<milliseconds>(returned - stopped).count() < 500);
+    REQUIRE(results.size() == queries.size());
+    auto reference_corpus = sim::corpus::from_file(corpus);
+    REQUIRE(reference_corpus);
+    sim::criterion crit{std::move(*reference_corpus), std::make_shared<sim::ctc_topology>(0)};
+    size_t answered = 0;
+    size_t first_cancelled = results.size();
+    size_t last_answered = 0;
+    for (size_t i = 0; i < results.size(); ++i) {
+      INFO("query " << i);
+      if (results[i]) {
+        check_same_fsa(*results[i], *crit.segment_fsa(segments[segment_of[i]].name));
+        ++answered;
+        last_answered = i;
+      } else {
+        CHECK(results[i].error() == errc::cancelled);
+        first_cancelled = std::min(first_cancelled, i);
+      }
+    }
+    // Every export the pool got back is among the results; the hung one
+    // was missing while later ones came in; most were never answered.
+    auto stats = client.stats();
+    REQUIRE(stats);
+    CHECK(answered == stats->fsa_exports);
+    CHECK(answered > 0);
+    CHECK(first_cancelled < last_answered);
+    CHECK(results.size() - answered > results.size() / 2);
+    rt.shutdown();
+  }
+  check_nothing_left(fds);
 }

@@ -178,6 +178,26 @@ def _tag_list(tags, name="tags"):
     return result
 
 
+def _text(value, name):
+    """``value`` as str (bytes decoded as UTF-8); a TypeError naming ``name``
+    otherwise."""
+    if isinstance(value, bytes):
+        return value.decode("utf8")
+    if not isinstance(value, str):
+        raise TypeError("%s must be str or bytes, got %s" % (name, type(value).__name__))
+    return value
+
+
+def _text_list(texts, name):
+    """``texts`` (a sequence or numpy array) as a list of str (see ``_text``)."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("%s must be a sequence of str, got a single %s"
+                        % (name, type(texts).__name__))
+    if isinstance(texts, numpy.ndarray):
+        texts = texts.tolist()
+    return [_text(text, "%s[%d]" % (name, i)) for i, text in enumerate(texts)]
+
+
 def _batch_with_tags(log_posteriors, tags):
     """``log_posteriors`` as a numpy array and ``tags`` as a list of str,
     one per column of a [T, B, D] batch (other shapes are left to C++, which
@@ -380,6 +400,20 @@ class SprintInstancePool:
         """The batch's automata merged into one: edges uint32 [4, E] (from, to,
         emission, segment), weights float32 [E], start_end_states uint32 [2, B]."""
         return self._pool.automata(_tag_list(tags))
+
+    def export_fsas(self, texts, by_orthography=False):
+        """The FSA of each of ``texts``, exported in one call (spread over
+        the workers, the GIL released): segment names as ``tags`` are taken
+        elsewhere, or, if ``by_orthography``, orthographies (str or bytes
+        each). Item i is (num_states, edges uint32 [3*E]: all from-states,
+        all to-states, all emissions, weights float32 [E]), or a
+        ``sprintrt.Error`` (returned, not raised) naming the segment and the
+        cause."""
+        if not isinstance(by_orthography, bool):
+            raise TypeError("by_orthography must be a bool, got %s"
+                            % type(by_orthography).__name__)
+        texts = _text_list(texts, "texts") if by_orthography else _tag_list(texts, "texts")
+        return self._pool.export_fsas(texts, by_orthography)
 
 
 class SeqTrainScheduler:

@@ -7,9 +7,8 @@ import numbers
 import os
 import threading
 
-import numpy
-
-from . import Error, SprintInstancePool, _tag_list, _options_json, canonical_options
+from . import (Error, SprintInstancePool, _options_json, _tag_list, _text, _text_list,
+               canonical_options)
 from .fsa_layouts import join_fsas_v1, join_fsas_v2
 
 __all__ = ["DEFAULT_CACHE_BYTES", "ENTRY_OVERHEAD_BYTES", "FsaBuilder"]
@@ -364,7 +363,7 @@ class FsaBuilder:
         that needs the key)."""
         by_orthography = keys[0][1] == _ORTHOGRAPHY
         try:
-            items = self.pool._pool.export_fsas([key[2] for key in keys], by_orthography)
+            items = self.pool.export_fsas([key[2] for key in keys], by_orthography)
         except BaseException as e:
             failure = _Failure.of_exception(e)
             with self._lock:
@@ -469,22 +468,3 @@ class FsaBuilder:
         weights = weights * self.tdp_scale if self.tdp_scale != 1.0 else weights.copy()
         return num_states, num_edges, edges.copy(), weights
 
-
-def _text(value, name):
-    """``value`` as str (bytes decoded as UTF-8); a TypeError naming ``name``
-    otherwise."""
-    if isinstance(value, bytes):
-        return value.decode("utf8")
-    if not isinstance(value, str):
-        raise TypeError("%s must be str or bytes, got %s" % (name, type(value).__name__))
-    return value
-
-
-def _text_list(texts, name):
-    """``texts`` (a sequence or numpy array) as a list of str (see ``_text``)."""
-    if isinstance(texts, (str, bytes)):
-        raise TypeError("%s must be a sequence of str, got a single %s"
-                        % (name, type(texts).__name__))
-    if isinstance(texts, numpy.ndarray):
-        texts = texts.tolist()
-    return [_text(text, "%s[%d]" % (name, i)) for i, text in enumerate(texts)]

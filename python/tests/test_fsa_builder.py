@@ -99,7 +99,7 @@ def test_build_single_is_librasrs_tuple_of_the_export(corpus):
     path, names = corpus
     builder = FsaBuilder(hmm_options(path))
     single = builder.build_single(names[2])
-    (num_states, edges, weights), = builder.pool._pool.export_fsas([names[2]])
+    (num_states, edges, weights), = builder.pool.export_fsas([names[2]])
     assert isinstance(single[0], int) and isinstance(single[1], int)
     assert single[0] == num_states and single[1] == len(weights)
     assert single[2].dtype == numpy.uint32 and single[2].shape == (3 * len(weights),)
@@ -111,6 +111,26 @@ def test_build_single_is_librasrs_tuple_of_the_export(corpus):
     again = builder.build_single(names[2])
     assert numpy.array_equal(again[2], edges) and numpy.array_equal(again[3], weights)
     assert builder.stats()["exports"] == 1
+
+
+def test_the_pools_export_fsas_takes_names_or_orthographies(corpus):
+    path, names = corpus
+    labels = corpus_labels(path)
+    pool = sprintrt.SprintInstancePool.get_global_instance(sim_options(path), in_process=True)
+    by_name = pool.export_fsas(numpy.array([names[1].encode(), names[4].encode()]))
+    by_text = pool.export_fsas([labels[names[1]], labels[names[4]].encode()], by_orthography=True)
+    assert len(by_name) == len(by_text) == 2
+    for (states, edges, weights), want in zip(by_name, by_text):
+        assert states == want[0] and edges.dtype == numpy.uint32
+        assert numpy.array_equal(edges, want[1]) and numpy.array_equal(weights, want[2])
+    failed, = pool.export_fsas(["no-such-segment"])
+    assert isinstance(failed, sprintrt.Error) and "no-such-segment" in str(failed)
+    with pytest.raises(TypeError, match="texts must be a sequence of segment names, got a single"):
+        pool.export_fsas(names[0])
+    with pytest.raises(TypeError, match=r"texts\[0\] must be str or bytes, got int"):
+        pool.export_fsas([1], by_orthography=True)
+    with pytest.raises(TypeError, match="by_orthography must be a bool, got int"):
+        pool.export_fsas(names[:1], by_orthography=1)
 
 
 @pytest.mark.parametrize("layout", ["v1", "v2"])

@@ -31,7 +31,7 @@ caf::expected<const fsa*> criterion::cached_fsa(std::string_view segment) {
   auto labels = corpus_.labels(segment);
   if (!labels)
     return std::move(labels.error());
-  auto automaton = topology_->build(segment, *labels);
+  auto automaton = topology_->build("segment '" + std::string{segment} + "'", *labels);
   if (!automaton)
     return std::move(automaton.error());
   return &fsas_.emplace(std::string{segment}, std::move(*automaton)).first->second;
@@ -42,7 +42,7 @@ caf::expected<fsa> criterion::orthography_fsa(std::string_view orthography) cons
   const std::string owner = "orthography '" + std::string{orthography} + "'";
   if (auto problem = append_labels(orthography, owner, labels); !problem.empty())
     return make_error(errc::invalid_input, problem);
-  return topology_->build(orthography, labels);
+  return topology_->build(owner, labels);
 }
 
 caf::expected<full_sum_result>

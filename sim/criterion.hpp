@@ -81,8 +81,8 @@ public:
   /// The protocol's `export_allophone_state_fsa_by_orthography`, as a
   /// simulated Sprint reads an orthography: the label sequence written as in
   /// the corpus file ("3 17 5"), built by the topology (not cached: any text
-  /// may come). Errors: `invalid_input` naming the orthography for a token
-  /// that is no label, the topology's errors.
+  /// may come). Errors, each naming the orthography: `invalid_input` for a
+  /// token that is no label, the topology's errors.
   caf::expected<fsa> orthography_fsa(std::string_view orthography) const;
 
   /// Returns the cached FSA of `segment`, building it on first use: what

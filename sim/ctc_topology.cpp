@@ -64,18 +64,15 @@ namespace sprintrt::sim {
 // Edge count for L > 0: 2 (from B_0) + 3L (the loops of L_i and B_i, L_i -> B_i)
 // + (L - 1) (B_i -> L_{i+1}) + one L_i -> L_{i+1} per pair of distinct
 // neighbours + 5 copies into F (4 when L = 1 or l_{L-1} = l_L); for L = 0: 2.
-caf::expected<fsa> ctc_topology::build(std::string_view segment,
-                                       span<const uint32_t> labels) const {
+caf::expected<fsa> ctc_topology::build(std::string_view owner, span<const uint32_t> labels) const {
   const size_t num_labels = labels.size();
   for (size_t i = 0; i < num_labels; ++i)
     if (labels[i] == blank_index_)
-      return make_error(errc::invalid_input, "segment '" + std::string{segment} +
-                                                 "': label number " + std::to_string(i + 1) +
-                                                 " is " + std::to_string(labels[i]) +
-                                                 ", the CTC blank index");
+      return make_error(errc::invalid_input,
+                        std::string{owner} + ": label number " + std::to_string(i + 1) + " is " +
+                            std::to_string(labels[i]) + ", the CTC blank index");
   if (num_labels > (std::numeric_limits<uint32_t>::max() - 2) / 2)
-    return make_error(errc::invalid_input,
-                      "segment '" + std::string{segment} + "' has too many labels for one FSA");
+    return make_error(errc::invalid_input, std::string{owner} + " has too many labels for one FSA");
   const auto label_state = [](size_t i) { return static_cast<uint32_t>(2 * i + 1); }; // L_{i+1}
   const auto blank_state = [](size_t i) { return static_cast<uint32_t>(2 * i); };     // B_i
   const uint32_t final_state = static_cast<uint32_t>(2 * num_labels + 1);

@@ -29,9 +29,9 @@ public:
 
   /// Builds the FSA of `labels`: 2L+2 states for L labels. An empty label list
   /// is valid and means "blanks only". A label equal to the blank index is an
-  /// `invalid_input` error naming the segment and the label's position
-  /// (counted from 1).
-  caf::expected<fsa> build(std::string_view segment, span<const uint32_t> labels) const override;
+  /// `invalid_input` error naming `owner` and the label's position (counted
+  /// from 1): "segment 'a': label number 3 is 0, the CTC blank index".
+  caf::expected<fsa> build(std::string_view owner, span<const uint32_t> labels) const override;
 
 private:
   uint32_t blank_index_;

@@ -70,19 +70,17 @@ caf::expected<hmm_topology> hmm_topology::make(const hmm_options& options) {
 // nothing to align, which is an error rather than a silently skipped segment.
 //
 // Minimum length: L frames (one per label), 1 for the silence-only segment.
-caf::expected<fsa> hmm_topology::build(std::string_view segment,
-                                       span<const uint32_t> labels) const {
+caf::expected<fsa> hmm_topology::build(std::string_view owner, span<const uint32_t> labels) const {
   const auto& opt = options_;
   const bool has_silence = opt.silence_index.has_value();
   const uint32_t silence = opt.silence_index.value_or(0);
   const size_t num_labels = labels.size();
   if (num_labels == 0 && !has_silence)
-    return make_error(errc::invalid_input, "segment '" + std::string{segment} +
-                                               "' has no labels, and the HMM topology has no "
+    return make_error(errc::invalid_input, std::string{owner} +
+                                               " has no labels, and the HMM topology has no "
                                                "silence state to align it to");
   if (num_labels > std::numeric_limits<uint32_t>::max() / 2 - 2)
-    return make_error(errc::invalid_input,
-                      "segment '" + std::string{segment} + "' has too many labels for one FSA");
+    return make_error(errc::invalid_input, std::string{owner} + " has too many labels for one FSA");
   std::vector<fsa_edge> edges;
   edges.reserve(6 * num_labels + 8);
   uint32_t num_states = 1;

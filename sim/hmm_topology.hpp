@@ -53,8 +53,8 @@ public:
 
   /// Builds the FSA of `labels`. An empty label list means a silence-only
   /// segment: one silence state, which requires `silence_index` (otherwise an
-  /// `invalid_input` error naming the segment).
-  caf::expected<fsa> build(std::string_view segment, span<const uint32_t> labels) const override;
+  /// `invalid_input` error naming `owner`).
+  caf::expected<fsa> build(std::string_view owner, span<const uint32_t> labels) const override;
 
 private:
   explicit hmm_topology(const hmm_options& options) noexcept : options_(options) {}

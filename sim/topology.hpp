@@ -25,10 +25,12 @@ public:
   /// ("ctc", "hmm").
   virtual std::string_view name() const noexcept = 0;
 
-  /// Builds the FSA of `segment` (named in error messages only) with the label
-  /// sequence `labels`. Labels are not checked against the posteriors' width
-  /// here (the topology does not know it); the full-sum does that.
-  virtual caf::expected<fsa> build(std::string_view segment, span<const uint32_t> labels) const = 0;
+  /// Builds the FSA of the label sequence `labels`, which belongs to `owner`:
+  /// the description that error messages begin with, "segment 'NAME'" for a
+  /// corpus segment or "orthography 'TEXT'" for an orthography. Labels are
+  /// not checked against the posteriors' width here (the topology does not
+  /// know it); the full-sum does that.
+  virtual caf::expected<fsa> build(std::string_view owner, span<const uint32_t> labels) const = 0;
 };
 
 /// Gives an automaton that may end in any of `end_states` a single final state,

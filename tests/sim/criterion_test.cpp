@@ -76,6 +76,21 @@ TEST_CASE("the criterion reports unknown segments and topology errors") {
   CHECK(error_message(bad.error()) == "segment 'bad': label number 1 is 0, the CTC blank index");
 }
 
+TEST_CASE("the topology's errors for an orthography name the orthography, once") {
+  auto crit = make_ctc_criterion();
+  auto bad = crit.orthography_fsa("1 0 2");
+  REQUIRE(!bad);
+  CHECK(bad.error() == errc::invalid_input);
+  CHECK(error_message(bad.error()) ==
+        "orthography '1 0 2': label number 2 is 0, the CTC blank index");
+  auto hmm_crit = criterion{unwrap(corpus::from_string("a\t1 2\n")),
+                            std::make_shared<hmm_topology>(unwrap(hmm_topology::make({})))};
+  auto silent = hmm_crit.orthography_fsa("");
+  REQUIRE(!silent);
+  CHECK(error_message(silent.error()) == "orthography '' has no labels, and the HMM topology has "
+                                         "no silence state to align it to");
+}
+
 TEST_CASE("a warmed-up criterion computes a known segment without allocating") {
   auto crit = make_ctc_criterion();
   std::mt19937 rng{32};

@@ -76,9 +76,9 @@ TEST_CASE("CTC FSA of no labels accepts blanks only") {
   CHECK(automaton.edges() == expected);
 }
 
-TEST_CASE("a label equal to the CTC blank is an error naming segment and position") {
+TEST_CASE("a label equal to the CTC blank is an error naming its owner and position") {
   const std::vector<uint32_t> labels = {1, 2, 3};
-  auto result = ctc_topology{3}.build("corpus/rec/7", labels);
+  auto result = ctc_topology{3}.build("segment 'corpus/rec/7'", labels);
   REQUIRE(!result);
   CHECK(result.error() == errc::invalid_input);
   CHECK(error_message(result.error()) ==

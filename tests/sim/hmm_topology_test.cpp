@@ -79,7 +79,7 @@ TEST_CASE("HMM FSA of no labels is one silence state, or an error without silenc
   CHECK(automaton.num_states() == 2);
   const std::vector<fsa_edge> expected = {{0, 1, 0, 2.0f}, {1, 1, 0, 0.25f}};
   CHECK(automaton.edges() == expected);
-  auto failed = unwrap(hmm_topology::make(costs_without_silence())).build("seg/1", {});
+  auto failed = unwrap(hmm_topology::make(costs_without_silence())).build("segment 'seg/1'", {});
   REQUIRE(!failed);
   CHECK(failed.error() == errc::invalid_input);
   CHECK(error_message(failed.error()) ==

@@ -300,6 +300,8 @@ TEST_CASE("a malformed orthography is an exception naming it, and serving goes o
         "label number 1 of orthography '4294967296' is 4294967296, larger than 4294967295");
   CHECK(exception_reply(service, orthography_request("HELLO WORLD")) ==
         "label number 1 of orthography 'HELLO WORLD' is 'HELLO', not a non-negative integer");
+  CHECK(exception_reply(service, orthography_request("1 0 2")) ==
+        "orthography '1 0 2': label number 2 is 0, the CTC blank index");
   // Still serving.
   const auto reply = unwrap(protocol::decode_fsa_reply(
       reply_to(service, orthography_request("1 2")), sprintrt::fsa_source::orthography));

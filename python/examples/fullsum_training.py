@@ -269,10 +269,10 @@ def epoch_batches(count, batch_size, epochs, seed):
 
 def cache_delta(before, after):
     """The builder's cache counts of an epoch (see ``FsaBuilder``): the
-    builds' lookups that hit and missed (a prefetched segment whose export
-    is done is a hit; an epoch's first batch is prefetched in the epoch
-    before), FSAs exported and evicted during it; entries and bytes at its
-    end."""
+    builds' lookups that hit and missed the cache (a segment a prefetch
+    exported is a miss, which the build takes from the prefetch; an epoch's
+    first batch is prefetched in the epoch before), FSAs exported and
+    evicted during it; entries and bytes at its end."""
     delta = {key: after[key] - before[key] for key in ("hits", "misses", "exports", "evictions")}
     delta.update(entries=after["entries"], bytes=after["bytes"])
     return delta

@@ -11,7 +11,7 @@ from . import (Error, SprintInstancePool, _options_json, _tag_list, _text, _text
                canonical_options)
 from .fsa_layouts import join_fsas_v1, join_fsas_v2
 
-__all__ = ["DEFAULT_CACHE_BYTES", "ENTRY_OVERHEAD_BYTES", "FsaBuilder"]
+__all__ = ["DEFAULT_CACHE_BYTES", "ENTRY_OVERHEAD_BYTES", "FsaBuilder", "PREFETCHES_KEPT"]
 
 #: The default bound of a builder's cache: 1 GiB. A CTC FSA of 60 labels
 #: takes about 6 KB, a RASR HMM FSA of a 15 s segment some 100 KB, so this
@@ -26,6 +26,15 @@ DEFAULT_CACHE_BYTES = 1 << 30
 #: accounting is exact.
 ENTRY_OVERHEAD_BYTES = 640
 
+#: How long a prefetched FSA that no build has taken yet is held (outside
+#: the cache, so that no cache bound drops it before its build): until this
+#: many later ``prefetch`` calls have not asked for it. The intended loop
+#: takes each within one; a loop prefetching fewer than this many batches
+#: ahead loses none, and what prefetches fetched for batches that are never
+#: built (the last prefetch of a run, a skipped batch) is held no longer.
+#: A failure of a prefetch is held the same way.
+PREFETCHES_KEPT = 8
+
 _LAYOUTS = {"v1": join_fsas_v1, "v2": join_fsas_v2}
 
 # A cache key's source: what its text names.
@@ -35,24 +44,30 @@ _ORTHOGRAPHY = "orthography"
 
 class _Export:
     """One FSA export, queued or under way (``started``): whoever needs it
-    waits on ``done``; then ``result`` is librasr's tuple or a ``_Failure``."""
+    waits on ``done``; then ``result`` is librasr's tuple or a ``_Failure``.
+    ``prefetch`` is the number of the last prefetch that asked for it (None
+    if a build registered it)."""
 
-    __slots__ = ("started", "done", "result")
+    __slots__ = ("started", "done", "result", "prefetch")
 
     def __init__(self):
         self.started = False
         self.done = threading.Event()
         self.result = None
+        self.prefetch = None
 
 
 class _Failure:
-    """Why an export failed: ``sprintrt.Error``'s code and message."""
+    """Why an export failed: ``sprintrt.Error``'s code and message.
+    ``interrupted``: it says nothing about the segment; the exporting
+    thread was interrupted (a Ctrl-C, a MemoryError) before the result."""
 
-    __slots__ = ("code", "message")
+    __slots__ = ("code", "message", "interrupted")
 
-    def __init__(self, code, message):
+    def __init__(self, code, message, interrupted=False):
         self.code = code
         self.message = message
+        self.interrupted = interrupted
 
     @classmethod
     def of_exception(cls, e):
@@ -60,7 +75,8 @@ class _Failure:
         says."""
         if isinstance(e, Error):
             return cls(getattr(e, "code", "unknown_error"), str(e))
-        return cls("cancelled", "the export was interrupted (%s: %s)" % (type(e).__name__, e))
+        return cls("cancelled", "the export was interrupted (%s: %s)" % (type(e).__name__, e),
+                   interrupted=True)
 
 
 def _describe(key):
@@ -127,10 +143,21 @@ class FsaBuilder:
 
     ``prefetch`` exports on a background thread; ``build_batch`` exports
     what is neither cached nor under way itself and waits for the rest, so no
-    segment is exported twice. A segment that failed raises ``sprintrt.Error``
-    from the ``build_batch`` that needs it, naming every failed segment and
-    its cause; the batch's other segments are cached, and the builder keeps
-    working (a failed segment is exported again when next asked for).
+    segment is exported twice. What a prefetch fetched is held for the build
+    that takes it, outside the cache (no cache bound, not even
+    ``cache_bytes=0``, drops it first); from then on it is the build's, and
+    cached as any export if it fits. The held results are bounded: one that
+    ``PREFETCHES_KEPT`` (8) later prefetches did not ask for is dropped, so
+    only a segment prefetched that long before its build is exported again.
+    A segment that failed raises ``sprintrt.Error`` from the ``build_batch``
+    that needs it, naming every failed segment and its cause; the batch's
+    other segments are cached, and the builder keeps working (a failed
+    segment is exported again when next asked for). An export interrupted
+    by an exception in its thread (a Ctrl-C in a build, which raises it
+    there; a MemoryError in the background) ends every segment it had
+    begun, so nothing is left under way: a build that was waiting for one
+    of them in another thread exports it itself, and the next build or
+    prefetch exports it anew.
 
     Pickling keeps the options, the pool's kind (``in_process``) and the
     settings, not the pool, the background thread or the cache (which may be
@@ -142,16 +169,18 @@ class FsaBuilder:
 
     ``stats()`` counts the lookups of the builds, one per segment a
     ``build_*`` call names (a repeat within a call is a hit): ``hits``
-    (found in the cache, a prefetched segment included once its export is
-    done) and ``misses`` (not found); of the misses, ``waits`` found an
-    export of the segment already queued or under way (and waited for it,
-    or did a queued one itself). A prefetch's lookups are not counted there:
-    ``prefetched`` counts the segments prefetches queued. So an epoch over a
-    cached corpus counts one hit per segment and nothing else. ``exports``
-    counts the segments sent to the pool, ``failures`` the exports that
-    failed, ``evictions`` the entries dropped; and it shows ``bytes``,
-    ``entries``, ``cache_bytes`` and ``in_flight`` (exports queued or under
-    way).
+    (found in the cache) and ``misses`` (not found); of the misses,
+    ``taken`` found a prefetch's result held for it (an FSA or a failure)
+    and ``waits`` an export of the segment queued or under way (and waited
+    for it, or did a queued one itself). A prefetch's lookups are not
+    counted there: ``prefetched`` counts the segments prefetches queued. So
+    an epoch over a cached corpus counts one hit per segment and nothing
+    else, and a prefetched segment is a miss that was taken or waited for.
+    ``exports`` counts the segments sent to the pool, ``failures`` the
+    exports that failed or were interrupted, ``evictions`` the cache
+    entries dropped, ``dropped`` the held prefetch results dropped unbuilt;
+    and it shows ``bytes``, ``entries``, ``cache_bytes``, ``held`` (prefetch
+    results held now) and ``in_flight`` (exports queued or under way).
     """
 
     def __init__(self, sprint_opts=None, *, pool=None, in_process=False, tdp_scale=1.0,
@@ -206,8 +235,13 @@ class FsaBuilder:
         """A builder with an empty cache and counters, and no pool yet."""
         self._cache = collections.OrderedDict()  # key -> librasr's tuple, LRU first
         self._bytes = 0
-        self._counts = dict.fromkeys(("hits", "misses", "waits", "prefetched", "exports",
-                                      "failures", "evictions"), 0)
+        # key -> [number of the last prefetch that asked for it, librasr's
+        # tuple or _Failure]: a background export's result, until a build
+        # takes it or PREFETCHES_KEPT later prefetches did not ask for it.
+        self._ready = {}
+        self._prefetches = 0  # prefetch calls so far
+        self._counts = dict.fromkeys(("hits", "misses", "taken", "waits", "prefetched", "exports",
+                                      "failures", "evictions", "dropped"), 0)
         self._options_key = None
         self._forget_process()
 
@@ -219,7 +253,6 @@ class FsaBuilder:
         self._pool = None
         self._lock = threading.Lock()
         self._pending = {}  # key -> _Export, queued or under way
-        self._failed = {}  # key -> _Failure of a background export, for the next build
         self._queue = collections.deque()  # lists of keys for the background thread
         self._thread = None
 
@@ -263,30 +296,43 @@ class FsaBuilder:
     def build_single(self, tag):
         """One segment's FSA as librasr's tuple (num_states, num_edges, edges
         uint32 [3*E]: all from-states, all to-states, all emissions, weights
-        float32 [E]), weights times ``tdp_scale`` as i6_models' V2 builders
-        return it; the arrays are the caller's."""
+        float32 [E]), scaled as i6_models' builder of the layout returns it:
+        in the V1 layout unscaled (``RasrFsaBuilder.build_single`` returns
+        the raw FSA, its ``build_batched_fsa`` scales the joined batch), in
+        V2 times ``tdp_scale`` (``RasrFsaBuilderV2``, whose join does not
+        scale). Either way ``build_batch`` is what i6_models' builder makes
+        of these. The arrays are the caller's."""
         return self._single(_SEGMENT, _text(tag, "tag"))
 
     def build_by_orthography(self, orthography):
-        """The FSA of ``orthography`` as ``build_single`` returns one."""
+        """The FSA of ``orthography``, scaled as ``build_single``'s: in V2
+        times ``tdp_scale``, as ``RasrFsaBuilderByOrthography`` (a V2
+        builder) returns it; in V1 unscaled (i6_models has no V1 builder by
+        orthography: this keeps ``RasrFsaBuilder``'s convention, so that
+        ``build_batch_by_orthography`` is the V1 join of these, scaled)."""
         return self._single(_ORTHOGRAPHY, _text(orthography, "orthography"))
 
     def prefetch(self, tags, *, by_orthography=False):
         """Starts exporting the FSAs of ``tags`` (orthographies if
-        ``by_orthography``) that are neither cached nor under way, on a
-        background thread, and returns at once. Its errors are raised by the
-        ``build_batch`` that needs the segment."""
+        ``by_orthography``) that are neither cached, held from an earlier
+        prefetch, nor under way, on a background thread, and returns at
+        once. The results are held for the build that takes them (see
+        ``PREFETCHES_KEPT``); its errors are raised by the ``build_batch``
+        that needs the segment."""
         if by_orthography:
             keys = self._keys(_ORTHOGRAPHY, _text_list(tags, "tags"))
         else:
             keys = self._keys(_SEGMENT, _tag_list(tags))
         self._check_process()
         with self._lock:
-            queued = self._look_up(keys, queue=True)[1]
+            self._prefetches += 1
+            queued = {}
+            self._look_up(keys, True, collections.Counter(), queued)
+            self._drop_stale()  # after the lookup, which keeps what this one asks for
             if not queued:
                 return
             self._counts["prefetched"] += len(queued)
-            self._queue.append(queued)
+            self._queue.append(list(queued))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve_queue,
                                                 name="sprintrt-fsa-prefetch", daemon=True)
@@ -298,7 +344,8 @@ class FsaBuilder:
         with self._lock:
             result = dict(self._counts)
             result.update(bytes=self._bytes, entries=len(self._cache),
-                          cache_bytes=self.cache_bytes, in_flight=len(self._pending))
+                          cache_bytes=self.cache_bytes, held=len(self._ready),
+                          in_flight=len(self._pending))
         return result
 
     # --- lookups and exports -------------------------------------------------------
@@ -311,17 +358,18 @@ class FsaBuilder:
             self._options_key = canonical_options(_options_json(self._sprint_opts))
         return [(self._options_key, source, text) for text in texts]
 
-    def _look_up(self, keys, queue):
-        """With the lock held: sorts the distinct keys of ``keys`` and counts
-        the lookups (a build's; a prefetch, ``queue``, counts only what it
-        queued). Returns (found: key -> FSA, to_export: keys this caller
-        exports, waited: key -> _Export under way elsewhere, failed: key ->
-        ``_Failure`` of a background export, now forgotten). With
-        ``queue``, to_export's keys are registered as queued, not started."""
-        found, to_export, waited, failed = {}, [], {}, {}
+    def _look_up(self, keys, prefetch, counts, exports):
+        """With the lock held: sorts the distinct keys of ``keys``, counting
+        the lookups in ``counts``, and returns (found: key -> a cached FSA,
+        or a prefetch's held result (FSA or ``_Failure``), which a build now
+        takes; waited: key -> ``_Export`` under way elsewhere). It puts the
+        keys this caller exports into ``exports`` (key -> ``_Export``),
+        registered in ``_pending`` as it goes (so that whatever interrupts
+        the caller, it can end them): started for a build, queued for a
+        ``prefetch``. A prefetch takes nothing: what is held or exported in
+        the background is marked as asked for by it."""
+        found, waited = {}, {}
         seen = set()
-        # A prefetch's lookups go to a scratch count.
-        counts = collections.Counter() if queue else self._counts
         for key in keys:
             if key in seen:
                 counts["hits"] += 1  # served by this call's first lookup of it
@@ -334,78 +382,131 @@ class FsaBuilder:
                 found[key] = fsa
                 continue
             counts["misses"] += 1
-            if key in self._failed and not queue:
-                failed[key] = self._failed.pop(key)
-                continue
-            self._failed.pop(key, None)
+            held = self._ready.get(key)
+            if held is not None:
+                if not prefetch:
+                    counts["taken"] += 1
+                    found[key] = held[1]
+                    self._take(key, held[1])
+                    continue
+                if not isinstance(held[1], _Failure):
+                    held[0] = self._prefetches
+                    continue
+                del self._ready[key]  # a failure: this prefetch exports it again
             export = self._pending.get(key)
             if export is None:
                 export = self._pending[key] = _Export()
-                export.started = not queue
-                to_export.append(key)
+                if prefetch:
+                    export.prefetch = self._prefetches
+                else:
+                    export.started = True
+                exports[key] = export
                 continue
             counts["waits"] += 1
-            if export.started or queue:
+            if prefetch:
+                if export.prefetch is not None:
+                    export.prefetch = self._prefetches
+            elif export.started:
                 waited[key] = export
             else:
                 # Queued, not yet under way: this call exports it itself, so
                 # that it waits for nothing queued before it.
                 export.started = True
-                to_export.append(key)
-        return found, to_export, waited, failed
+                exports[key] = export
+        return found, waited
 
-    def _export(self, keys, background=False):
-        """Exports ``keys`` (registered in ``_pending``, of one source) in one
-        pool call, caches what came back and ends their exports. Returns
-        key -> FSA or ``_Failure``. If the call itself fails (shut down,
-        interrupted), every export ends with its error, which is raised
-        (in the background: kept like every failure there, for the build
-        that needs the key)."""
-        by_orthography = keys[0][1] == _ORTHOGRAPHY
+    def _take(self, key, result):
+        """With the lock held: ``result``, of a finished export of ``key``,
+        is a build's: no longer held for another, cached if an FSA."""
+        held = self._ready.get(key)
+        if held is not None and held[1] is result:
+            del self._ready[key]
+        if not isinstance(result, _Failure):
+            self._store(key, result)
+
+    def _drop_stale(self):
+        """With the lock held: drops the held results that the last
+        ``PREFETCHES_KEPT`` prefetches did not ask for."""
+        stale = [key for key, (number, _) in self._ready.items()
+                 if self._prefetches - number >= PREFETCHES_KEPT]
+        for key in stale:
+            del self._ready[key]
+        self._counts["dropped"] += len(stale)
+
+    def _export(self, exports, background=False):
+        """Exports the keys of ``exports`` (key -> its ``_Export``, registered
+        in ``_pending`` and started by this caller; of one source) in one
+        pool call and ends their exports: an FSA of a build's is cached, a
+        background result held (``_end_export``). Returns key -> FSA or
+        ``_Failure``. Whatever ends it early (the call fails: shut down,
+        interrupted; an exception while the results are taken), every export
+        not ended yet ends with that failure, which is raised (in the
+        background: swallowed, the failure is the segments')."""
+        keys = list(exports)
+        results = {}
+        failure = _Failure("invalid_message", "the pool's reply held no FSA for it")
         try:
-            items = self.pool.export_fsas([key[2] for key in keys], by_orthography)
-        except BaseException as e:
-            failure = _Failure.of_exception(e)
             with self._lock:
                 self._counts["exports"] += len(keys)
-                self._counts["failures"] += len(keys)
-                for key in keys:
-                    self._end_export(key, failure, background)
-            if background:
-                return {key: failure for key in keys}
-            raise
-        results = {}
-        with self._lock:
-            self._counts["exports"] += len(keys)
-            for key, item in zip(keys, items):
-                if isinstance(item, Error):
-                    self._counts["failures"] += 1
-                    results[key] = _Failure.of_exception(item)
-                else:
-                    num_states, edges, weights = item
-                    results[key] = (num_states, len(weights), edges, weights)
-                    self._store(key, results[key])
-                self._end_export(key, results[key], background)
+            items = self.pool.export_fsas([key[2] for key in keys], keys[0][1] == _ORTHOGRAPHY)
+            with self._lock:
+                for key, item in zip(keys, items):
+                    if isinstance(item, Error):
+                        result = _Failure.of_exception(item)
+                    else:
+                        num_states, edges, weights = item
+                        result = (num_states, len(weights), edges, weights)
+                    results[key] = result
+                    self._end_export(key, exports[key], result, background)
+        except BaseException as e:
+            failure = _Failure.of_exception(e)
+            if not background:
+                raise
+        finally:
+            self._end_unfinished(exports, failure, background)
         return results
 
-    def _end_export(self, key, result, background):
-        """With the lock held: ends the export of ``key`` with ``result`` (an
-        FSA or a ``_Failure``, which is kept for the next build that needs
-        ``key`` if the export ran in the background) and wakes its waiters."""
-        if background and isinstance(result, _Failure):
-            self._failed[key] = result
-        export = self._pending.pop(key, None)
-        if export is not None:
-            export.result = result
-            export.done.set()
+    def _end_unfinished(self, exports, failure, background):
+        """Ends each export of ``exports`` (key -> ``_Export``) that has not
+        ended with ``failure``."""
+        with self._lock:
+            for key, export in exports.items():
+                if not export.done.is_set():
+                    self._end_export(key, export, failure, background)
+
+    def _end_export(self, key, export, result, background):
+        """With the lock held: ends ``export`` of ``key`` with ``result`` (an
+        FSA or a ``_Failure``) and wakes its waiters. A build's FSA is
+        cached; a background result is held for the build that takes it,
+        unless it was interrupted (it says nothing about the segment) or
+        ``PREFETCHES_KEPT`` prefetches have passed since one asked for it."""
+        if isinstance(result, _Failure):
+            self._counts["failures"] += 1
+        elif not background:
+            self._store(key, result)
+        if background and not (isinstance(result, _Failure) and result.interrupted):
+            if self._prefetches - export.prefetch < PREFETCHES_KEPT:
+                self._ready[key] = [export.prefetch, result]
+            else:
+                self._counts["dropped"] += 1
+        if self._pending.get(key) is export:
+            del self._pending[key]
+        export.result = result
+        export.done.set()
 
     def _store(self, key, fsa):
-        """With the lock held: caches ``fsa`` as most recently used, then
-        evicts the least recently used entries while over ``cache_bytes``."""
-        if self.cache_bytes == 0:
+        """With the lock held: caches ``fsa`` as most recently used (unless
+        it is bigger than ``cache_bytes``: it would only empty the cache),
+        then evicts the least recently used entries while over
+        ``cache_bytes``."""
+        if key in self._cache:  # cached meanwhile (two builds waited for it)
+            self._cache.move_to_end(key)
+            return
+        size = _entry_bytes(fsa)
+        if size > self.cache_bytes:
             return
         self._cache[key] = fsa
-        self._bytes += _entry_bytes(fsa)
+        self._bytes += size
         while self._bytes > self.cache_bytes:
             _, evicted = self._cache.popitem(last=False)
             self._bytes -= _entry_bytes(evicted)
@@ -413,41 +514,67 @@ class FsaBuilder:
 
     def _serve_queue(self):
         """The background thread: exports the queued keys that nobody took
-        over meanwhile, until the queue is empty."""
-        while True:
+        over meanwhile, until the queue is empty. If anything ends it early,
+        the keys it took end as interrupted and a later prefetch starts a new
+        thread (what is still queued, it serves; a build does it itself)."""
+        taken = {}
+        try:
+            while True:
+                with self._lock:
+                    taken = {}
+                    if not self._queue:
+                        self._thread = None
+                        return
+                    for key in self._queue.popleft():
+                        export = self._pending.get(key)
+                        if export is not None and not export.started:
+                            export.started = True
+                            taken[key] = export
+                for source in (_SEGMENT, _ORTHOGRAPHY):
+                    part = {key: export for key, export in taken.items() if key[1] == source}
+                    if part:
+                        self._export(part, background=True)
+        finally:
+            self._end_unfinished(taken, _Failure(
+                "cancelled", "the prefetch thread ended before exporting it", interrupted=True),
+                background=True)
             with self._lock:
-                if not self._queue:
+                if self._thread is threading.current_thread():
                     self._thread = None
-                    return
-                keys = []
-                for key in self._queue.popleft():
-                    export = self._pending.get(key)
-                    if export is not None and not export.started:
-                        export.started = True
-                        keys.append(key)
-            for source in (_SEGMENT, _ORTHOGRAPHY):
-                part = [key for key in keys if key[1] == source]
-                if part:
-                    self._export(part, background=True)
 
     def _fsas(self, keys):
-        """key -> FSA for every key of ``keys``: from the cache, this call's
-        export, or exports under way; raises ``sprintrt.Error`` naming each
-        one that failed."""
+        """key -> FSA for every key of ``keys``: from the cache, a prefetch's
+        held result, this call's export, or exports under way; raises
+        ``sprintrt.Error`` naming each one that failed. A key whose export
+        under way was interrupted is looked up again (and exported by this
+        call, unless another did it meanwhile); those lookups are not
+        counted again."""
         self._check_process()
-        with self._lock:
-            found, to_export, waited, failed = self._look_up(keys, queue=False)
-        results = dict(failed)
-        results.update(found)
-        if to_export:
-            results.update(self._export(to_export))
-        for key, export in waited.items():
-            export.done.wait()
-            results[key] = export.result
-            if isinstance(export.result, _Failure):
-                # Raised here: the next build exports the key again.
+        results = {}
+        todo, counts = keys, self._counts
+        while todo:
+            exports = {}
+            try:
                 with self._lock:
-                    self._failed.pop(key, None)
+                    found, waited = self._look_up(todo, False, counts, exports)
+                results.update(found)
+                if exports:
+                    results.update(self._export(exports))
+            finally:
+                if exports:  # an exception before the export began ends them
+                    self._end_unfinished(exports, _Failure(
+                        "cancelled", "the build was interrupted before exporting it",
+                        interrupted=True), background=False)
+            todo, counts = [], collections.Counter()
+            for key, export in waited.items():
+                export.done.wait()
+                result = export.result
+                if isinstance(result, _Failure) and result.interrupted:
+                    todo.append(key)
+                    continue
+                with self._lock:
+                    self._take(key, result)
+                results[key] = result
         distinct = list(dict.fromkeys(keys))
         failed_keys = [key for key in distinct if isinstance(results[key], _Failure)]
         if failed_keys:
@@ -463,8 +590,10 @@ class FsaBuilder:
         return _LAYOUTS[self.layout]([found[key] for key in keys], self.tdp_scale)
 
     def _single(self, source, text):
-        num_states, num_edges, edges, weights = self._fsas(self._keys(source, [text]))[
-            (self._options_key, source, text)]
-        weights = weights * self.tdp_scale if self.tdp_scale != 1.0 else weights.copy()
+        key, = self._keys(source, [text])
+        num_states, num_edges, edges, weights = self._fsas([key])[key]
+        if self.layout == "v2" and self.tdp_scale != 1.0:
+            weights = weights * self.tdp_scale  # as i6_models' V2 builders scale each FSA
+        else:
+            weights = weights.copy()
         return num_states, num_edges, edges.copy(), weights
-

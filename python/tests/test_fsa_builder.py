@@ -1,11 +1,14 @@
 """sprintrt.torch.FsaBuilder through sprint-sim children: its batches against
 SprintInstancePool.get_automata_for_batch (V1) and the V2 join of its single
 FSAs, the TDP scale, exports spread over the workers, the cache (epoch 2,
-LRU eviction with exact byte accounting, key separation), prefetch, errors,
-pickling and DataLoader workers of both start methods, and orthographies."""
+LRU eviction with exact byte accounting, key separation), prefetch (its
+results held until a build takes them, within a bound), errors, interrupted
+exports (in a build, in the background, and another thread's), pickling and
+DataLoader workers of both start methods, and orthographies."""
 
 import collections
 import pickle
+import threading
 import time
 
 import numpy
@@ -15,8 +18,9 @@ torch = pytest.importorskip("torch")
 
 import sprintrt  # noqa: E402 (after the skip without PyTorch)
 from conftest import sim_options  # noqa: E402
+from sprintrt import fsa_builder  # noqa: E402
 from sprintrt.fsa_builder import ENTRY_OVERHEAD_BYTES  # noqa: E402
-from sprintrt.fsa_layouts import COUNT_DTYPE, join_fsas_v2  # noqa: E402
+from sprintrt.fsa_layouts import COUNT_DTYPE, join_fsas_v1, join_fsas_v2  # noqa: E402
 from sprintrt.torch import FsaBuilder, WeightedFsa, WeightedFsaV2  # noqa: E402
 
 # HMM costs that are not exact in float32 and differ per transition, so that
@@ -41,6 +45,21 @@ def corpus_labels(path):
 def pool_stats(builder):
     """The counters of the builder's pool (its C++ pool_stats)."""
     return builder.pool._pool.stats()
+
+
+def wait_for_prefetches(builder):
+    """Returns once the background thread has exported everything queued
+    (it ends when its queue is empty)."""
+    thread = builder._thread
+    if thread is not None:
+        thread.join(120)
+        assert not thread.is_alive(), "the prefetch thread still runs after 120 s"
+
+
+def entry_sizes(opts, names):
+    """name -> the bytes the cache counts for its FSA."""
+    builder = FsaBuilder(opts, in_process=True, cache_bytes=0)
+    return {name: 16 * builder.build_single(name)[1] + ENTRY_OVERHEAD_BYTES for name in names}
 
 
 def assert_same(got, want):
@@ -150,8 +169,21 @@ def test_tdp_scale_is_applied_after_the_cache_as_i6_models_does(corpus, layout):
     for name in got._fields:
         if name != "weights":
             assert torch.equal(getattr(got, name), getattr(plain.build_batch(names[:4]), name))
-    assert numpy.array_equal(scaled.build_single(names[0])[3],
-                             plain.build_single(names[0])[3] * 0.37)
+    # build_single as i6_models' builder of the layout returns it, so that
+    # its build_batch (the join of the single FSAs) is the builder's: V1
+    # (RasrFsaBuilder) unscaled, scaled in the join; V2 (RasrFsaBuilderV2,
+    # ...ByOrthography) scaled, joined as they are.
+    labels = corpus_labels(path)
+    singles = [scaled.build_single(n) for n in names[:4]]
+    for single, name in zip(singles, names[:4]):
+        want = plain.build_single(name)[3]
+        assert numpy.array_equal(single[3], want if layout == "v1" else want * 0.37)
+        by_orthography = scaled.build_by_orthography(labels[name])
+        assert numpy.array_equal(by_orthography[3], single[3])
+    if layout == "v1":
+        assert_same(got, join_fsas_v1(singles, 0.37))
+    else:
+        assert_same(got, join_fsas_v2(singles))
 
 
 def test_a_batch_is_exported_over_both_workers_in_one_call(corpus):
@@ -256,13 +288,209 @@ def test_prefetch_then_build_exports_each_segment_once(corpus):
     assert stats["exports"] == len(names) and stats["failures"] == 0
     assert stats["in_flight"] == 0
     assert pool_stats(builder)["fsa_exports"] - exported == len(names)
-    # The prefetches queued 6 + 2 segments; every lookup of the two builds
-    # was a hit or a miss, and the misses that found no export queued or
-    # under way started the other 4 exports.
+    # The prefetches queued 6 + 2 segments. The first build found none in
+    # the cache: of its misses, those 8 found the prefetches' exports
+    # (queued, under way, or done and held for it), the other 4 it exported;
+    # the second build found every segment in the cache.
     assert stats["prefetched"] == 8
-    assert stats["hits"] + stats["misses"] == 2 * len(names)
-    assert stats["misses"] - stats["waits"] == len(names) - 8
-    assert stats["hits"] >= len(names)  # the second build's
+    assert stats["misses"] == len(names) and stats["hits"] == len(names)
+    assert stats["waits"] + stats["taken"] == 8
+    assert stats["held"] == 0 and stats["dropped"] == 0
+
+
+def lru_model(sizes, limit, stored):
+    """A reference of the cache: (entries, bytes, evictions) after storing
+    ``stored`` in order (an FSA bigger than ``limit`` is not cached)."""
+    model = collections.OrderedDict()
+    evictions = 0
+    for name in stored:
+        if sizes[name] > limit:
+            continue
+        model[name] = sizes[name]
+        while sum(model.values()) > limit:
+            model.popitem(last=False)
+            evictions += 1
+    return len(model), sum(model.values()), evictions
+
+
+@pytest.mark.parametrize("cache", ["none", "smaller than an entry", "two entries"])
+def test_a_prefetched_fsa_is_held_until_a_build_takes_it(corpus, cache):
+    path, names = corpus
+    opts = sim_options(path)
+    tags = names[:6]
+    sizes = entry_sizes(opts, tags)
+    limit = {"none": 0, "smaller than an entry": min(sizes.values()) - 1,
+             "two entries": sizes[tags[-2]] + sizes[tags[-1]]}[cache]
+    builder = FsaBuilder(opts, in_process=True, cache_bytes=limit)
+    builder.prefetch(tags)
+    wait_for_prefetches(builder)
+    # Done, held for the build, not in the cache (which could not keep
+    # them all): the build exports nothing again.
+    assert builder.stats()["exports"] == len(tags)
+    assert (builder.stats()["held"], builder.stats()["entries"]) == (len(tags), 0)
+    assert_same(builder.build_batch(tags),
+                FsaBuilder(opts, in_process=True, cache_bytes=0).build_batch(tags))
+    stats = builder.stats()
+    assert stats["exports"] == len(tags) and stats["prefetched"] == len(tags)
+    assert (stats["misses"], stats["taken"], stats["waits"]) == (len(tags), len(tags), 0)
+    assert stats["hits"] == 0
+    assert stats["held"] == 0 and stats["dropped"] == 0
+    # Then they are the build's, cached as any export if they fit; one that
+    # never fits empties nothing.
+    assert (stats["entries"], stats["bytes"], stats["evictions"]) == lru_model(sizes, limit, tags)
+
+
+def test_a_held_prefetch_is_not_exported_again_by_a_later_prefetch(corpus):
+    path, names = corpus
+    builder = FsaBuilder(sim_options(path), in_process=True, cache_bytes=0)
+    builder.prefetch(names[:3])
+    wait_for_prefetches(builder)
+    builder.prefetch(names[1:5])  # names[1:3] are held: it queues names[3:5]
+    wait_for_prefetches(builder)
+    stats = builder.stats()
+    assert (stats["prefetched"], stats["exports"], stats["held"]) == (5, 5, 5)
+    builder.build_batch(names[:5])
+    stats = builder.stats()
+    assert (stats["exports"], stats["taken"], stats["held"]) == (5, 5, 0)
+
+
+def test_held_prefetch_results_are_dropped_after_later_prefetches_skip_them(corpus):
+    path, names = corpus
+    kept = fsa_builder.PREFETCHES_KEPT
+    builder = FsaBuilder(sim_options(path), in_process=True)
+    builder.prefetch([names[0], "no-such-segment"])
+    wait_for_prefetches(builder)
+    for _ in range(kept - 1):  # each asks for names[1] only
+        builder.prefetch([names[1]])
+        wait_for_prefetches(builder)
+    stats = builder.stats()
+    assert (stats["exports"], stats["held"], stats["dropped"]) == (3, 3, 0)
+    # The kept-th later prefetch that does not ask for them drops names[0]'s
+    # FSA and the failure; names[1], asked for by every one, stays held.
+    builder.prefetch([names[1]])
+    stats = builder.stats()
+    assert (stats["exports"], stats["held"], stats["dropped"]) == (3, 1, 2)
+    builder.build_batch(names[:2])
+    assert (builder.stats()["exports"], builder.stats()["taken"]) == (4, 1)
+    # The dropped failure is not raised from memory: it is exported again.
+    with pytest.raises(sprintrt.Error, match="segment 'no-such-segment'"):
+        builder.build_batch(["no-such-segment"])
+    assert builder.stats()["exports"] == 5
+
+
+def raising(exception):
+    """A stand-in for a method that raises ``exception`` when called."""
+    def call(*args, **kwargs):
+        raise exception
+    return call
+
+
+def interrupting(items, exception):
+    """The pool's first item, then ``exception``: as a Ctrl-C (or a
+    MemoryError) while the builder takes the items of a finished export."""
+    yield items[0]
+    raise exception
+
+
+def export_then_raise(pool, exception):
+    """A stand-in for ``pool.export_fsas`` whose items end in ``exception``."""
+    real = pool.export_fsas
+    return lambda texts, by_orthography=False: interrupting(real(texts, by_orthography),
+                                                            exception)
+
+
+@pytest.mark.parametrize("where", ["before the export", "while its results are taken"])
+def test_an_interrupted_build_leaves_nothing_under_way(corpus, monkeypatch, where):
+    path, names = corpus
+    opts = sim_options(path)
+    builder = FsaBuilder(opts, in_process=True)
+    if where == "before the export":
+        monkeypatch.setattr(builder, "_export", raising(KeyboardInterrupt()))
+    else:
+        monkeypatch.setattr(builder.pool, "export_fsas",
+                            export_then_raise(builder.pool, KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        builder.build_batch(names[:3])
+    assert builder.stats()["in_flight"] == 0
+    monkeypatch.undo()
+    # The next build of those segments exports them (it would wait forever
+    # for exports left under way).
+    assert_same(builder.build_batch(names[:3]),
+                FsaBuilder(opts, in_process=True, cache_bytes=0).build_batch(names[:3]))
+    stats = builder.stats()
+    # Taking the items, the first was cached before the interrupt.
+    want = (3, 3, 0) if where == "before the export" else (5, 2, 1)
+    assert (stats["exports"], stats["failures"], stats["hits"]) == want
+    assert (stats["entries"], stats["in_flight"]) == (3, 0)
+
+
+@pytest.mark.parametrize("where", ["outside the export", "while its results are taken"])
+def test_a_failing_prefetch_thread_leaves_later_prefetches_working(corpus, monkeypatch, where):
+    path, names = corpus
+    opts = sim_options(path)
+    builder = FsaBuilder(opts, in_process=True)
+    died = []
+    monkeypatch.setattr(threading, "excepthook", died.append)
+    if where == "outside the export":
+        monkeypatch.setattr(builder, "_export", raising(MemoryError()))
+    else:
+        monkeypatch.setattr(builder.pool, "export_fsas",
+                            export_then_raise(builder.pool, MemoryError()))
+    builder.prefetch(names[:3])
+    wait_for_prefetches(builder)
+    assert builder._thread is None and builder.stats()["in_flight"] == 0
+    # Outside an export, the error ends the thread (and is reported); an
+    # export ends its segments with it and the thread goes on.
+    assert [type(e.exc_value) for e in died] == (
+        [MemoryError] if where == "outside the export" else [])
+    monkeypatch.undo()
+    # Interrupted exports are not held: the next prefetch exports them anew.
+    builder.prefetch(names[:4])
+    wait_for_prefetches(builder)
+    assert_same(builder.build_batch(names[:4]),
+                FsaBuilder(opts, in_process=True, cache_bytes=0).build_batch(names[:4]))
+    stats = builder.stats()
+    want = (4, 3) if where == "outside the export" else (6, 2)
+    assert (stats["exports"], stats["failures"]) == want
+    assert (stats["taken"], stats["waits"], stats["in_flight"]) == (4, 0, 0)
+
+
+def test_a_build_waiting_for_an_export_another_thread_interrupts_exports_it_itself(
+        corpus, monkeypatch):
+    path, names = corpus
+    opts = sim_options(path)
+    builder = FsaBuilder(opts, in_process=True)
+    pool = builder.pool
+    real = pool.export_fsas
+    results = []
+
+    def build():
+        try:
+            results.append(builder.build_batch(names[:2]))
+        except BaseException as e:  # noqa: B036 (reported by the assertion below)
+            results.append(e)
+
+    other = threading.Thread(target=build)
+
+    def export_when_the_other_waits(texts, by_orthography=False):
+        monkeypatch.setattr(pool, "export_fsas", real)  # the other build's export
+        other.start()
+        # The other build finds both exports under way and waits for them.
+        while builder.stats()["waits"] < 2 and other.is_alive():
+            time.sleep(0.001)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pool, "export_fsas", export_when_the_other_waits)
+    with pytest.raises(KeyboardInterrupt):
+        builder.build_batch(names[:2])
+    other.join(120)
+    assert not other.is_alive()
+    assert len(results) == 1 and isinstance(results[0], WeightedFsa), results
+    assert_same(results[0], FsaBuilder(opts, in_process=True, cache_bytes=0).build_batch(names[:2]))
+    stats = builder.stats()
+    # Its lookups counted once: two misses that waited; then it exported them.
+    assert (stats["misses"], stats["waits"], stats["exports"], stats["failures"]) == (4, 2, 4, 2)
+    assert (stats["entries"], stats["in_flight"]) == (2, 0)
 
 
 def test_an_unknown_segment_fails_its_batch_not_the_builder(corpus):

@@ -433,7 +433,7 @@ def loop_variants(pool, batches, step_seconds, label):
             step()
             builder.build_batch(tags)
         spent = (time.perf_counter() - start) / steps
-        # A prefetched segment is a hit once its export is done.
+        # Hits: those a batch repeats of earlier ones (a prefetched segment is a miss).
         check_stats(builder, None, (steps + 1) * len(batches[0]), label + "loop with prefetch")
         return {label + "with_prefetch": spent}
 

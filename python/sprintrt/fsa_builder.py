@@ -9,6 +9,7 @@ import threading
 
 from . import (Error, SprintInstancePool, _options_json, _tag_list, _text, _text_list,
                canonical_options)
+from .fsa_exports import _Export, _Failure, batch_error
 from .fsa_layouts import join_fsas_v1, join_fsas_v2
 
 __all__ = ["DEFAULT_CACHE_BYTES", "ENTRY_OVERHEAD_BYTES", "FsaBuilder", "PREFETCHES_KEPT"]
@@ -40,55 +41,6 @@ _LAYOUTS = {"v1": join_fsas_v1, "v2": join_fsas_v2}
 # A cache key's source: what its text names.
 _SEGMENT = "segment"
 _ORTHOGRAPHY = "orthography"
-
-
-class _Export:
-    """One FSA export, queued or under way (``started``): whoever needs it
-    waits on ``done``; then ``result`` is librasr's tuple or a ``_Failure``.
-    ``prefetch`` is the number of the last prefetch that asked for it (None
-    if a build registered it)."""
-
-    __slots__ = ("started", "done", "result", "prefetch")
-
-    def __init__(self):
-        self.started = False
-        self.done = threading.Event()
-        self.result = None
-        self.prefetch = None
-
-
-class _Failure:
-    """Why an export failed: ``sprintrt.Error``'s code and message.
-    ``interrupted``: it says nothing about the segment; the exporting
-    thread was interrupted (a Ctrl-C, a MemoryError) before the result."""
-
-    __slots__ = ("code", "message", "interrupted")
-
-    def __init__(self, code, message, interrupted=False):
-        self.code = code
-        self.message = message
-        self.interrupted = interrupted
-
-    @classmethod
-    def of_exception(cls, e):
-        """The failure ``e`` (a ``sprintrt.Error`` item or a raised exception)
-        says."""
-        if isinstance(e, Error):
-            return cls(getattr(e, "code", "unknown_error"), str(e))
-        return cls("cancelled", "the export was interrupted (%s: %s)" % (type(e).__name__, e),
-                   interrupted=True)
-
-
-def _describe(key):
-    """How messages name the FSA of ``key``: "segment 'x'" or "orthography 'x'"."""
-    return "%s '%s'" % (key[1], key[2])
-
-
-def _named(key, message):
-    """``message`` about the FSA of ``key``, prefixed with its name unless it
-    names it already (the pool's errors about a reply do)."""
-    name = _describe(key)
-    return message if name in message else "%s: %s" % (name, message)
 
 
 def _entry_bytes(fsa):
@@ -575,13 +527,8 @@ class FsaBuilder:
                 with self._lock:
                     self._take(key, result)
                 results[key] = result
-        distinct = list(dict.fromkeys(keys))
-        failed_keys = [key for key in distinct if isinstance(results[key], _Failure)]
-        if failed_keys:
-            error = Error("%d of the %d FSAs failed: %s" % (
-                len(failed_keys), len(distinct),
-                "; ".join(_named(key, results[key].message) for key in failed_keys)))
-            error.code = results[failed_keys[0]].code
+        error = batch_error(keys, results)
+        if error is not None:
             raise error
         return results
 

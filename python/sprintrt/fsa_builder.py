@@ -66,7 +66,8 @@ class FsaBuilder:
     kind (its options and kind are what a pickled builder keeps).
     ``tdp_scale`` multiplies the weights as i6_models does (see
     ``sprintrt.fsa_layouts``). ``cache_bytes`` bounds the cache
-    (``DEFAULT_CACHE_BYTES``, 1 GiB; 0 caches nothing).
+    (``DEFAULT_CACHE_BYTES``, 1 GiB; 0 caches nothing; an FSA bigger than
+    it is not cached).
 
     The segments of a batch that are not cached are exported in one call to
     the pool, which hands each to the next idle worker (parallel over the
@@ -82,7 +83,8 @@ class FsaBuilder:
     only separates the sources and texts (two builders never share a cache).
     The second epoch over a corpus that fits exports nothing.
 
-    The intended loop prefetches the next batch, then runs the current step::
+    The intended loop prefetches batch i+1, then builds batch i and runs
+    step i::
 
         builder = FsaBuilder(sprint_opts, tdp_scale=0.5)
         builder.prefetch(batches[0].tags)
@@ -117,7 +119,7 @@ class FsaBuilder:
     makes its pool, of the same kind, when first used. In a
     forked child (a DataLoader worker with the "fork" start method) the
     builder notices the new pid and uses a pool of that process, keeping
-    the cache it inherited. Thread-safe.
+    the cache and the held prefetch results it inherited. Thread-safe.
 
     ``stats()`` counts the lookups of the builds, one per segment a
     ``build_*`` call names (a repeat within a call is a hit): ``hits``
@@ -286,9 +288,10 @@ class FsaBuilder:
             self._counts["prefetched"] += len(queued)
             self._queue.append(list(queued))
             if self._thread is None:
-                self._thread = threading.Thread(target=self._serve_queue,
-                                                name="sprintrt-fsa-prefetch", daemon=True)
-                self._thread.start()
+                thread = threading.Thread(target=self._serve_queue, name="sprintrt-fsa-prefetch",
+                                          daemon=True)
+                thread.start()  # if it cannot start, the builds export what it queued
+                self._thread = thread
 
     def stats(self):
         """The cache's counters and size now (a dict; see the class)."""

@@ -455,6 +455,27 @@ def test_a_failing_prefetch_thread_leaves_later_prefetches_working(corpus, monke
     assert (stats["taken"], stats["waits"], stats["in_flight"]) == (4, 0, 0)
 
 
+def test_a_prefetch_thread_that_cannot_start_leaves_its_segments_to_the_builds(
+        corpus, monkeypatch):
+    path, names = corpus
+    builder = FsaBuilder(sim_options(path), in_process=True)
+    monkeypatch.setattr(threading.Thread, "start", raising(RuntimeError("can't start new thread")))
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        builder.prefetch(names[:2])
+    monkeypatch.undo()
+    assert builder._thread is None and builder.stats()["in_flight"] == 2
+    # A build does what is queued itself; the next prefetch starts a thread,
+    # which also exports what is still queued (names[1]).
+    builder.build_batch(names[:1])
+    builder.prefetch(names[2:3])
+    wait_for_prefetches(builder)
+    assert builder.stats()["held"] == 2
+    builder.build_batch(names[:3])
+    stats = builder.stats()
+    assert (stats["exports"], stats["waits"], stats["taken"], stats["hits"]) == (3, 1, 2, 1)
+    assert stats["in_flight"] == 0
+
+
 def test_a_build_waiting_for_an_export_another_thread_interrupts_exports_it_itself(
         corpus, monkeypatch):
     path, names = corpus

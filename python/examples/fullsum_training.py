@@ -302,12 +302,15 @@ def train(args, report_epoch):
         def tags(step):
             return [train_set[i][0] for i in steps[step][1]]
 
+        # Taken before the first prefetch, whose exports are epoch 1's (the
+        # background thread may count them before the first step begins).
+        epoch_stats = builder.stats()
         builder.prefetch(tags(0))
         figures = None
         for step, (epoch, batch) in enumerate(steps):
             if figures is None:
                 figures = {"epoch": epoch, "loss_sum": 0.0, "frames": 0, "fsa_wait": 0.0,
-                           "start": time.monotonic(), "stats": builder.stats()}
+                           "start": time.monotonic(), "stats": epoch_stats}
             if step + 1 < len(steps):
                 builder.prefetch(tags(step + 1))
             waited = time.monotonic()
@@ -322,12 +325,13 @@ def train(args, report_epoch):
             figures["loss_sum"] += float(loss)
             figures["frames"] += frames
             if step + 1 == len(steps) or steps[step + 1][0] != epoch:
+                epoch_stats = builder.stats()
                 report_epoch({"epoch": epoch,
                               "loss_per_frame": figures["loss_sum"] / figures["frames"],
                               "heldout_ler": label_error_rate(model, heldout),
                               "seconds": time.monotonic() - figures["start"],
                               "fsa_wait_seconds": figures["fsa_wait"],
-                              "cache": cache_delta(figures["stats"], builder.stats())})
+                              "cache": cache_delta(figures["stats"], epoch_stats)})
                 figures = None
         workers = sprint_sim_children()
     return {"seconds": time.monotonic() - start, "worker_pids": workers,

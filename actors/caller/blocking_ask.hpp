@@ -40,6 +40,21 @@ void await_reply(caf::blocking_actor& self, const Handle& receiver, caf::message
     }
 }
 
+/// Calls `send()`, which sends requests as `self`, with the caller's thread
+/// as `self`'s execution unit: it runs the first handlers of those requests
+/// itself (see `caller_execution_unit`) until a message is in `self`'s
+/// mailbox. Returns what `send` returns (the pending requests).
+template <class Send>
+auto send_running_handlers(caf::blocking_actor& self, Send&& send) {
+  caller_execution_unit caller{self.home_system()};
+  auto* own_context = self.context();
+  self.context(&caller);
+  auto pending = send();
+  caller.run_until([&] { return !self.mailbox().empty(); });
+  self.context(own_context);
+  return pending;
+}
+
 /// Sends `xs` to `receiver` as `self` and waits for the reply of type `T`.
 /// `caf::infinite` because the actors enforce their own timeouts (a blocking
 /// actor's request timeout would leave stale timeout messages behind). Until
@@ -50,12 +65,8 @@ void await_reply(caf::blocking_actor& self, const Handle& receiver, caf::message
 template <class T, class Handle, class... Ts>
 caf::expected<T> ask_as(caf::blocking_actor& self, const Handle& receiver, const stop_token& stop,
                         Ts&&... xs) {
-  caller_execution_unit caller{self.home_system()};
-  auto* own_context = self.context();
-  self.context(&caller);
-  auto pending = self.request(receiver, caf::infinite, std::forward<Ts>(xs)...);
-  caller.run_until([&] { return !self.mailbox().empty(); });
-  self.context(own_context);
+  auto pending = send_running_handlers(
+      self, [&] { return self.request(receiver, caf::infinite, std::forward<Ts>(xs)...); });
   await_reply(self, receiver, pending.id(), stop);
   caf::expected<T> result = make_error(errc::cancelled, "no reply");
   std::move(pending).receive([&](T& reply) { result = std::move(reply); },
@@ -93,17 +104,13 @@ std::vector<caf::expected<T>> ask_each_as(caf::blocking_actor& self, const Handl
                                           std::vector<Argument> arguments) {
   using pending_type = decltype(self.request(receiver, caf::infinite, atom, arguments.front()));
   using wait_clock = caf::blocking_actor::timeout_type::clock;
-  std::vector<pending_type> pending;
-  pending.reserve(arguments.size());
-  {
-    caller_execution_unit caller{self.home_system()};
-    auto* own_context = self.context();
-    self.context(&caller);
+  auto pending = send_running_handlers(self, [&] {
+    std::vector<pending_type> requests;
+    requests.reserve(arguments.size());
     for (auto& argument : arguments)
-      pending.push_back(self.request(receiver, caf::infinite, atom, std::move(argument)));
-    caller.run_until([&] { return !self.mailbox().empty(); });
-    self.context(own_context);
-  }
+      requests.push_back(self.request(receiver, caf::infinite, atom, std::move(argument)));
+    return requests;
+  });
   std::vector<caf::expected<T>> results;
   results.reserve(pending.size());
   // Set once nothing can stop the call any more (no stop possible, or the

@@ -189,17 +189,27 @@ def _kernel_array(tensor):
     return array.view(numpy.uint32) if array.dtype == numpy.int32 else array
 
 
+def lengths_numpy(lengths, batch, name):
+    """``lengths`` (a tensor on any device, a numpy array or a list of ints)
+    as a 1-D integer numpy array of ``batch`` entries; a ValueError or
+    TypeError naming ``name`` otherwise. Both losses' check of their
+    sequence lengths (``sprint_loss`` takes them as they are)."""
+    if isinstance(lengths, torch.Tensor):
+        lengths = lengths.detach().cpu().numpy()
+    lengths = numpy.asarray(lengths)
+    if lengths.ndim != 1:
+        raise ValueError("%s must be 1-D (batch), got %d-D" % (name, lengths.ndim))
+    if lengths.dtype.kind not in "iu":
+        raise TypeError("%s must be integers, got %s" % (name, lengths.dtype))
+    if len(lengths) != batch:
+        raise ValueError("%s has %d entries for a batch of %d" % (name, len(lengths), batch))
+    return lengths
+
+
 def _check_lengths(seq_lens, batch, frames):
     """``seq_lens`` as an int64 CPU tensor of ``batch`` lengths in
     [0, frames]; raises ValueError or TypeError."""
-    lengths = _as_tensor(seq_lens, "seq_lens").detach().cpu()
-    if lengths.dim() != 1:
-        raise ValueError("seq_lens must be 1-D (batch), got %d-D" % lengths.dim())
-    if lengths.is_floating_point() or lengths.dtype == torch.bool:
-        raise TypeError("seq_lens must be integers, got %s" % lengths.dtype)
-    if len(lengths) != batch:
-        raise ValueError("seq_lens has %d entries for a batch of %d" % (len(lengths), batch))
-    lengths = lengths.long()
+    lengths = torch.from_numpy(lengths_numpy(seq_lens, batch, "seq_lens").astype(numpy.int64))
     b = _first((lengths < 0) | (lengths > frames))
     if b is not None:
         raise ValueError("seq_lens[%d] is %d, not in [0, %d] (log_probs' frames)"

@@ -27,24 +27,9 @@ import torch
 from . import SprintInstancePool
 from .fsa_builder import FsaBuilder
 from .fsa_layouts import WeightedFsa, WeightedFsaV2
-from .fsa_loss import fsa_loss
+from .fsa_loss import fsa_loss, lengths_numpy
 
 __all__ = ["FsaBuilder", "SprintLoss", "WeightedFsa", "WeightedFsaV2", "fsa_loss", "sprint_loss"]
-
-
-def _lengths_numpy(seq_lengths, batch):
-    """``seq_lengths`` (a tensor on any device, a numpy array or a list of
-    ints) as a 1-D integer numpy array of ``batch`` entries."""
-    if isinstance(seq_lengths, torch.Tensor):
-        seq_lengths = seq_lengths.detach().cpu().numpy()
-    lengths = numpy.asarray(seq_lengths)
-    if lengths.ndim != 1:
-        raise ValueError("seq_lengths must be 1-D (batch), got %d-D" % lengths.ndim)
-    if lengths.dtype.kind not in "iu":
-        raise TypeError("seq_lengths must be integers, got %s" % lengths.dtype)
-    if len(lengths) != batch:
-        raise ValueError("seq_lengths has %d entries for a batch of %d" % (len(lengths), batch))
-    return lengths
 
 
 class SprintLoss(torch.autograd.Function):
@@ -98,5 +83,5 @@ def sprint_loss(log_probs, seq_lengths, tags, pool):
     if not isinstance(pool, SprintInstancePool):
         raise TypeError("pool must be a sprintrt.SprintInstancePool, got %s"
                         % type(pool).__name__)
-    lengths = _lengths_numpy(seq_lengths, log_probs.shape[1])
+    lengths = lengths_numpy(seq_lengths, log_probs.shape[1], "seq_lengths")
     return SprintLoss.apply(log_probs, lengths, tags, pool)

@@ -45,6 +45,16 @@ caf::expected<fsa> criterion::orthography_fsa(std::string_view orthography) cons
   return topology_->build(owner, labels);
 }
 
+caf::expected<const fsa*> criterion::exported_fsa(fsa_source source, std::string_view text,
+                                                  std::optional<fsa>& built) {
+  if (source != fsa_source::orthography)
+    return cached_fsa(text);
+  auto automaton = orthography_fsa(text);
+  if (!automaton)
+    return std::move(automaton.error());
+  return &built.emplace(std::move(*automaton));
+}
+
 caf::expected<full_sum_result>
 criterion::loss_and_error_signal(std::string_view segment, const log_posteriors_ref& log_posteriors,
                                  error_signal_ref error_signal) {

@@ -24,6 +24,7 @@
 #include "sim/topology.hpp"
 #include "sim/viterbi.hpp"
 #include "sprintrt/error.hpp"
+#include "sprintrt/segment.hpp"
 
 namespace sprintrt::sim {
 
@@ -84,6 +85,13 @@ public:
   /// may come). Errors, each naming the orthography: `invalid_input` for a
   /// token that is no label, the topology's errors.
   caf::expected<fsa> orthography_fsa(std::string_view orthography) const;
+
+  /// Returns the FSA a request by `source` for `text` exports: the cached
+  /// one of segment `text` (see `cached_fsa`), or orthography `text`'s built
+  /// into `built` (see `orthography_fsa`). The pointer is valid while both
+  /// the criterion and `built` are. Errors as theirs.
+  caf::expected<const fsa*> exported_fsa(fsa_source source, std::string_view text,
+                                         std::optional<fsa>& built);
 
   /// Returns the cached FSA of `segment`, building it on first use: what
   /// `segment_fsa` copies, without the copy (a server exports it straight from

@@ -114,23 +114,12 @@ void sprint_service::answer_fsa(const protocol::fsa_command& request, protocol::
   // A segment's FSA is exported straight from the criterion's cache; an
   // orthography's is built for this request.
   std::optional<fsa> built;
-  const fsa* found = nullptr;
-  if (request.source == fsa_source::orthography) {
-    auto automaton = criterion_.orthography_fsa(request.text);
-    if (!automaton) {
-      reply_error(automaton.error(), out);
-      return;
-    }
-    found = &built.emplace(std::move(*automaton));
-  } else {
-    auto automaton = criterion_.cached_fsa(request.text);
-    if (!automaton) {
-      reply_error(automaton.error(), out);
-      return;
-    }
-    found = *automaton;
+  auto automaton = criterion_.exported_fsa(request.source, request.text, built);
+  if (!automaton) {
+    reply_error(automaton.error(), out);
+    return;
   }
-  const fsa& exported = *found;
+  const fsa& exported = **automaton;
   check_encoded(protocol::encode_fsa_reply(out, options_.wire, exported.num_states(),
                                            exported.flat_edges(), exported.weights()),
                 out);

@@ -148,25 +148,11 @@ caf::expected<double> compute_loss(sim_worker_state& st, const queued_request& r
 caf::expected<segment_fsa> export_fsa(sim_worker_state& st, const queued_request& req,
                                       const fsa_query& query) {
   std::optional<sim::fsa> built;
-  const sim::fsa* found = nullptr;
-  caf::error failed;
-  if (query.source == fsa_source::orthography) {
-    auto automaton = st.criterion->orthography_fsa(query.text);
-    if (automaton)
-      found = &built.emplace(std::move(*automaton));
-    else
-      failed = std::move(automaton.error());
-  } else {
-    auto automaton = st.criterion->cached_fsa(query.text);
-    if (automaton)
-      found = *automaton;
-    else
-      failed = std::move(automaton.error());
-  }
-  if (!found)
+  auto automaton = st.criterion->exported_fsa(query.source, query.text, built);
+  if (!automaton)
     return with_context(request_context(st.label, req),
-                        make_error(errc::child_exception, exception_text(failed)));
-  const sim::fsa& exported = *found;
+                        make_error(errc::child_exception, exception_text(automaton.error())));
+  const sim::fsa& exported = **automaton;
   segment_fsa result;
   result.num_states = exported.num_states();
   result.edges.assign(exported.flat_edges().begin(), exported.flat_edges().end());

@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -89,6 +90,29 @@ TEST_CASE("the topology's errors for an orthography name the orthography, once")
   REQUIRE(!silent);
   CHECK(error_message(silent.error()) == "orthography '' has no labels, and the HMM topology has "
                                          "no silence state to align it to");
+}
+
+TEST_CASE("the criterion's exported FSA of a request: a segment's cached, an orthography's built") {
+  auto crit = make_ctc_criterion();
+  std::optional<fsa> built;
+  const fsa* segment = unwrap(crit.exported_fsa(sprintrt::fsa_source::segment_name, "a", built));
+  CHECK(segment == unwrap(crit.cached_fsa("a")));
+  CHECK(!built);
+  const fsa* orthography =
+      unwrap(crit.exported_fsa(sprintrt::fsa_source::orthography, "1 2 2", built));
+  REQUIRE(built);
+  CHECK(orthography == &*built);
+  CHECK(orthography->edges() == segment->edges());
+  CHECK(orthography->num_states() == segment->num_states());
+  // Errors are those of the two ways: an unknown segment, a bad orthography.
+  std::optional<fsa> none;
+  CHECK(crit.exported_fsa(sprintrt::fsa_source::segment_name, "zzz", none).error() ==
+        errc::unknown_segment);
+  auto bad = crit.exported_fsa(sprintrt::fsa_source::orthography, "1 0 2", none);
+  REQUIRE(!bad);
+  CHECK(error_message(bad.error()) ==
+        "orthography '1 0 2': label number 2 is 0, the CTC blank index");
+  CHECK(!none);
 }
 
 TEST_CASE("a warmed-up criterion computes a known segment without allocating") {

@@ -10,9 +10,12 @@
 # (default b6ff1a89, 2025-04-04) is exported into OUT_DIR/src, a source tree
 # is copied there as it is. Only the copy is configured: modules that need
 # TensorFlow, OpenFst or FFmpeg, and the tests, are switched off, and only
-# the tools NnTrainer and LibRASR are built. Idempotent: a finished build is
-# not repeated. Prints where the binaries are, as shell assignments
-# (NN_TRAINER=..., LIBRASR=...), on its last two lines.
+# the tools sprintrt uses are built: NnTrainer and LibRASR (full-sum and
+# automata), and for sequence-discriminative training LatticeProcessor with
+# the tools that make its inputs (FeatureExtraction, AcousticModelTrainer,
+# SpeechRecognizer, Flf, Archiver). Idempotent: a finished build is not
+# repeated. Prints where the binaries are, as shell assignments
+# (NN_TRAINER=..., LIBRASR=..., then one line per further tool) at its end.
 #
 # RASR's licence allows passing on only the unmodified whole: nothing of it
 # (source, patches, binaries) belongs in sprintrt's repository.
@@ -27,15 +30,36 @@ mkdir -p "$2"
 out=$(cd "$2" && pwd)
 commit=${RASR_COMMIT:-b6ff1a89}
 src="$out/src"
-nn_trainer="$src/src/Tools/NnTrainer/nn-trainer.linux-x86_64-standard"
-librasr="$src/src/Tools/LibRASR/librasr.so"
+# The tools built, each as NAME=TOOL_DIR/binary: the variable the report
+# prints, RASR's directory under src/Tools and the file it makes there.
+binaries=(
+  NN_TRAINER=NnTrainer/nn-trainer.linux-x86_64-standard
+  LIBRASR=LibRASR/librasr.so
+  LATTICE_PROCESSOR=LatticeProcessor/lattice-processor.linux-x86_64-standard
+  FEATURE_EXTRACTION=FeatureExtraction/feature-extraction.linux-x86_64-standard
+  ACOUSTIC_MODEL_TRAINER=AcousticModelTrainer/acoustic-model-trainer.linux-x86_64-standard
+  ALLOPHONE_TOOL=AcousticModelTrainer/allophone-tool.linux-x86_64-standard
+  SPEECH_RECOGNIZER=SpeechRecognizer/speech-recognizer.linux-x86_64-standard
+  FLF_TOOL=Flf/flf-tool.linux-x86_64-standard
+  ARCHIVER=Archiver/archiver.linux-x86_64-standard
+)
+tools="NnTrainer|LibRASR|LatticeProcessor|FeatureExtraction|AcousticModelTrainer|SpeechRecognizer|Flf|Archiver"
 
 report() {
-  echo "NN_TRAINER=$nn_trainer"
-  echo "LIBRASR=$librasr"
+  local entry
+  for entry in "${binaries[@]}"; do
+    echo "${entry%%=*}=$src/src/Tools/${entry#*=}"
+  done
 }
 
-if [ -f "$out/.built" ] && [ -x "$nn_trainer" ] && [ -f "$librasr" ]; then
+all_built() {
+  local entry
+  for entry in "${binaries[@]}"; do
+    [ -e "$src/src/Tools/${entry#*=}" ] || return 1
+  done
+}
+
+if [ -f "$out/.built" ] && all_built; then
   echo "rasr: already built in $out ($(cat "$out/.built"))" >&2
   report
   exit 0
@@ -63,28 +87,29 @@ if [ ! -f "$src/Modules.make" ]; then
       "(no Modules.make)" >&2
     exit 1
   fi
-  # Modules this machine has no libraries for, and the tests; only the two
-  # tools sprintrt uses.
+  # Modules this machine has no libraries for, and the tests.
   for module in MODULE_TENSORFLOW MODULE_LM_TFRNN MODULE_OPENFST MODULE_SEARCH_WFST \
     MODULE_AUDIO_FFMPEG MODULE_TEST; do
     sed -i "s/^MODULES *+= *$module\$/# MODULES += $module/" "$src.tmp/Modules.make"
   done
-  sed -i -E 's/^TOOLS *\+= *(.*)$/# TOOLS += \1/' "$src.tmp/Modules.make"
-  sed -i -E 's/^# TOOLS \+= (NnTrainer|LibRASR)$/TOOLS += \1/' "$src.tmp/Modules.make"
   echo "$origin" > "$src.tmp/.sprintrt-origin"
   mv "$src.tmp" "$src"
 fi
+# Only the tools sprintrt uses (on every run, so that a tree an earlier
+# version of this script configured gains the tools added since).
+sed -i -E 's/^TOOLS *\+= *(.*)$/# TOOLS += \1/' "$src/Modules.make"
+sed -i -E "s/^# TOOLS \\+= ($tools)\$/TOOLS += \\1/" "$src/Modules.make"
 
-echo "rasr: building $(cat "$src/.sprintrt-origin") in $src (about 10 minutes on 2 cores)" >&2
+echo "rasr: building $(cat "$src/.sprintrt-origin") in $src (about 30 minutes on 2 cores)" >&2
 # Debian's python3 (with numpy) must be the one RASR's makefiles find.
 (cd "$src" && PATH="/usr/bin:$PATH" make -j"${JOBS:-2}" >"$out/build.log" 2>&1) || {
   echo "rasr: the build failed; the end of $out/build.log:" >&2
   tail -30 "$out/build.log" >&2
   exit 1
 }
-for binary in "$nn_trainer" "$librasr"; do
-  if [ ! -e "$binary" ]; then
-    echo "rasr: the build ended without $binary; see $out/build.log" >&2
+for entry in "${binaries[@]}"; do
+  if [ ! -e "$src/src/Tools/${entry#*=}" ]; then
+    echo "rasr: the build ended without $src/src/Tools/${entry#*=}; see $out/build.log" >&2
     exit 1
   fi
 done

@@ -7,22 +7,49 @@
 
 namespace sprintrt::sim {
 
+namespace {
+
+constexpr std::pair<criterion_kind, std::string_view> criterion_names[] = {
+    {criterion_kind::full_sum, "full-sum"}, {criterion_kind::zero, "zero"},
+    {criterion_kind::mmi, "mmi"},           {criterion_kind::bmmi, "bmmi"},
+    {criterion_kind::smbr, "smbr"},
+};
+
+} // namespace
+
 std::string_view to_string(criterion_kind kind) noexcept {
-  return kind == criterion_kind::zero ? "zero" : "full-sum";
+  for (const auto& [k, name] : criterion_names)
+    if (k == kind)
+      return name;
+  return "?";
 }
 
 std::optional<criterion_kind> parse_criterion_kind(std::string_view text) noexcept {
-  if (text == "full-sum")
-    return criterion_kind::full_sum;
-  if (text == "zero")
-    return criterion_kind::zero;
+  for (const auto& [kind, name] : criterion_names)
+    if (name == text)
+      return kind;
   return std::nullopt;
 }
 
+std::optional<sequence_kind> to_sequence_kind(criterion_kind kind) noexcept {
+  switch (kind) {
+  case criterion_kind::mmi:
+    return sequence_kind::mmi;
+  case criterion_kind::bmmi:
+    return sequence_kind::bmmi;
+  case criterion_kind::smbr:
+    return sequence_kind::smbr;
+  default:
+    return std::nullopt;
+  }
+}
+
 criterion::criterion(corpus segments, std::shared_ptr<const topology> automaton_topology,
-                     criterion_kind kind)
-    : corpus_(std::move(segments)), topology_(std::move(automaton_topology)), kind_(kind) {
+                     criterion_spec spec)
+    : corpus_(std::move(segments)), topology_(std::move(automaton_topology)),
+      spec_(std::move(spec)) {
   assert(topology_ != nullptr);
+  assert(!to_sequence_kind(spec_.kind) || spec_.competitors != nullptr);
 }
 
 caf::expected<const fsa*> criterion::cached_fsa(std::string_view segment) {
@@ -58,7 +85,7 @@ caf::expected<const fsa*> criterion::exported_fsa(fsa_source source, std::string
 caf::expected<full_sum_result>
 criterion::loss_and_error_signal(std::string_view segment, const log_posteriors_ref& log_posteriors,
                                  error_signal_ref error_signal) {
-  if (kind_ == criterion_kind::zero) {
+  if (spec_.kind == criterion_kind::zero) {
     // The same input checks as the full-sum's, minus those that need the FSA.
     if (auto err = check_log_posteriors(segment, log_posteriors))
       return err;
@@ -71,7 +98,16 @@ criterion::loss_and_error_signal(std::string_view segment, const log_posteriors_
   auto automaton = cached_fsa(segment);
   if (!automaton)
     return std::move(automaton.error());
-  return engine_.loss_and_error_signal(segment, **automaton, log_posteriors, error_signal);
+  const auto sequence = to_sequence_kind(spec_.kind);
+  if (!sequence)
+    return engine_.loss_and_error_signal(segment, **automaton, log_posteriors, error_signal);
+  auto competitors = spec_.competitors->lookup(segment);
+  if (!competitors)
+    return std::move(competitors.error());
+  const sequence_segment inputs{segment, *automaton, competitors->graph, competitors->max_emission,
+                                competitors->reference_cost};
+  return sequence_loss(*sequence, spec_.scales, inputs, log_posteriors, error_signal,
+                       sequence_engine_);
 }
 
 caf::expected<fsa> criterion::segment_fsa(std::string_view segment) {

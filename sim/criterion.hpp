@@ -18,9 +18,12 @@
 #include <string_view>
 
 #include "sim/corpus.hpp"
+#include "sim/denominator.hpp"
 #include "sim/fsa.hpp"
 #include "sim/full_sum.hpp"
 #include "sim/matrix_views.hpp"
+#include "sim/sequence_criterion.hpp"
+#include "sim/sequence_engine.hpp"
 #include "sim/topology.hpp"
 #include "sim/viterbi.hpp"
 #include "sprintrt/error.hpp"
@@ -38,13 +41,38 @@ enum class criterion_kind : uint8_t {
   /// the segment is not looked up: an unknown segment gets loss 0 too. FSA
   /// exports and alignments still use the corpus and topology as usual.
   zero,
+  /// `mmi`, `bmmi`, `smbr`: the sequence-discriminative criteria of
+  /// docs/sequence-training.md over the segment's denominator.
+  mmi,
+  bmmi,
+  smbr,
 };
 
-/// Returns the parameter value of `kind`: "full-sum" or "zero".
+/// Returns the parameter value of `kind`: "full-sum", "zero", "mmi", "bmmi"
+/// or "smbr".
 std::string_view to_string(criterion_kind kind) noexcept;
 
-/// Parses "full-sum" or "zero" (exactly, as `to_string` writes them).
+/// Parses what `to_string` writes (exactly).
 std::optional<criterion_kind> parse_criterion_kind(std::string_view text) noexcept;
+
+/// Returns the sequence-discriminative criterion `kind` is, or none for
+/// `full_sum` and `zero`.
+std::optional<sequence_kind> to_sequence_kind(criterion_kind kind) noexcept;
+
+/// What loss requests compute: the kind and, for `mmi`, `bmmi` and `smbr`,
+/// their scales and denominator.
+struct criterion_spec {
+  /// `full_sum` unless said otherwise.
+  criterion_spec(criterion_kind kind = criterion_kind::full_sum) : kind(kind) {}
+
+  /// What loss requests compute.
+  criterion_kind kind;
+  /// KAPPA, LAMBDA and B (sequence-discriminative kinds only).
+  sequence_scales scales;
+  /// The competing hypotheses, shared by the workers of one source; required
+  /// by the sequence-discriminative kinds.
+  std::shared_ptr<const denominator> competitors;
+};
 
 /// Looks segments up in a corpus, builds their FSAs with a topology (once per
 /// segment: FSAs are cached) and runs the full-sum or Viterbi on them. One per
@@ -52,12 +80,16 @@ std::optional<criterion_kind> parse_criterion_kind(std::string_view text) noexce
 class criterion {
 public:
   /// A criterion over `segments` whose FSAs `automaton_topology` builds; it
-  /// must not be null. `kind` selects what loss requests compute.
+  /// must not be null. `spec` selects what loss requests compute; a
+  /// sequence-discriminative kind needs its denominator.
   criterion(corpus segments, std::shared_ptr<const topology> automaton_topology,
-            criterion_kind kind = criterion_kind::full_sum);
+            criterion_spec spec = {});
 
   /// Returns what loss requests compute.
-  criterion_kind kind() const noexcept { return kind_; }
+  criterion_kind kind() const noexcept { return spec_.kind; }
+
+  /// Returns what loss requests compute, with the scales and denominator.
+  const criterion_spec& spec() const noexcept { return spec_; }
 
   /// Returns the corpus.
   const corpus& segments() const noexcept { return corpus_; }
@@ -70,7 +102,9 @@ public:
   /// `error_signal` [T, D]. Errors: `unknown_segment`, the topology's errors
   /// and the full-sum's (`full_sum_engine::loss_and_error_signal`). With
   /// `criterion_kind::zero`: loss 0 and zeros for any segment, known or not,
-  /// after the posteriors' and the output's checks (`invalid_input`).
+  /// after the posteriors' and the output's checks (`invalid_input`). With a
+  /// sequence-discriminative kind: `sequence_loss`'s loss and error signal,
+  /// and its errors.
   caf::expected<full_sum_result> loss_and_error_signal(std::string_view segment,
                                                        const log_posteriors_ref& log_posteriors,
                                                        error_signal_ref error_signal);
@@ -106,9 +140,10 @@ public:
 private:
   corpus corpus_;
   std::shared_ptr<const topology> topology_;
-  criterion_kind kind_;
+  criterion_spec spec_;
   std::map<std::string, fsa, std::less<>> fsas_;
   full_sum_engine engine_;
+  sequence_engine sequence_engine_;
   viterbi_aligner aligner_;
 };
 

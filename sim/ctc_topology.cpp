@@ -64,13 +64,19 @@ namespace sprintrt::sim {
 // Edge count for L > 0: 2 (from B_0) + 3L (the loops of L_i and B_i, L_i -> B_i)
 // + (L - 1) (B_i -> L_{i+1}) + one L_i -> L_{i+1} per pair of distinct
 // neighbours + 5 copies into F (4 when L = 1 or l_{L-1} = l_L); for L = 0: 2.
-caf::expected<fsa> ctc_topology::build(std::string_view owner, span<const uint32_t> labels) const {
-  const size_t num_labels = labels.size();
-  for (size_t i = 0; i < num_labels; ++i)
+caf::error ctc_topology::check_labels(std::string_view owner, span<const uint32_t> labels) const {
+  for (size_t i = 0; i < labels.size(); ++i)
     if (labels[i] == blank_index_)
       return make_error(errc::invalid_input,
                         std::string{owner} + ": label number " + std::to_string(i + 1) + " is " +
                             std::to_string(labels[i]) + ", the CTC blank index");
+  return {};
+}
+
+caf::expected<fsa> ctc_topology::build(std::string_view owner, span<const uint32_t> labels) const {
+  const size_t num_labels = labels.size();
+  if (auto err = check_labels(owner, labels))
+    return err;
   if (num_labels > (std::numeric_limits<uint32_t>::max() - 2) / 2)
     return make_error(errc::invalid_input, std::string{owner} + " has too many labels for one FSA");
   const auto label_state = [](size_t i) { return static_cast<uint32_t>(2 * i + 1); }; // L_{i+1}
@@ -97,6 +103,51 @@ caf::expected<fsa> ctc_topology::build(std::string_view owner, span<const uint32
   else
     add_final_state(edges, {label_state(num_labels - 1), blank_state(num_labels)}, final_state);
   return fsa::make(final_state + 1, edges);
+}
+
+// The expansion of a label acceptor (docs/sequence-training.md): the states
+// B(q) and L(q) play the roles of B_i and L_i above, with the acceptor state q
+// in place of "i labels read". A frame path reads the labels of one acceptor
+// path, so a label sequence the acceptor accepts once gets exactly the paths
+// `build` gives it; the repetition rule needs only the label L(q) emits,
+// which is q's last label. Ends: B(q) and L(q) of every final q, at q's
+// final cost.
+caf::expected<wfsa> ctc_topology::expand(std::string_view owner,
+                                         const label_acceptor& acceptor) const {
+  const uint32_t num_states = acceptor.num_states();
+  if (num_states > (std::numeric_limits<uint32_t>::max() - 1) / 2)
+    return make_error(errc::invalid_input,
+                      std::string{owner} + " has too many states for one graph");
+  const auto blank_state = [](uint32_t q) { return 2 * q; };
+  const auto label_state = [](uint32_t q) { return 2 * q + 1; }; // unused for the start
+  wfsa graph;
+  graph.initial.assign(2 * num_states, wfsa::none);
+  graph.final.assign(2 * num_states, wfsa::none);
+  graph.initial[blank_state(label_acceptor::start_state)] = 0;
+  for (uint32_t q = 0; q < num_states; ++q) {
+    graph.edges.push_back({blank_state(q), blank_state(q), blank_index_, 0.0});
+    const auto label = acceptor.last_label(q);
+    if (label) {
+      if (*label == blank_index_)
+        return make_error(errc::invalid_input, std::string{owner} + ": label " +
+                                                   std::to_string(*label) +
+                                                   " is the CTC blank index");
+      graph.edges.push_back({label_state(q), label_state(q), *label, 0.0});
+      graph.edges.push_back({label_state(q), blank_state(q), blank_index_, 0.0});
+    }
+    if (const auto cost = acceptor.final_weight(q)) {
+      graph.final[blank_state(q)] = *cost;
+      if (label)
+        graph.final[label_state(q)] = *cost;
+    }
+  }
+  for (const auto& arc : acceptor.arcs()) {
+    graph.edges.push_back({blank_state(arc.from), label_state(arc.to), arc.label, arc.weight});
+    const auto previous = acceptor.last_label(arc.from);
+    if (previous && *previous != arc.label)
+      graph.edges.push_back({label_state(arc.from), label_state(arc.to), arc.label, arc.weight});
+  }
+  return graph;
 }
 
 } // namespace sprintrt::sim

@@ -33,6 +33,14 @@ public:
   /// from 1): "segment 'a': label number 3 is 0, the CTC blank index".
   caf::expected<fsa> build(std::string_view owner, span<const uint32_t> labels) const override;
 
+  /// Refuses a label equal to the blank index, naming `owner` and the
+  /// label's position.
+  caf::error check_labels(std::string_view owner, span<const uint32_t> labels) const override;
+
+  /// Per acceptor state q a blank state B(q) and, but for the start, a label
+  /// state L(q) emitting q's last label (docs/sequence-training.md).
+  caf::expected<wfsa> expand(std::string_view owner, const label_acceptor& acceptor) const override;
+
 private:
   uint32_t blank_index_;
 };

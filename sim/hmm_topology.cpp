@@ -70,15 +70,21 @@ caf::expected<hmm_topology> hmm_topology::make(const hmm_options& options) {
 // nothing to align, which is an error rather than a silently skipped segment.
 //
 // Minimum length: L frames (one per label), 1 for the silence-only segment.
+caf::error hmm_topology::check_labels(std::string_view owner, span<const uint32_t> labels) const {
+  if (labels.empty() && !options_.silence_index)
+    return make_error(errc::invalid_input, std::string{owner} +
+                                               " has no labels, and the HMM topology has no "
+                                               "silence state to align it to");
+  return {};
+}
+
 caf::expected<fsa> hmm_topology::build(std::string_view owner, span<const uint32_t> labels) const {
   const auto& opt = options_;
   const bool has_silence = opt.silence_index.has_value();
   const uint32_t silence = opt.silence_index.value_or(0);
   const size_t num_labels = labels.size();
-  if (num_labels == 0 && !has_silence)
-    return make_error(errc::invalid_input, std::string{owner} +
-                                               " has no labels, and the HMM topology has no "
-                                               "silence state to align it to");
+  if (auto err = check_labels(owner, labels))
+    return err;
   if (num_labels > std::numeric_limits<uint32_t>::max() / 2 - 2)
     return make_error(errc::invalid_input, std::string{owner} + " has too many labels for one FSA");
   std::vector<fsa_edge> edges;
@@ -118,6 +124,61 @@ caf::expected<fsa> hmm_topology::build(std::string_view owner, span<const uint32
     add_final_state(edges, {previous, *previous_silence}, final_state);
   }
   return fsa::make(num_states, edges);
+}
+
+// The expansion of a label acceptor (docs/sequence-training.md): S(q) plays
+// S_i's role and Q(q) Q_i's, with the acceptor state q in place of "i labels
+// read". Q(q) exists where `build` would place a silence: after the start
+// when labels may follow (silence_at_start) or when the empty sequence is
+// accepted (silence only, as `build` makes it), after a label state when
+// labels may follow (silence_between_labels) or when q is final
+// (silence_at_end). It leaves into labels only in the first cases of each
+// pair and ends only in the second; S(q) ends at q's final cost. Instead of
+// `build`'s copies into one final state, the ends are final costs.
+caf::expected<wfsa> hmm_topology::expand(std::string_view owner,
+                                         const label_acceptor& acceptor) const {
+  const auto& opt = options_;
+  const uint32_t num_states = acceptor.num_states();
+  std::vector<bool> has_arcs(num_states, false);
+  for (const auto& arc : acceptor.arcs())
+    has_arcs[arc.from] = true;
+  wfsa graph;
+  const uint32_t start = graph.add_state(0.0);
+  // S(q) (the start for q = start) and, where it exists, Q(q) with whether
+  // labels may follow it.
+  std::vector<uint32_t> label_state(num_states, start);
+  std::vector<std::optional<uint32_t>> silence_state(num_states);
+  std::vector<bool> silence_exits(num_states, false);
+  for (uint32_t q = 0; q < num_states; ++q) {
+    const auto label = acceptor.last_label(q);
+    const auto final_cost = acceptor.final_weight(q);
+    if (label) {
+      label_state[q] = graph.add_state(wfsa::none, final_cost.value_or(wfsa::none));
+      graph.edges.push_back({label_state[q], label_state[q], *label, opt.loop_cost});
+    }
+    if (!opt.silence_index)
+      continue;
+    const bool exits = has_arcs[q] && (label ? opt.silence_between_labels : opt.silence_at_start);
+    const bool ends = final_cost && (label ? opt.silence_at_end : true);
+    if (!exits && !ends)
+      continue;
+    silence_state[q] = graph.add_state(wfsa::none, ends ? *final_cost : wfsa::none);
+    silence_exits[q] = exits;
+    const uint32_t silence = *opt.silence_index;
+    graph.edges.push_back({label_state[q], *silence_state[q], silence, opt.silence_entry_cost});
+    graph.edges.push_back({*silence_state[q], *silence_state[q], silence, opt.silence_loop_cost});
+  }
+  for (const auto& arc : acceptor.arcs()) {
+    const uint32_t target = label_state[arc.to];
+    graph.edges.push_back(
+        {label_state[arc.from], target, arc.label, opt.forward_cost + arc.weight});
+    if (silence_exits[arc.from])
+      graph.edges.push_back(
+          {*silence_state[arc.from], target, arc.label, opt.silence_exit_cost + arc.weight});
+  }
+  if (auto problem = check(graph); !problem.empty())
+    return make_error(errc::invalid_input, std::string{owner} + ": " + problem);
+  return graph;
 }
 
 } // namespace sprintrt::sim

@@ -56,6 +56,15 @@ public:
   /// `invalid_input` error naming `owner`).
   caf::expected<fsa> build(std::string_view owner, span<const uint32_t> labels) const override;
 
+  /// Refuses an empty label list when there is no silence state, naming
+  /// `owner`.
+  caf::error check_labels(std::string_view owner, span<const uint32_t> labels) const override;
+
+  /// Per acceptor state q but the start a label state S(q), and the silence
+  /// states the options ask for (docs/sequence-training.md). Without a
+  /// silence state the empty sequence has no path.
+  caf::expected<wfsa> expand(std::string_view owner, const label_acceptor& acceptor) const override;
+
 private:
   explicit hmm_topology(const hmm_options& options) noexcept : options_(options) {}
 

@@ -52,6 +52,34 @@ caf::error apply(parameter_state& state, const sim_argument& arg) {
   return p->apply(arg, state.config);
 }
 
+/// The parameters of the sequence-discriminative criteria: required by them,
+/// refused elsewhere.
+caf::error check_sequence_parameters(const parameter_state& state) {
+  const auto& config = state.config;
+  const auto criterion = "--*.criterion=" + std::string{to_string(config.criterion)};
+  const auto sequence = to_sequence_kind(config.criterion);
+  if (!sequence) {
+    for (const auto* name :
+         {"denominator", "am-scale", "lm-scale", "boost", "lm-order", "lm-smoothing"})
+      if (state.was_given(name))
+        return invalid("--*." + std::string{name} +
+                       " applies to criterion mmi, bmmi or smbr, not to " + criterion);
+    return {};
+  }
+  if (state.was_given("boost") && *sequence != sequence_kind::bmmi)
+    return invalid("--*.boost applies to criterion bmmi only, not to " + criterion);
+  if (config.denominator.source.empty())
+    return invalid(criterion + " needs --*.denominator=FILE|label-lm (the competing hypotheses)");
+  if (!config.denominator.is_label_lm())
+    for (const auto* name : {"lm-order", "lm-smoothing"})
+      if (state.was_given(name))
+        return invalid("--*." + std::string{name} +
+                       " applies to --*.denominator=label-lm, not to a denominator file");
+  if (auto problem = check_scales(*sequence, config.scales); !problem.empty())
+    return invalid(criterion + ": " + problem);
+  return {};
+}
+
 /// Checks the whole after every argument was applied.
 caf::expected<sprint_sim_config> finish(parameter_state& state) {
   auto& config = state.config;
@@ -66,6 +94,8 @@ caf::expected<sprint_sim_config> finish(parameter_state& state) {
       message += " (" + std::string{p.required_because} + ")";
     return invalid(std::move(message));
   }
+  if (auto err = check_sequence_parameters(state))
+    return err;
   if (state.was_given("fault-after") && !counts_requests(config.faults.kind))
     return invalid("--*.fault-after applies to fault=crash, hang, garbage, oversized-prefix, "
                    "wrong-shape or bomb only, not to "
@@ -152,6 +182,21 @@ caf::expected<std::shared_ptr<const topology>> make_topology(const sprint_sim_co
   if (!hmm)
     return hmm.error();
   return std::make_shared<const hmm_topology>(std::move(*hmm));
+}
+
+caf::expected<criterion_spec> make_criterion_spec(const sprint_sim_config& config,
+                                                  const corpus& segments,
+                                                  const topology& automaton_topology) {
+  criterion_spec spec{config.criterion};
+  if (!to_sequence_kind(config.criterion))
+    return spec;
+  spec.scales = config.scales;
+  auto competitors =
+      denominator::make(config.denominator, segments, automaton_topology, config.scales.lm);
+  if (!competitors)
+    return std::move(competitors.error());
+  spec.competitors = std::make_shared<const denominator>(std::move(*competitors));
+  return spec;
 }
 
 } // namespace sprintrt::sim

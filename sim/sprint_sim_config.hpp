@@ -71,6 +71,11 @@ struct sprint_sim_config {
   std::string corpus_path;
   /// `criterion`.
   criterion_kind criterion = criterion_kind::full_sum;
+  /// `am-scale`, `lm-scale`, `boost` (sequence-discriminative criteria).
+  sequence_scales scales;
+  /// `denominator`, `lm-order`, `lm-smoothing` (sequence-discriminative
+  /// criteria).
+  denominator_options denominator;
   /// `topology`.
   topology_kind topology = topology_kind::ctc;
   /// `blank-index` (CTC).
@@ -120,5 +125,13 @@ caf::expected<python_control_config> parse_python_control_config(std::string_vie
 
 /// Builds the topology `config` selects (the HMM's costs are checked here).
 caf::expected<std::shared_ptr<const topology>> make_topology(const sprint_sim_config& config);
+
+/// Returns what loss requests compute under `config`: for a
+/// sequence-discriminative criterion, its denominator over `segments` and
+/// `automaton_topology` is read or estimated here (`denominator::make`'s
+/// errors: the start fails).
+caf::expected<criterion_spec> make_criterion_spec(const sprint_sim_config& config,
+                                                  const corpus& segments,
+                                                  const topology& automaton_topology);
 
 } // namespace sprintrt::sim

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <type_traits>
 #include <utility>
@@ -88,6 +89,27 @@ std::optional<std::chrono::milliseconds> parse_delay(std::string_view text) {
   if (!x || *x > max_delay)
     return std::nullopt;
   return std::chrono::milliseconds{*x};
+}
+
+std::optional<double> parse_non_negative(std::string_view text) {
+  auto x = parse_decimal<double>(text);
+  if (!x || !std::isfinite(*x) || *x < 0)
+    return std::nullopt;
+  return x;
+}
+
+std::optional<double> parse_positive(std::string_view text) {
+  auto x = parse_non_negative(text);
+  if (!x || *x == 0)
+    return std::nullopt;
+  return x;
+}
+
+std::optional<uint32_t> parse_lm_order(std::string_view text) {
+  auto x = parse_decimal<uint32_t>(text);
+  if (!x || *x < 1 || *x > 3)
+    return std::nullopt;
+  return x;
 }
 
 std::optional<double> parse_probability(std::string_view text) {
@@ -305,10 +327,35 @@ std::vector<sim_parameter> declare_parameters() {
               "corpus", "FILE", "one segment per line: NAME<TAB>label label ...",
               [](auto& c) -> auto& { return c.corpus_path; }, non_empty, "a file name")),
       value(
-          "criterion", "full-sum|zero",
+          "criterion", "full-sum|zero|mmi|bmmi|smbr",
           "zero: loss 0 and an all-zero error signal for any segment, no FSA run "
-          "(transport-only benchmarks)",
-          [](auto& c) -> auto& { return c.criterion; }, parse_criterion_kind, "full-sum or zero"),
+          "(transport-only benchmarks); mmi, bmmi, smbr: sequence-discriminative, over "
+          "--*.denominator (docs/sequence-training.md)",
+          [](auto& c) -> auto& { return c.criterion; }, parse_criterion_kind,
+          "full-sum, zero, mmi, bmmi or smbr"),
+      value(
+          "denominator", "FILE|label-lm",
+          "mmi, bmmi, smbr: the competing hypotheses, lines NAME<TAB>labels[<TAB>cost], or "
+          "label-lm: every label sequence under a label n-gram of the corpus",
+          [](auto& c) -> auto& { return c.denominator.source; }, non_empty,
+          "a file name or label-lm"),
+      value(
+          "lm-order", "N", "label-lm: the n-gram's order",
+          [](auto& c) -> auto& { return c.denominator.lm.order; }, parse_lm_order, "1, 2 or 3"),
+      value(
+          "lm-smoothing", "DELTA", "label-lm: added to every n-gram count",
+          [](auto& c) -> auto& { return c.denominator.lm.smoothing; }, parse_non_negative,
+          "a finite number >= 0"),
+      value(
+          "am-scale", "KAPPA", "mmi, bmmi, smbr: scales the log-posteriors",
+          [](auto& c) -> auto& { return c.scales.am; }, parse_positive, "a finite number > 0"),
+      value(
+          "lm-scale", "LAMBDA", "mmi, bmmi, smbr: scales hypothesis and n-gram costs",
+          [](auto& c) -> auto& { return c.scales.lm; }, parse_non_negative, "a finite number >= 0"),
+      value(
+          "boost", "B", "bmmi: the boost per frame that agrees with the reference's best path",
+          [](auto& c) -> auto& { return c.scales.boost; }, parse_non_negative,
+          "a finite number >= 0"),
       value(
           "topology", "ctc|hmm", "the topology of the segments' FSAs",
           [](auto& c) -> auto& { return c.topology; }, parse_topology, "ctc or hmm"),

@@ -11,6 +11,8 @@
 
 #include "common/span.hpp"
 #include "sim/fsa.hpp"
+#include "sim/label_acceptor.hpp"
+#include "sim/wfsa.hpp"
 #include "sprintrt/error.hpp"
 
 namespace sprintrt::sim {
@@ -31,6 +33,19 @@ public:
   /// not checked against the posteriors' width here (the topology does not
   /// know it); the full-sum does that.
   virtual caf::expected<fsa> build(std::string_view owner, span<const uint32_t> labels) const = 0;
+
+  /// Returns the error `build` gives for `labels` before it builds anything
+  /// (a CTC label equal to the blank, an HMM segment without labels and
+  /// without silence), naming `owner`; or none.
+  virtual caf::error check_labels(std::string_view owner, span<const uint32_t> labels) const = 0;
+
+  /// Expands `acceptor` into frames: every label sequence it accepts gets the
+  /// paths and scores `build` gives that sequence, each also paying the
+  /// acceptor's arc and final costs along its path (docs/sequence-training.md
+  /// defines the construction per topology). A label `check_labels` refuses is
+  /// an `invalid_input` error naming `owner`.
+  virtual caf::expected<wfsa> expand(std::string_view owner,
+                                     const label_acceptor& acceptor) const = 0;
 };
 
 /// Gives an automaton that may end in any of `end_states` a single final state,

@@ -31,8 +31,9 @@ struct sim_worker_setup {
   /// A Python float (the loss as computed) or a numpy.float32 (the loss
   /// rounded to float), as `sprint-sim`'s `loss-type`.
   protocol::loss_encoding loss_encoding = protocol::loss_encoding::python_float;
-  /// What loss requests compute, as `sprint-sim`'s `criterion`.
-  sim::criterion_kind criterion = sim::criterion_kind::full_sum;
+  /// What loss requests compute, as `sprint-sim`'s `criterion` with its
+  /// scales and (shared) denominator.
+  sim::criterion_spec criterion;
   /// Delays and injected failures.
   sim_worker_behavior behavior;
 };

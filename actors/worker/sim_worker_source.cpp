@@ -62,12 +62,17 @@ caf::expected<worker_source> sim_worker_source(const sprint_options& opts,
   setup->segments = std::make_shared<const sim::corpus>(std::move(*segments));
   setup->automaton_topology = std::move(*topology);
   setup->loss_encoding = config->service.loss_encoding;
-  setup->criterion = config->criterion;
+  auto spec = sim::make_criterion_spec(*config, *setup->segments, *setup->automaton_topology);
+  if (!spec)
+    return with_context(context, spec.error());
+  setup->criterion = std::move(*spec);
   setup->behavior = std::move(behavior);
   worker_source source;
   source.description = "in-process sprint-sim workers on " + config->corpus_path + " (" +
                        (config->topology == sim::topology_kind::ctc ? "ctc" : "hmm") +
-                       (config->criterion == sim::criterion_kind::zero ? ", criterion zero" : "") +
+                       (config->criterion == sim::criterion_kind::full_sum
+                            ? std::string{}
+                            : ", criterion " + std::string{sim::to_string(config->criterion)}) +
                        ")";
   source.capacity = opts.num_instances;
   source.max_resends = opts.max_retries;

@@ -1,7 +1,8 @@
 // The in-process simulated worker against a real sprint-sim child started
 // from the same options: the same segments (several lengths, strided slices
 // of one batch, a segment whose labels cannot fit, CTC and HMM, a Python
-// float or a numpy.float32 loss) give bit-identical losses and error
+// float or a numpy.float32 loss, the sequence-discriminative criteria over a
+// denominator file or a label n-gram) give bit-identical losses and error
 // signals, the same FSAs (by segment name and by orthography, the label
 // sequence as the corpus file writes it) and the same errors.
 
@@ -9,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <string>
@@ -90,6 +92,9 @@ TEST_CASE("a sim worker gives bit-identical results to a sprint-sim child from t
     test::temp_dir dir;
     const auto corpus = test::corpus_path(dir);
     REQUIRE_FALSE(sim::write_corpus_file(corpus, entries));
+    const auto hypotheses = dir.path() + "/denominator.txt";
+    std::ofstream{hypotheses} << "p/mid\t3 2 1\t0.5\np/mid\t2 3\np/long\t1 2 3 4\t-0.25\n"
+                                 "p/short\t2\np/empty\t4\t1.5\n";
     test::test_runtime rt;
     caf::scoped_actor self{rt.system()};
     const std::vector<std::vector<std::string>> variants{
@@ -98,6 +103,10 @@ TEST_CASE("a sim worker gives bit-identical results to a sprint-sim child from t
         {"topology=hmm", "hmm-silence-index=0"},
         {"topology=hmm", "hmm-silence-index=none", "hmm-loop-cost=0.5", "loss-type=numpy-float32"},
         {"blank-index=6"},
+        {"criterion=mmi", "denominator=" + hypotheses, "lm-scale=0.5"},
+        {"criterion=bmmi", "denominator=label-lm", "boost=0.5", "am-scale=0.8"},
+        {"criterion=smbr", "denominator=" + hypotheses, "topology=hmm", "hmm-silence-index=0"},
+        {"criterion=smbr", "denominator=label-lm", "lm-order=3", "lm-smoothing=0.1"},
     };
     for (const auto& params : variants) {
       std::string name;

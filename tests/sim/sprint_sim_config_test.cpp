@@ -320,9 +320,9 @@ TEST_CASE("bad option values name the argument and what was expected") {
       {"--*.python-segment-order-allow-copy=", "expected true or false"},
       {"--*.corpus=", "expected a file name"},
       {"--*.topology=rnnt", "expected ctc or hmm"},
-      {"--*.criterion=sum", "expected full-sum or zero"},
-      {"--*.criterion=Zero", "expected full-sum or zero"},
-      {"--*.criterion=", "expected full-sum or zero"},
+      {"--*.criterion=sum", "expected full-sum, zero, mmi, bmmi or smbr"},
+      {"--*.criterion=Zero", "expected full-sum, zero, mmi, bmmi or smbr"},
+      {"--*.criterion=", "expected full-sum, zero, mmi, bmmi or smbr"},
       {"--*.blank-index=-1", "expected a column index (0 to 2^32-1)"},
       {"--*.blank-index=4294967296", "expected a column index (0 to 2^32-1)"},
       {"--*.blank-index=1x", "expected a column index (0 to 2^32-1)"},
@@ -377,4 +377,72 @@ TEST_CASE("the criterion option selects full-sum or zero, in a process and in-pr
   CHECK(to_string(criterion_kind::full_sum) == "full-sum");
   CHECK(parse_criterion_kind("full-sum") == criterion_kind::full_sum);
   CHECK_FALSE(parse_criterion_kind("full_sum"));
+}
+
+TEST_CASE("the sequence-discriminative criteria take their denominator and scales") {
+  const auto config = unwrap(parse_sprint_sim_config(minimal({
+      "--*.criterion=bmmi",
+      "--*.denominator=label-lm",
+      "--*.lm-order=3",
+      "--*.lm-smoothing=0.25",
+      "--*.am-scale=0.5",
+      "--*.lm-scale=2",
+      "--*.boost=0.1",
+  })));
+  CHECK(config.criterion == criterion_kind::bmmi);
+  CHECK(config.denominator.is_label_lm());
+  CHECK(config.denominator.lm.order == 3);
+  CHECK(config.denominator.lm.smoothing == 0.25);
+  CHECK(config.scales.am == 0.5);
+  CHECK(config.scales.lm == 2);
+  CHECK(config.scales.boost == 0.1);
+  const auto smbr =
+      unwrap(parse_sprint_sim_config(minimal({"--*.criterion=smbr", "--*.denominator=den.txt"})));
+  CHECK(smbr.denominator.source == "den.txt");
+  CHECK_FALSE(smbr.denominator.is_label_lm());
+  CHECK(smbr.scales.am == 1);
+  CHECK(smbr.scales.lm == 1);
+  for (auto kind : {criterion_kind::mmi, criterion_kind::bmmi, criterion_kind::smbr})
+    CHECK(parse_criterion_kind(to_string(kind)) == kind);
+}
+
+TEST_CASE("sequence-discriminative parameters out of place or range are refused, named") {
+  CHECK(parse_error(minimal({"--*.criterion=mmi"})) ==
+        "--*.criterion=mmi needs --*.denominator=FILE|label-lm (the competing hypotheses)");
+  CHECK(parse_error(minimal({"--*.denominator=den.txt"})) ==
+        "--*.denominator applies to criterion mmi, bmmi or smbr, not to --*.criterion=full-sum");
+  CHECK(parse_error(minimal({"--*.criterion=zero", "--*.am-scale=2"})) ==
+        "--*.am-scale applies to criterion mmi, bmmi or smbr, not to --*.criterion=zero");
+  CHECK(parse_error(minimal({"--*.criterion=mmi", "--*.denominator=d", "--*.boost=0"})) ==
+        "--*.boost applies to criterion bmmi only, not to --*.criterion=mmi");
+  CHECK(parse_error(minimal({"--*.criterion=smbr", "--*.denominator=d", "--*.lm-order=2"})) ==
+        "--*.lm-order applies to --*.denominator=label-lm, not to a denominator file");
+  CHECK(parse_error(minimal({"--*.criterion=mmi", "--*.denominator=label-lm", "--*.lm-order=4"})) ==
+        "argument '--*.lm-order=4': expected 1, 2 or 3");
+  CHECK(parse_error(minimal({"--*.criterion=mmi", "--*.denominator=d", "--*.am-scale=0"})) ==
+        "argument '--*.am-scale=0': expected a finite number > 0");
+  CHECK(parse_error(minimal({"--*.criterion=mmi", "--*.denominator=d", "--*.lm-scale=-1"})) ==
+        "argument '--*.lm-scale=-1': expected a finite number >= 0");
+  CHECK(parse_error(minimal({"--*.criterion=bmmi", "--*.denominator=d", "--*.boost=nan"})) ==
+        "argument '--*.boost=nan': expected a finite number >= 0");
+  CHECK(parse_error(minimal({"--*.criterion=mmi", "--*.denominator="})) ==
+        "argument '--*.denominator=': expected a file name or label-lm");
+}
+
+TEST_CASE("make_criterion_spec reads the denominator the configuration names") {
+  const auto segments = unwrap(corpus::from_string("a\t1 2\n"));
+  const ctc_topology ctc{0};
+  auto config = unwrap(parse_sprint_sim_config(
+      minimal({"--*.criterion=mmi", "--*.denominator=label-lm", "--*.lm-scale=0.5"})));
+  const auto spec = unwrap(make_criterion_spec(config, segments, ctc));
+  CHECK(spec.kind == criterion_kind::mmi);
+  REQUIRE(spec.competitors);
+  CHECK(spec.competitors->description() == "label 2-gram over 2 labels (add-1 smoothing)");
+  CHECK(spec.scales.lm == 0.5);
+  config.denominator.source = "/nonexistent/den.txt";
+  auto missing = make_criterion_spec(config, segments, ctc);
+  REQUIRE_FALSE(missing);
+  CHECK(error_message(missing.error()) == "cannot open denominator file '/nonexistent/den.txt'");
+  config = unwrap(parse_sprint_sim_config(minimal()));
+  CHECK_FALSE(unwrap(make_criterion_spec(config, segments, ctc)).competitors);
 }

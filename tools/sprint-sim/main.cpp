@@ -33,7 +33,8 @@ using sim::sprint_sim_exit;
 /// What `--help` prints between the usage line and the parameters.
 constexpr const char* about = R"(
 A simulated Sprint (RASR) worker: it serves the Sprint PythonControl pipe
-protocol on the two pipes of --*.pymod-config with a real full-sum criterion.
+protocol on the two pipes of --*.pymod-config with real criteria: full-sum,
+and MMI, boosted MMI and sMBR over a denominator (docs/sequence-training.md).
 A parent (sprintrt, RETURNN) starts it; run by hand it needs those pipes.
 Only the name after the last '.' of a key counts (--*.corpus, --corpus).
 Defaults are in brackets.
@@ -85,6 +86,11 @@ int run(const sim::sprint_sim_config& config) {
   auto topology = sim::make_topology(config);
   if (!topology)
     return fail("topology", topology.error());
+  auto spec = sim::make_criterion_spec(config, *corpus, **topology);
+  if (!spec)
+    return fail("denominator", spec.error());
+  if (spec->competitors)
+    spdlog::info("denominator: {}", spec->competitors->description());
   auto options = config.service;
   options.init_reply_version = faults.init_reply_version();
   spdlog::info("serving {} segments of '{}' with the {} topology, criterion {}, {} framing, on "
@@ -93,7 +99,7 @@ int run(const sim::sprint_sim_config& config) {
                sim::to_string(config.criterion), protocol::to_string(options.wire.framing),
                pipes.p2c_fd, pipes.c2p_fd);
   sim::sprint_service service{
-      sim::criterion{std::move(*corpus), std::move(*topology), config.criterion},
+      sim::criterion{std::move(*corpus), std::move(*topology), std::move(*spec)},
       std::move(options)};
   sim_tool::pipe_server server{pipes.p2c_fd, pipes.c2p_fd, service, faults};
   return status(server.run());

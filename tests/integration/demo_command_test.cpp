@@ -120,3 +120,53 @@ TEST_CASE("the demo checks that it can write its report before training") {
   CHECK_THAT(r.err, Catch::Contains("cannot create directory '" + dir.path() + "/plain/report'"));
   CHECK_THAT(r.out, !Catch::Contains("epoch"));
 }
+
+TEST_CASE("the demo fine-tunes with a sequence-discriminative criterion after its CTC epochs") {
+  test::temp_dir dir;
+  const std::string run = "demo --json --epochs 4 --ctc-epochs 2 --segments 64 --heldout 16 "
+                          "--seed 7 --forward-delay 48 ";
+  auto ctc = run_json(dir.path(), run + "--in-process");
+  for (const std::string criterion : {"mmi", "bmmi", "smbr"})
+    for (const std::string denominator : {"confusable", "label-lm"}) {
+      INFO(criterion << " over " << denominator);
+      const auto args = "--criterion " + criterion + " --denominator " + denominator;
+      auto children = run_json(dir.path(), run + args + " --workers 1 --sprint-sim " +
+                                               SPRINTRT_SPRINT_SIM_PATH);
+      auto in_process = run_json(dir.path(), run + args + " --workers 2 --in-process");
+      CHECK(children["criterion"] == criterion);
+      CHECK(children["denominator"] == denominator);
+      CHECK(children["ctc_epochs"] == 2);
+      const auto& epochs = children["epochs"];
+      REQUIRE(epochs.size() == 4);
+      for (size_t i = 0; i < epochs.size(); ++i) {
+        INFO("epoch " << i + 1);
+        CHECK(epochs[i]["criterion"] == (i < 2 ? "ctc" : criterion));
+        CHECK(epochs[i]["sequences_computed"] == 64);
+        CHECK(epochs[i]["skipped_sequences"] == 0);
+        // Children and in-process workers agree bit for bit; the CTC epochs
+        // are those of a CTC-only run.
+        CHECK(epochs[i]["loss_per_frame"].get<double>() ==
+              in_process["epochs"][i]["loss_per_frame"].get<double>());
+        if (i < 2)
+          CHECK(epochs[i]["loss_per_frame"].get<double>() ==
+                ctc["epochs"][i]["loss_per_frame"].get<double>());
+      }
+      // MMI's loss is never negative, sMBR's is minus the expected frame
+      // accuracy (per frame, in [-1, 0]).
+      const double last = epochs[3]["loss_per_frame"].get<double>();
+      if (criterion == "mmi")
+        CHECK(last >= 0);
+      if (criterion == "smbr") {
+        CHECK(last <= 0);
+        CHECK(last >= -1);
+      }
+    }
+  CHECK(test::child_processes().empty());
+}
+
+TEST_CASE("the demo refuses more CTC epochs than epochs") {
+  test::temp_dir dir;
+  auto r = test::run_cli(dir.path(), "demo --epochs 2 --ctc-epochs 3 --criterion mmi --in-process");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::Contains("--ctc-epochs (3) exceeds --epochs (2)"));
+}

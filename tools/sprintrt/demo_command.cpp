@@ -1,6 +1,8 @@
 // `sprintrt demo`: the built-in training run, and the sequence-training
 // pipeline at work. A one-hidden-layer network learns a synthetic
-// speech-like task (demo_task.hpp) with the full-sum CTC loss; every
+// speech-like task (demo_task.hpp) with the full-sum CTC loss, optionally
+// fine-tuned with a sequence-discriminative criterion (MMI, boosted MMI,
+// sMBR; docs/sequence-training.md) after its CTC epochs; every
 // sequence's loss and error signal come from Sprint workers (`sprint-sim`
 // children over the Sprint pipe protocol, as from RASR, or in-process
 // simulated workers) through the sequence-training scheduler, which computes
@@ -15,6 +17,9 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -46,6 +51,18 @@ constexpr size_t automatic = std::numeric_limits<size_t>::max();
 struct demo_options {
   size_t workers = 2;
   size_t epochs = 20;
+  /// full-sum (CTC throughout), mmi, bmmi or smbr.
+  std::string criterion = "full-sum";
+  /// With a sequence-discriminative criterion: the CTC epochs before it
+  /// (default: half of `epochs`).
+  size_t ctc_epochs = automatic;
+  /// The criterion's denominator: `confusable` or `label-lm`.
+  std::string denominator = "confusable";
+  /// bmmi's boost.
+  double boost = 0.5;
+  /// The step size of the criterion's epochs: a third of CTC's, the best of
+  /// 1.2, 0.4 and 0.1 for MMI on seed 1 (docs/sequence-training.md).
+  float sequence_learning_rate = 0.4f;
   size_t segments = 1024;
   size_t heldout = 256;
   size_t batch_size = 16;
@@ -116,24 +133,47 @@ json to_json(const demo_epoch_figures& f, const seqtrain_stats& stats) {
 }
 
 /// The pool the scheduler sends sequences to: sprint-sim children, or
-/// in-process simulated workers computing the same.
+/// in-process simulated workers computing the same, with the CTC topology
+/// and `criterion_args` (empty for the full-sum).
 caf::expected<worker_pool_actor> make_pool(sprint_runtime& rt, const demo_options& cli,
-                                           const std::string& corpus) {
+                                           const std::string& corpus,
+                                           const std::vector<std::string>& criterion_args,
+                                           const std::string& name) {
   sprint_options opts;
   opts.sprint_exec_path = cli.sprint_sim.empty() ? find_sprint_sim() : cli.sprint_sim;
   opts.sprint_config = {{{word_piece::literal, "--*.corpus=" + corpus}},
                         {{word_piece::literal, "--*.topology=ctc"}}};
+  for (const auto& arg : criterion_args)
+    opts.sprint_config.push_back({{word_piece::literal, arg}});
   opts.num_instances = cli.workers;
   if (cli.in_process) {
     auto source = sim_worker_source(opts);
     if (!source)
       return std::move(source.error());
-    return rt.pool(std::move(*source), "demo");
+    return rt.pool(std::move(*source), name);
   }
   if (opts.sprint_exec_path.empty())
     return make_error(errc::invalid_options,
                       "cannot find sprint-sim next to this program; pass --sprint-sim");
   return rt.pool(opts);
+}
+
+/// sprint-sim's arguments for the sequence-discriminative criterion of
+/// `cli`, its denominator file (for `confusable`) written to `scratch`.
+caf::expected<std::vector<std::string>>
+criterion_arguments(const demo_options& cli, const demo_task& task, const std::string& scratch) {
+  std::vector<std::string> args = {"--*.criterion=" + cli.criterion};
+  if (cli.denominator == "label-lm") {
+    args.push_back("--*.denominator=label-lm");
+  } else {
+    const auto path = scratch + "/denominator.txt";
+    if (auto err = write_confusable_denominator(task.train, path))
+      return err;
+    args.push_back("--*.denominator=" + path);
+  }
+  if (cli.criterion == "bmmi")
+    args.push_back("--*.boost=" + std::to_string(cli.boost));
+  return args;
 }
 
 int run(const demo_options& cli) {
@@ -178,14 +218,35 @@ int run(const demo_options& cli) {
   auto corpus = scratch->path() + "/corpus.txt";
   if (auto err = write_demo_corpus(task.train, corpus))
     return fail(err);
+  const bool discriminative = cli.criterion != "full-sum";
+  const size_t ctc_epochs = !discriminative               ? cli.epochs
+                            : cli.ctc_epochs == automatic ? cli.epochs / 2
+                                                          : cli.ctc_epochs;
+  if (ctc_epochs > cli.epochs) {
+    std::cerr << "sprintrt demo: --ctc-epochs (" << ctc_epochs << ") exceeds --epochs ("
+              << cli.epochs << ")\n";
+    return 1;
+  }
   sprint_runtime rt;
-  auto pool = make_pool(rt, cli, corpus);
+  auto pool = make_pool(rt, cli, corpus, {}, "demo");
   if (!pool)
     return fail(pool.error());
   seqtrain_options sched_opts;
   sched_opts.forward_seq_delay = delay;
   sched_opts.record_timeline = !cli.report_dir.empty();
   seqtrain_client scheduler{rt, *pool, sched_opts};
+  // The sequence-discriminative criterion's own pool and scheduler, made
+  // before training so that a bad denominator fails at once.
+  std::unique_ptr<seqtrain_client> fine_tuning;
+  if (discriminative) {
+    auto args = criterion_arguments(cli, task, scratch->path());
+    if (!args)
+      return fail(args.error());
+    auto criterion_pool = make_pool(rt, cli, corpus, *args, "demo-" + cli.criterion);
+    if (!criterion_pool)
+      return fail(criterion_pool.error());
+    fine_tuning = std::make_unique<seqtrain_client>(rt, *criterion_pool, sched_opts);
+  }
   demo_trainer trainer{model,    task.train,   scheduler, cli.batch_size, cli.learning_rate,
                        cli.seed, guard.token()};
 
@@ -204,12 +265,20 @@ int run(const demo_options& cli) {
                {{"hidden_units", cli.hidden},
                 {"context_frames", 2 * model_config.context + 1},
                 {"learning_rate", cli.learning_rate},
+                {"sequence_learning_rate", cli.sequence_learning_rate},
                 {"batch_size", cli.batch_size}}},
+              {"criterion", cli.criterion},
+              {"ctc_epochs", ctc_epochs},
+              {"denominator", discriminative ? json(cli.denominator) : json(nullptr)},
               {"workers", cli.workers},
               {"in_process", cli.in_process},
               {"forward_delay", delay},
               {"epochs", json::array()}};
   if (!cli.json_output) {
+    if (discriminative)
+      std::printf("sprintrt demo: %zu CTC epochs, then %zu of %s over the %s denominator.\n",
+                  ctc_epochs, cli.epochs - ctc_epochs, cli.criterion.c_str(),
+                  cli.denominator.c_str());
     std::printf("sprintrt demo: CTC training of a network with one hidden layer (%zu tanh units "
                 "over %zu frames of %zu features; %u labels + blank)\non %zu synthetic "
                 "utterances, label error rate (LER) of greedy decoding on %zu held-out ones.\n"
@@ -227,6 +296,9 @@ int run(const demo_options& cli) {
     // (a bar per epoch would leave a line of its own behind every epoch).
     progress_bar bar{"training", cli.epochs * task.train.size(), "utterances", 0};
     for (size_t epoch = 1; epoch <= cli.epochs; ++epoch) {
+      if (epoch == ctc_epochs + 1 && fine_tuning)
+        trainer.use_scheduler(*fine_tuning, cli.sequence_learning_rate);
+      const std::string criterion = epoch <= ctc_epochs ? "ctc" : cli.criterion;
       size_t before = (epoch - 1) * task.train.size();
       auto result =
           trainer.run_epoch(epoch, [&bar, before](size_t done) { bar.update(before + done); });
@@ -238,16 +310,18 @@ int run(const demo_options& cli) {
       total_seconds += f.seconds;
       figures.push_back(f);
       report["epochs"].push_back(to_json(f, result->stats));
+      report["epochs"].back()["criterion"] = criterion;
       // The last epoch's timeline: child start-up is long over by then.
       timeline = {epoch, result->elapsed_ns, cli.workers, std::move(result->trainer),
                   std::move(result->stats.timeline)};
       if (!cli.json_output) {
         if (bar.enabled())
           std::fputs("\r\033[K", stderr); // clears the bar's line
-        std::printf("epoch %2zu: loss/frame %.4f  held-out LER %5.1f%%  %5.0f seq/s  trainer "
+        std::printf("epoch %2zu%s: loss/frame %.4f  held-out LER %5.1f%%  %5.0f seq/s  trainer "
                     "waits %3.0f%%  workers busy %3.0f%%  %.2f s\n",
-                    epoch, f.loss_per_frame, 100 * f.label_error_rate, f.seqs_per_second,
-                    100 * f.trainer_wait_fraction, 100 * f.worker_utilization, f.seconds);
+                    epoch, discriminative ? (" [" + criterion + "]").c_str() : "", f.loss_per_frame,
+                    100 * f.label_error_rate, f.seqs_per_second, 100 * f.trainer_wait_fraction,
+                    100 * f.worker_utilization, f.seconds);
         std::fflush(stdout);
       }
     }
@@ -258,8 +332,12 @@ int run(const demo_options& cli) {
   report["seconds"] = total_seconds;
   const auto& first = figures.front();
   const auto& last = figures.back();
-  bool improved =
-      last.loss_per_frame < first.loss_per_frame && last.label_error_rate < first.label_error_rate;
+  // Losses of different criteria are not comparable: the loss against the
+  // first epoch of the last epoch's criterion, the error rate against the
+  // first epoch's.
+  const auto& first_of_last = figures[last.epoch > ctc_epochs ? ctc_epochs : 0];
+  bool improved = last.loss_per_frame < first_of_last.loss_per_frame &&
+                  last.label_error_rate < first.label_error_rate;
   report["improved"] = improved;
   if (!cli.report_dir.empty()) {
     auto err = write_demo_report(cli.report_dir, report.dump(2) + "\n", figures, timeline);
@@ -299,6 +377,26 @@ void add_demo_command(CLI::App& app, int& exit_code) {
               "sprint-sim workers (the built-in example)");
   cmd->add_option("--workers", opts->workers, "Sprint workers (numInstances)")
       ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--criterion", opts->criterion,
+                  "full-sum: CTC throughout; mmi, bmmi, smbr: CTC for --ctc-epochs, then "
+                  "this sequence-discriminative criterion")
+      ->check(CLI::IsMember({"full-sum", "mmi", "bmmi", "smbr"}))
+      ->capture_default_str();
+  cmd->add_option("--ctc-epochs", opts->ctc_epochs,
+                  "With --criterion mmi, bmmi or smbr: the CTC epochs before it (default: half "
+                  "of --epochs)");
+  cmd->add_option("--denominator", opts->denominator,
+                  "The criterion's competing hypotheses: confusable (each reference with one "
+                  "label swapped for its confusable partner) or label-lm (every label sequence "
+                  "under the corpus' label bigram)")
+      ->check(CLI::IsMember({"confusable", "label-lm"}))
+      ->capture_default_str();
+  cmd->add_option("--sequence-learning-rate", opts->sequence_learning_rate,
+                  "The SGD step size of the criterion's epochs")
+      ->capture_default_str();
+  cmd->add_option("--boost", opts->boost, "bmmi's boost B")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--in-process", opts->in_process,
                 "Use in-process simulated workers instead of sprint-sim children");

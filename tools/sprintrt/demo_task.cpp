@@ -1,5 +1,6 @@
 #include "tools/sprintrt/demo_task.hpp"
 
+#include <fstream>
 #include <random>
 
 #include "sim/corpus.hpp"
@@ -97,6 +98,26 @@ caf::error write_demo_corpus(const std::vector<demo_segment>& segments, const st
   for (const auto& seg : segments)
     entries.push_back({seg.name, seg.labels});
   return sim::write_corpus_file(path, entries);
+}
+
+uint32_t confusable_label(uint32_t label) {
+  return label % 2 == 1 ? label + 1 : label - 1;
+}
+
+caf::error write_confusable_denominator(const std::vector<demo_segment>& segments,
+                                        const std::string& path) {
+  std::ofstream out{path};
+  for (const auto& seg : segments)
+    for (size_t i = 0; i < seg.labels.size(); ++i) {
+      out << seg.name << '\t';
+      for (size_t j = 0; j < seg.labels.size(); ++j)
+        out << (j == 0 ? "" : " ") << (j == i ? confusable_label(seg.labels[j]) : seg.labels[j]);
+      out << '\n';
+    }
+  out.flush();
+  if (!out)
+    return make_error(errc::io_error, "cannot write the denominator file '" + path + "'");
+  return {};
 }
 
 } // namespace sprintrt::cli

@@ -75,4 +75,15 @@ demo_task make_demo_task(const demo_task_config& config);
 /// `io_error` if it cannot).
 caf::error write_demo_corpus(const std::vector<demo_segment>& segments, const std::string& path);
 
+/// Returns the label a label is confused with: its pair's other label
+/// (2m+1 and 2m+2).
+uint32_t confusable_label(uint32_t label);
+
+/// Writes a denominator file of competing hypotheses for sprint-sim's
+/// sequence-discriminative criteria (docs/sequence-training.md): per
+/// segment, each sequence that differs from its labels in one position, by
+/// that label's confusable one, at cost 0 (an `io_error` if it cannot).
+caf::error write_confusable_denominator(const std::vector<demo_segment>& segments,
+                                        const std::string& path);
+
 } // namespace sprintrt::cli

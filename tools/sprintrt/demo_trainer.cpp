@@ -9,7 +9,7 @@ namespace sprintrt::cli {
 demo_trainer::demo_trainer(demo_model& model, const std::vector<demo_segment>& utterances,
                            seqtrain_client& scheduler, size_t batch_size, float learning_rate,
                            uint64_t seed, stop_token stop)
-    : model_(model), utterances_(utterances), scheduler_(scheduler),
+    : model_(model), utterances_(utterances), scheduler_(&scheduler),
       batch_size_(std::max<size_t>(batch_size, 1)), learning_rate_(learning_rate), order_gen_(seed),
       order_(utterances.size()), stop_(std::move(stop)) {
   std::iota(order_.begin(), order_.end(), size_t{0});
@@ -45,7 +45,7 @@ caf::error demo_trainer::forward(const batch_members& members) {
   for (size_t j = 0; j < members.utterances.size(); ++j)
     seqs.seq_indices.push_back(members.first_seq_idx + j);
   intervals_->push_back({trainer_activity::forward, since_start(start), since_start(clock::now())});
-  return scheduler_.forward(std::move(seqs));
+  return scheduler_->forward(std::move(seqs));
 }
 
 caf::expected<seqtrain_result> demo_trainer::request(const batch_members& members,
@@ -59,7 +59,7 @@ caf::expected<seqtrain_result> demo_trainer::request(const batch_members& member
     layout.parts.push_back({members.first_seq_idx + j, j, 0, 0, length});
   }
   auto wait_start = clock::now();
-  auto reply = scheduler_.train({std::move(layout)}, stop_);
+  auto reply = scheduler_->train({std::move(layout)}, stop_);
   result.wait_ns +=
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - wait_start).count();
   return reply;
@@ -105,7 +105,7 @@ demo_trainer::run_epoch(uint64_t epoch, const std::function<void(size_t)>& progr
   demo_epoch_result result;
   intervals_ = &result.trainer;
   epoch_start_ = clock::now();
-  if (auto err = scheduler_.start_epoch(epoch))
+  if (auto err = scheduler_->start_epoch(epoch))
     return err;
   size_t next = 0; // the next batch to forward
   for (size_t i = 0; i < batches.size(); ++i) {
@@ -122,7 +122,7 @@ demo_trainer::run_epoch(uint64_t epoch, const std::function<void(size_t)>& progr
     // The reply dropped everything before batch i: look ahead now, so that
     // the workers compute upcoming batches while this one trains.
     while (next < batches.size()) {
-      auto space = scheduler_.have_space(batches[next].utterances.size());
+      auto space = scheduler_->have_space(batches[next].utterances.size());
       if (!space)
         return std::move(space.error());
       if (!*space)
@@ -135,7 +135,7 @@ demo_trainer::run_epoch(uint64_t epoch, const std::function<void(size_t)>& progr
     if (progress)
       progress(std::min(order_.size(), (i + 1) * batch_size_));
   }
-  auto stats = scheduler_.finish_epoch();
+  auto stats = scheduler_->finish_epoch();
   if (!stats)
     return std::move(stats.error());
   result.elapsed_ns = since_start(clock::now());

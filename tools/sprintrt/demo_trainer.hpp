@@ -71,6 +71,15 @@ public:
                seqtrain_client& scheduler, size_t batch_size, float learning_rate, uint64_t seed,
                stop_token stop = {});
 
+  /// From the next epoch on, trains through `scheduler` (which must outlive
+  /// the trainer) with step size `learning_rate`: the demo's switch from CTC
+  /// to a sequence-discriminative criterion. The batch order continues as
+  /// before.
+  void use_scheduler(seqtrain_client& scheduler, float learning_rate) {
+    scheduler_ = &scheduler;
+    learning_rate_ = learning_rate;
+  }
+
   /// Runs epoch `epoch` (one pass over the utterances), calling
   /// `progress(done)` after each batch. Errors are the scheduler's.
   caf::expected<demo_epoch_result> run_epoch(uint64_t epoch,
@@ -106,7 +115,7 @@ private:
 
   demo_model& model_;
   const std::vector<demo_segment>& utterances_;
-  seqtrain_client& scheduler_;
+  seqtrain_client* scheduler_;
   size_t batch_size_;
   float learning_rate_;
   std::mt19937_64 order_gen_;

@@ -15,6 +15,12 @@ import ``sprintrt`` (its extension starts threads) or RETURNN.
   request, and RASR's ``process_segment`` of it (with its orthography, as
   bytes) sends the reply. Without it, RASR's corpus order must be the
   parent's: a segment out of that order fails at once, naming both.
+- RASR's ``lattice-processor`` (MMI, sMBR) with a ``python`` layer
+  (``SprintNnPythonLayer``, sprintrt_control_layer): the Python segment order
+  yields the segments as above; the layer's ``forward`` returns the parent's
+  posteriors, ``notify_segment_loss`` and ``backpropagate`` give the loss and
+  the error signal, and the reply goes out when RASR asks for the next
+  segment.
 
 A request it cannot serve gets an ``("exception", message)`` reply naming it; a
 broken pipe or bytes that are no request end the child with a message on
@@ -22,14 +28,13 @@ stderr and an exception to RASR (which then exits with an error).
 """
 
 import math
-import os
-import sys
 
 import numpy
 
-from sprintrt_control_pipes import Pipes, ProtocolError, _describe
+from sprintrt_control_layer import LayerPath, SprintNnPythonLayer
+from sprintrt_control_pipes import Pipes, ProtocolError, _describe, _say, _shape_text, _text
 
-__all__ = ["init", "getSegmentList", "ProtocolError"]
+__all__ = ["init", "getSegmentList", "SprintNnPythonLayer", "ProtocolError"]
 
 #: The name this child gives in its ``init`` reply.
 CHILD_NAME = "sprintrt_control"
@@ -39,19 +44,6 @@ PROTOCOL_VERSION = 1
 #: log-posteriors and RASR, told ``--*.input-in-log-space=true``, returns the
 #: gradient with respect to the activations before the softmax.
 OUTPUT_ERROR_TYPE = "error-signal"
-
-def _say(message):
-    """One line on stderr, which the parent keeps and quotes in its errors."""
-    sys.stderr.write("sprintrt_control[pid %d]: %s\n" % (os.getpid(), message))
-    sys.stderr.flush()
-
-
-def _text(value):
-    """A segment name or orthography as str: RASR gives bytes in places."""
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("utf-8")
-    return value
-
 
 #: The characters RASR's orthographies separate words with (utf8::whitespace).
 _RASR_WHITESPACE = " \t\n\r\f\v"
@@ -90,6 +82,7 @@ class _Request:
         self.name = name
         self.log_posteriors = log_posteriors
         self.answered = False
+        self.layer = None  # what RASR's python layer path gave (sprintrt_control_layer)
 
 
 class Control:
@@ -112,6 +105,7 @@ class Control:
         self.handling = False
         self.pending = None
         self.exited = False
+        self.layer_path = LayerPath(self)
         self.update(callback, version_number)
 
     def update(self, callback, version_number):
@@ -161,9 +155,19 @@ class Control:
         self.exited = True
         self.pipes.close()
 
+    def init_segment(self, segment_name=None, **_kwargs):
+        """RASR's SegmentwiseNnTrainer starts the current segment's criterion."""
+        self.layer_path.init_segment(segment_name)
+
+    def notify_segment_loss(self, segment_name=None, loss=None, **_kwargs):
+        """RASR's SegmentwiseNnTrainer has the current segment's loss."""
+        self.layer_path.notify_segment_loss(segment_name, loss)
+
     def segment_list(self, corpus_name, segment_list):
         """The generator behind ``getSegmentList``: yields the segment of each
-        loss request; RASR's ``process_segment`` for it answers it."""
+        loss request. RASR's ``process_segment`` for it answers it; on the
+        python-layer path the answer goes out when RASR asks for the next
+        segment, i.e. is done with this one."""
         known = set(_text(s) for s in segment_list or ())
         self.serving_segment_order = True
         try:
@@ -174,15 +178,45 @@ class Control:
                     return
                 if not found:
                     continue
-                yield found[0].name
-                if not found[0].answered:
-                    self._send_exception(
-                        "get_loss_and_error_signal", found[0].name,
-                        "RASR did not process segment '%s' (not in its corpus '%s', or left out by "
-                        "its segment selection)" % (found[0].name, corpus_name))
+                try:
+                    yield found[0].name
+                except GeneratorExit:
+                    self._abandoned(found[0])
+                    raise
+                self._finished(found[0], corpus_name)
         finally:
             self.serving_segment_order = False
             self.pending = None
+
+    def _finished(self, request, corpus_name):
+        """RASR is done with `request`'s segment: answers it if not yet."""
+        if request.answered:
+            return
+        if self.layer_path.in_use(request):
+            self.layer_path.reply(request)
+            return
+        self._send_exception(
+            "get_loss_and_error_signal", request.name,
+            "RASR did not process segment '%s' (not in its corpus '%s', or left out by its "
+            "segment selection)" % (request.name, corpus_name))
+
+    def _abandoned(self, request):
+        """RASR dropped the segment order while at `request` (it is ending):
+        the parent gets the segment's answer if RASR gave all of it, else an
+        error naming it, as far as the pipe still takes one."""
+        if request.answered or self.pipes.c2p_fd is None:
+            return
+        state = request.layer
+        try:
+            if state is not None and state.loss is not None and state.error_signal is not None:
+                self.layer_path.reply(request)
+            else:
+                request.answered = True
+                self._send_exception("get_loss_and_error_signal", request.name,
+                                     "RASR stopped iterating its segments at segment '%s' before it "
+                                     "finished it" % request.name)
+        except ProtocolError:
+            pass
 
     # Requests ----------------------------------------------------------------------
 
@@ -346,12 +380,6 @@ class Control:
     def _fail(self, exc):
         _say("%s; ending" % exc)
         raise exc
-
-
-def _shape_text(value):
-    if isinstance(value, numpy.ndarray):
-        return "%s %s" % (value.dtype, list(value.shape))
-    return type(value).__name__
 
 
 # -- the module interface RASR calls -----------------------------------------------

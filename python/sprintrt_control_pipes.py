@@ -1,6 +1,7 @@
 """The pipes of sprintrt_control (docs/protocol.md sections 2 and 3): requests read
 with a restricted unpickler, replies written as conservative pickles, length
-prefixed or raw. Python 3 and NumPy only, as sprintrt_control."""
+prefixed or raw; and the small helpers the control's modules share. Python 3
+and NumPy only, as sprintrt_control."""
 
 import codecs
 import importlib
@@ -8,6 +9,7 @@ import io
 import os
 import pickle
 import struct
+import sys
 
 import numpy
 
@@ -30,6 +32,26 @@ def _describe(exc):
     """An exception as the text of an exception reply."""
     text = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
     return "%s: %s" % (type(exc).__name__, text) if text else type(exc).__name__
+
+
+def _say(message):
+    """One line on stderr, which the parent keeps and quotes in its errors."""
+    sys.stderr.write("sprintrt_control[pid %d]: %s\n" % (os.getpid(), message))
+    sys.stderr.flush()
+
+
+def _text(value):
+    """A segment name or orthography as str: RASR gives bytes in places."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8")
+    return value
+
+
+def _shape_text(value):
+    """An array as "dtype [shape]" for messages, anything else by its type."""
+    if isinstance(value, numpy.ndarray):
+        return "%s %s" % (value.dtype, list(value.shape))
+    return type(value).__name__
 
 
 # -- pickles ---------------------------------------------------------------------

@@ -13,13 +13,23 @@ Own arguments: ``--*.corpus=FILE``, ``--*.python-control-loop-type=`` RASR's
 ``--*.broken-fsa=1``: every FSA export returns one edge value too few (a
 reply that is no FSA, for the parent's checks). As RASR, it ends with
 status 1 when the module raises, and exits as a ``SystemExit`` asks.
+
+``--*.stand-in-mode=lattice-processor`` is RASR's ``lattice-processor``
+instead (class ``LatticeProcessor``): sequence-discriminative training with a
+``python`` layer in the network, whose criterion is computed in float64 by
+sequence_criteria.py over the hypotheses of a denominator file.
 """
 
 import importlib
+import math
+import os
 import sys
 import traceback
 
 import numpy
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sequence_criteria  # noqa: E402
 
 
 def parse_args(argv):
@@ -193,6 +203,206 @@ def bind(args, kwargs, names, required, strings):
     return values
 
 
+def warn(message):
+    """A warning on stderr, as RASR's log would carry it."""
+    print("stand-in (lattice-processor) WARNING: %s" % message, file=sys.stderr)
+
+
+def read_lengths(path):
+    """``NAME<TAB>T`` per line: the number of feature frames of each segment."""
+    lengths = {}
+    with open(path) as lines:
+        for number, line in enumerate(lines, start=1):
+            line = line.rstrip("\r\n")
+            if line.strip() and not line.startswith("#"):
+                name, _, frames = line.partition("\t")
+                if not frames.strip().isdigit() or int(frames) <= 0:
+                    raise SystemExit("stand-in: %s line %d: expected NAME<TAB>frames, got %r"
+                                     % (path, number, line))
+                lengths[name] = int(frames)
+    return lengths
+
+
+def number_option(options, key, default, low, strict):
+    """A finite float option >= `low` (> `low` if `strict`), or exit naming it."""
+    text = options.get(key, default)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < low or (strict and value == low):
+        raise SystemExit("stand-in: --*.%s=%s must be a finite number %s %g"
+                         % (key, text, ">" if strict else ">=", low))
+    return value
+
+
+class LatticeProcessor:
+    """RASR's lattice-processor training a network whose lowest layer is a
+    ``python`` layer (the module's ``SprintNnPythonLayer``), with the
+    SegmentwiseNnTrainer's PythonControl (``sprint_unit``
+    "SegmentwiseNnTrainer"), calling both in RASR's order:
+
+    - the network: the layer is constructed (its ``setOutputDimension`` is
+      called from its constructor), ``setInputDimension``,
+      ``loadNetworkParameters`` (with ``--*.parameters-old``) or
+      ``initializeNetworkParameters``, ``isTrainable`` (a bool),
+      ``getNumberOfFreeParameters`` (an int >= 0); then PythonControl's
+      ``init`` (only with ``--*.python-control-enabled=true``);
+    - the segments in the Python segment order; per segment: a segment
+      without denominator lines has no lattice and is skipped with a
+      warning; else ``forward`` with features of T frames (T from
+      ``--*.feature-lengths=FILE``, ``NAME<TAB>T``; a segment without one
+      fails, as RASR's feature extraction would), ``init_segment``, the
+      criterion on the layer's output (a numerator without a path of T
+      frames, or a label that is no column, skips the segment with a
+      warning after the forward), ``notify_segment_loss`` (the loss as a
+      float of its float32 value), ``backpropagate`` (the error signal (D, T)
+      float32 in Fortran order);
+    - at the end the layer's ``finalize`` and, with ``--*.parameters-new``,
+      ``saveNetworkParameters``.
+
+    The criterion: ``--*.criterion=mmi|bmmi|smbr``, ``--*.denominator=FILE``,
+    ``--*.am-scale``, ``--*.lm-scale``, ``--*.boost`` as sprint-sim names
+    them, CTC with blank 0. The layer's dimensions: ``--*.dimension-input``
+    (default 3) and ``--*.dimension-output`` (required: D). Faults:
+    ``--*.stand-in-fault=no-notify`` or ``no-backpropagate`` leaves that call
+    out for every segment."""
+
+    def __init__(self, options, corpus, module):
+        self.options = options
+        self.corpus = corpus
+        self.module = module
+        self.kind = options.get("criterion")
+        if self.kind not in sequence_criteria.CRITERIA:
+            raise SystemExit("stand-in: --*.criterion=%s is not one of %s"
+                             % (self.kind, ", ".join(sequence_criteria.CRITERIA)))
+        self.am_scale = number_option(options, "am-scale", "1", 0.0, strict=True)
+        self.lm_scale = number_option(options, "lm-scale", "1", 0.0, strict=False)
+        self.boost = number_option(options, "boost", "0", 0.0, strict=False)
+        if "denominator" not in options or "feature-lengths" not in options:
+            raise SystemExit("stand-in: lattice-processor needs --*.denominator and --*.feature-lengths")
+        try:
+            self.denominator = sequence_criteria.read_denominator(options["denominator"], corpus)
+        except sequence_criteria.DenominatorError as exc:
+            raise SystemExit("stand-in: %s" % exc) from exc
+        self.lengths = read_lengths(options["feature-lengths"])
+        self.input_dim = int(options.get("dimension-input", "3"))
+        if "dimension-output" not in options:
+            raise SystemExit("stand-in: the python layer needs --*.dimension-output")
+        self.output_dim = int(options["dimension-output"])
+        self.fault = options.get("stand-in-fault", "")
+        if self.fault not in ("", "no-notify", "no-backpropagate"):
+            raise SystemExit("stand-in: --*.stand-in-fault=%s is not no-notify or no-backpropagate"
+                             % self.fault)
+
+    def make_layer(self):
+        config = self.options.get("pymod-config", "")
+        layer = self.module.SprintNnPythonLayer(config=config)
+        layer.setOutputDimension(size=self.output_dim)
+        layer.setInputDimension(stream=0, size=self.input_dim)
+        if self.options.get("parameters-old"):
+            layer.loadNetworkParameters(filename=self.options["parameters-old"] + "-f32-layer-0.xml")
+        else:
+            layer.initializeNetworkParameters()
+        trainable = layer.isTrainable()
+        if not isinstance(trainable, bool):
+            raise TypeError("PythonLayer: 'isTrainable' must return a bool, got %r" % (trainable,))
+        if not trainable:
+            raise RuntimeError("stand-in: the python layer is not trainable: RASR would never "
+                               "backpropagate into it")
+        free = layer.getNumberOfFreeParameters()
+        if isinstance(free, bool) or not isinstance(free, int) or free < 0:
+            raise TypeError("PythonLayer: 'getNumberOfFreeParameters' must return an int >= 0, got %r"
+                            % (free,))
+        return layer
+
+    def segment_order(self):
+        names = list(self.corpus)
+        if self.options.get("python-segment-order") != "true":
+            return names
+        if self.options.get("python-segment-order-pymod-path"):
+            sys.path.insert(0, self.options["python-segment-order-pymod-path"])
+        ordering = importlib.import_module(self.options["python-segment-order-pymod-name"])
+        return ordering.getSegmentList(corpusName="corpus", segmentList=names, segmentsInfo=None,
+                                       config=self.options["python-segment-order-config"])
+
+    def hypotheses(self, name):
+        """(numerator (FSA, cost), [(FSA, cost)]) of a segment."""
+        reference = [int(x) for x in self.corpus[name].split()]
+        cost, hypotheses = sequence_criteria.segment_hypotheses(reference, self.denominator[name])
+        return (fsa(reference), cost), [(fsa(labels), c) for labels, c in hypotheses]
+
+    def run(self, rasr):
+        layer = self.make_layer()
+        control = None
+        if self.options.get("python-control-enabled") == "true":
+            control = self.module.init(name="Sprint.PythonControl", sprint_unit="SegmentwiseNnTrainer",
+                                       reference=object(), callback=rasr.callback, version_number=5,
+                                       config=self.options.get("pymod-config", ""))
+            if control is None:
+                raise RuntimeError("PythonControl(SegmentwiseNnTrainer): init() returned None")
+        for name in self.segment_order():
+            if not isinstance(name, str):
+                raise TypeError("python-segment-order: segment-name is not a string")
+            if name not in self.corpus:
+                print("stand-in: segment '%s' not found" % name, file=sys.stderr)
+                continue
+            self.segment(layer, control, name)
+        layer.finalize()
+        if self.options.get("parameters-new"):
+            layer.saveNetworkParameters(filename=self.options["parameters-new"] + "-f32-layer-0.xml")
+
+    def segment(self, layer, control, name):
+        if name not in self.denominator:
+            warn("segment '%s' has no lattice (no line in %s): skipped"
+                 % (name, self.options["denominator"]))
+            return
+        if name not in self.lengths:
+            raise RuntimeError("stand-in: no features for segment '%s' (not in %s)"
+                               % (name, self.options["feature-lengths"]))
+        frames = self.lengths[name]
+        features = numpy.asfortranarray(
+            numpy.tile(numpy.arange(frames, dtype=numpy.float32), (self.input_dim, 1)))
+        output = layer.forward(input=[features])
+        # numpy2nnMatrix: any 2-d float array, copied into RASR's f32 matrix.
+        if not isinstance(output, numpy.ndarray) or output.ndim != 2 or output.dtype.kind != "f":
+            raise TypeError("numpy2nnMatrix: expected a 2-d float array, got %r" % type(output))
+        output = numpy.asfortranarray(output, dtype=numpy.float32)
+        if output.shape != (self.output_dim, frames):
+            raise RuntimeError("stand-in: the python layer's output is %s, the network needs (%d, %d)"
+                               % (output.shape, self.output_dim, frames))
+        if control is not None:
+            control.init_segment(segment_name=name)
+        numerator, hypotheses = self.hypotheses(name)
+        try:
+            loss, error_signal = sequence_criteria.criterion(
+                self.kind, output.T, numerator, hypotheses, self.am_scale, self.lm_scale, self.boost)
+        except ValueError as exc:
+            warn("segment '%s': no error signal (%s): skipped" % (name, exc))
+            return
+        if loss is None:
+            warn("segment '%s': the reference has no alignment to %d frames: skipped" % (name, frames))
+            return
+        if control is not None and self.fault != "no-notify":
+            control.notify_segment_loss(segment_name=name, loss=float(numpy.float32(loss)))
+        if self.fault == "no-backpropagate":
+            return
+        result = layer.backpropagate(
+            errorSignalIn=numpy.asfortranarray(error_signal.T, dtype=numpy.float32))
+        if not isinstance(result, tuple):
+            raise TypeError("PythonLayer: 'backpropagate' must return a tuple, got %r" % type(result))
+        if len(result) != 1 or not isinstance(result[0], numpy.ndarray) \
+                or result[0].shape != (self.input_dim, frames):
+            raise ValueError("PythonLayer: 'backpropagate' must return one (%d, %d) matrix, got %r"
+                             % (self.input_dim, frames, [getattr(r, "shape", r) for r in result]))
+
+
+def fsa(labels):
+    """The CTC FSA of `labels` with its weights (all 0), as sequence_criteria takes it."""
+    num_states, edges = ctc_fsa(labels)
+    return num_states, edges, numpy.zeros(len(edges))
+
+
 def main():
     options = parse_args(sys.argv[1:])
     corpus = read_corpus(options["corpus"])
@@ -200,6 +410,12 @@ def main():
         sys.path.insert(0, options["pymod-path"])
     module = importlib.import_module(options["pymod-name"])
     rasr = Rasr(options, corpus, module)
+    mode = options.get("stand-in-mode", "nn-trainer")
+    if mode == "lattice-processor":
+        LatticeProcessor(options, corpus, module).run(rasr)
+        return
+    if mode != "nn-trainer":
+        raise SystemExit("stand-in: invalid stand-in-mode %r" % mode)
     control = module.init(name="Sprint.PythonControl", sprint_unit="NnTrainer.pythonControl",
                           reference=object(), callback=rasr.callback, version_number=5,
                           config=options["pymod-config"])

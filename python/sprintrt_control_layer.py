@@ -1,0 +1,244 @@
+"""RASR's NN python layer for sprintrt_control: sequence-discriminative training
+(MMI, sMBR) in RASR's ``lattice-processor``, whose network holds a
+``layer-type = python`` layer.
+
+RASR makes ``SprintNnPythonLayer(config=...)`` from the module named by the
+layer's ``pymod-name`` (``sprintrt_control``, which exports this class), and
+its SegmentwiseNnTrainer, with PythonControl enabled, calls the object
+``init`` returned (sprintrt_control.Control). The segments come from the
+Python segment order: the generator of ``getSegmentList`` yields the segment
+of each loss request and so makes it the current one. For it RASR calls, in
+this order:
+
+- the layer's ``forward(input)``, when it rescores the lattice: it gets the
+  features and returns the posteriors the parent sent;
+- the control's ``init_segment(segment_name)``, then, once RASR has the
+  criterion, ``notify_segment_loss(segment_name, loss)``: the loss;
+- the layer's ``backpropagate(errorSignalIn)``: the error signal.
+
+The reply goes to the parent when RASR has finished the segment, i.e. when it
+asks the generator for the next one (``LayerPath.reply``): loss and error
+signal when RASR gave both; loss inf and zeros when it gave neither (it
+skipped the segment: no lattice, or one it could not use); an exception reply
+naming the one that is missing otherwise. A call that cannot be served (the
+parent's posteriors do not fit RASR's features, a call for another segment)
+sends the segment's exception reply at once and raises, which ends RASR.
+Python 3 and NumPy only; no threads of its own (RASR may call ``forward``
+from one of its OpenMP threads, holding the GIL).
+"""
+
+import math
+
+import numpy
+
+from sprintrt_control_pipes import _say, _shape_text, _text
+
+
+class SegmentError(RuntimeError):
+    """RASR's call for a segment cannot be served; the parent has been told."""
+
+
+class LayerSegment:
+    """What RASR gave for the current segment on the python-layer path."""
+
+    def __init__(self):
+        self.input_dims = None  # the rows of the features, per stream, once forwarded
+        self.started = False  # init_segment
+        self.loss = None  # notify_segment_loss
+        self.error_signal = None  # backpropagate, float32 [T, D]
+
+
+class LayerPath:
+    """The python-layer path of one Control: the calls RASR makes for the
+    current segment (``control.pending``) and the reply once it is done."""
+
+    def __init__(self, control):
+        self.control = control
+        self.layers = 0  # SprintNnPythonLayer objects RASR made
+
+    def in_use(self, request):
+        """Whether `request` is answered on this path (a python layer exists,
+        or RASR called part of it for the segment)."""
+        return self.layers > 0 or request.layer is not None
+
+    def current(self, call):
+        """The request of the segment RASR is at, for its call `call`."""
+        request = self.control.pending
+        if request is None or request.answered:
+            if self.control.serving_segment_order:
+                message = ("RASR called %s, but no segment of the parent's is pending (RASR processes "
+                           "only the segments the Python segment order yields)" % call)
+            else:
+                message = ("RASR called %s outside the Python segment order: the python layer serves "
+                           "only segments that the segment order yields (usePythonSegmentOrder true; "
+                           "RASR's own corpus order is not the parent's)" % call)
+            _say(message)
+            raise RuntimeError(message)
+        if request.layer is None:
+            request.layer = LayerSegment()
+        return request
+
+    def fail(self, request, message):
+        """Sends the segment's exception reply and raises: RASR ends."""
+        request.answered = True
+        self.control._send_exception("get_loss_and_error_signal", request.name, message)
+        raise SegmentError(message)
+
+    # RASR's calls --------------------------------------------------------------------
+
+    def forward(self, layer, inputs):
+        request = self.current("the python layer's forward")
+        name = request.name
+        if not isinstance(inputs, (list, tuple)) or not inputs:
+            self.fail(request, "segment '%s': the python layer's forward got %s, not a list of feature "
+                      "matrices (dim x T)" % (name, _shape_text(inputs)))
+        for stream, matrix in enumerate(inputs):
+            if not isinstance(matrix, numpy.ndarray) or matrix.ndim != 2:
+                self.fail(request, "segment '%s': feature stream %d is %s, not a (dim x T) matrix"
+                          % (name, stream, _shape_text(matrix)))
+            wanted = layer.input_dims.get(stream)
+            if wanted is not None and matrix.shape[0] != wanted:
+                self.fail(request, "segment '%s': feature stream %d has %d rows, but RASR set the "
+                          "python layer's input dimension %d" % (name, stream, matrix.shape[0], wanted))
+        frames = inputs[0].shape[1]
+        if any(matrix.shape[1] != frames for matrix in inputs):
+            self.fail(request, "segment '%s': the feature streams differ in length: %s"
+                      % (name, [list(m.shape) for m in inputs]))
+        posteriors = request.log_posteriors  # float32 [T, D], checked with the request
+        dim = posteriors.shape[1] if layer.output_dim is None else layer.output_dim
+        if posteriors.shape != (frames, dim):
+            transposed = (" (transposed? the parent sends [T, D])"
+                          if posteriors.shape == (dim, frames) and dim != frames else "")
+            self.fail(request, "segment '%s': the parent's log-posteriors are [T=%d, D=%d], but RASR's "
+                      "features have T=%d frames and the python layer's output dimension is D=%d: "
+                      "expected [%d, %d]%s" % (name, posteriors.shape[0], posteriors.shape[1], frames,
+                                               dim, frames, dim, transposed))
+        request.layer.input_dims = [matrix.shape[0] for matrix in inputs]
+        # RASR's matrices are (D, T) in Fortran order: the transpose of the
+        # C-ordered [T, D] posteriors, which RASR copies as they are.
+        return posteriors.T
+
+    def init_segment(self, segment_name):
+        request = self.current("init_segment")
+        self._same_segment(request, "init_segment", segment_name)
+        request.layer.started = True
+
+    def notify_segment_loss(self, segment_name, loss):
+        request = self.current("notify_segment_loss")
+        self._same_segment(request, "notify_segment_loss", segment_name)
+        try:
+            request.layer.loss = float(loss)
+        except (TypeError, ValueError):
+            self.fail(request, "segment '%s': notify_segment_loss gave the loss %r, not a number"
+                      % (request.name, loss))
+
+    def backpropagate(self, layer, error_signal):
+        request = self.current("the python layer's backpropagate")
+        name = request.name
+        if request.layer.input_dims is None:
+            self.fail(request, "segment '%s': RASR called the python layer's backpropagate without "
+                      "its forward" % name)
+        frames, dim = request.log_posteriors.shape
+        if (not isinstance(error_signal, numpy.ndarray) or error_signal.ndim != 2
+                or error_signal.dtype not in (numpy.float32, numpy.float64)):
+            self.fail(request, "segment '%s': RASR's error signal is %s, not a float matrix (D x T)"
+                      % (name, _shape_text(error_signal)))
+        if error_signal.shape != (dim, frames):
+            self.fail(request, "segment '%s': RASR's error signal has shape (%d, %d), but the segment's "
+                      "posteriors are (D x T) = (%d, %d)" % (name, error_signal.shape[0],
+                                                             error_signal.shape[1], dim, frames))
+        request.layer.error_signal = numpy.array(error_signal.T, dtype=numpy.float32, order="C")
+        # The gradient for the layer's inputs, the features: there is none.
+        return tuple(numpy.zeros((rows, frames), dtype=numpy.float32, order="F")
+                     for rows in request.layer.input_dims)
+
+    def _same_segment(self, request, call, segment_name):
+        if _text(segment_name) != request.name:
+            self.fail(request, "RASR's %s names segment '%s', but the segment order gave it '%s'"
+                      % (call, _text(segment_name), request.name))
+
+    # The reply ------------------------------------------------------------------------
+
+    def reply(self, request):
+        """Answers `request` with what RASR gave for it (RASR is done with it)."""
+        request.answered = True
+        state = request.layer or LayerSegment()
+        name = request.name
+        if state.loss is None and state.error_signal is None:
+            how = ("after its forward pass: RASR could not use its lattice" if state.input_dims is not None
+                   else "without a forward pass: RASR found no lattice or no features for it")
+            _say("RASR skipped segment '%s' (%s; see RASR's log): loss inf and an all-zero error signal"
+                 % (name, how))
+            self.control._send(("ok", math.inf, numpy.zeros(request.log_posteriors.shape, numpy.float32)))
+        elif state.loss is None:
+            why = ("" if state.started else
+                   " (nor init_segment: RASR's SegmentwiseNnTrainer calls them only with "
+                   "python-control-enabled true and this module as its pymod-name)")
+            self.control._send_exception(
+                "get_loss_and_error_signal", name,
+                "RASR backpropagated segment '%s' but never called notify_segment_loss for it: no loss%s"
+                % (name, why))
+        elif state.error_signal is None:
+            self.control._send_exception(
+                "get_loss_and_error_signal", name,
+                "RASR gave segment '%s' its loss (notify_segment_loss) but never called the python "
+                "layer's backpropagate: no error signal (RASR backpropagates only when its estimator "
+                "computes a gradient, e.g. estimator = dry-run, and only into a layer below the top "
+                "one)" % name)
+        else:
+            self.control._send(("ok", state.loss, state.error_signal))
+
+
+def _control(config):
+    """The process's one control (created by the first caller of ``init``)."""
+    import sprintrt_control  # noqa: PLC0415 (it imports this module at its top)
+    return sprintrt_control.init(name="sprintrt.python-layer", config=config)
+
+
+class SprintNnPythonLayer:
+    """RASR's NN python layer (``layer-type = python``) on sprintrt's pipes.
+
+    RASR constructs it with the layer's ``pymod-config`` (which must carry the
+    pipes, as sprintrt passes them) and calls the methods below with keyword
+    arguments. ``forward`` returns the parent's log-posteriors of the current
+    segment as (D x T) float32; ``backpropagate`` takes RASR's error signal
+    (D x T) for the parent and returns zeros for the features, one (dim x T)
+    float32 matrix per input stream. The layer has no parameters of its own;
+    it says it is trainable, since RASR backpropagates only into trainable
+    layers."""
+
+    def __init__(self, config="", **_kwargs):
+        self.path = _control(config).layer_path
+        self.path.layers += 1
+        self.input_dims = {}
+        self.output_dim = None
+
+    def setInputDimension(self, stream, size):  # noqa: N802 (RASR's names)
+        self.input_dims[int(stream)] = int(size)
+
+    def setOutputDimension(self, size):  # noqa: N802
+        self.output_dim = int(size)
+
+    def initializeNetworkParameters(self):  # noqa: N802
+        """No parameters: the trainer holds them."""
+
+    def loadNetworkParameters(self, filename):  # noqa: N802
+        """No parameters to load."""
+
+    def saveNetworkParameters(self, filename):  # noqa: N802
+        """No parameters to save."""
+
+    def isTrainable(self):  # noqa: N802
+        return True
+
+    def getNumberOfFreeParameters(self):  # noqa: N802
+        return 0
+
+    def forward(self, input):  # noqa: A002 (RASR's keyword)
+        return self.path.forward(self, input)
+
+    def backpropagate(self, errorSignalIn):  # noqa: N803
+        return self.path.backpropagate(self, errorSignalIn)
+
+    def finalize(self):
+        """RASR is done with the network: nothing to do."""

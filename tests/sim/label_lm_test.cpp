@@ -43,19 +43,6 @@ std::optional<double> walk(const label_acceptor& acceptor, const std::vector<uin
   return cost + *end;
 }
 
-/// Every sequence over {1, 2} of at most three labels.
-std::vector<std::vector<uint32_t>> short_sequences() {
-  std::vector<std::vector<uint32_t>> result = {{}};
-  for (size_t i = 0; i < result.size(); ++i)
-    if (result[i].size() < 3)
-      for (uint32_t label : {1u, 2u}) {
-        auto longer = result[i];
-        longer.push_back(label);
-        result.push_back(longer);
-      }
-  return result;
-}
-
 } // namespace
 
 TEST_CASE("a bigram's probabilities are the smoothed relative frequencies") {
@@ -88,7 +75,7 @@ TEST_CASE("the acceptor's paths cost the n-gram's costs, scaled") {
       INFO("order " << order << ", smoothing " << smoothing);
       const auto lm = unwrap(label_lm::estimate(three_segments(), {order, smoothing}));
       const auto acceptor = lm.acceptor(0.75);
-      for (const auto& labels : short_sequences()) {
+      for (const auto& labels : test::all_sequences({1, 2}, 3)) {
         const double cost = lm.cost(labels);
         const auto walked = walk(acceptor, labels);
         CHECK(walked.has_value() == std::isfinite(cost));

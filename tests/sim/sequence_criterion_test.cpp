@@ -30,14 +30,7 @@ const char* name_of(sequence_kind kind) {
 }
 
 hmm_topology make_hmm() {
-  hmm_options options;
-  options.loop_cost = 0.3f;
-  options.forward_cost = 1.1f;
-  options.silence_index = 0;
-  options.silence_loop_cost = 0.2f;
-  options.silence_entry_cost = 0.9f;
-  options.silence_exit_cost = 0.4f;
-  return unwrap(hmm_topology::make(options));
+  return unwrap(hmm_topology::make(test::distinct_hmm_costs()));
 }
 
 /// The criterion through `sequence_loss` for `reference` against
@@ -125,19 +118,9 @@ TEST_CASE("the criteria of a label n-gram denominator equal their definitions") 
            {static_cast<const topology*>(&ctc), static_cast<const topology*>(&hmm)}) {
         const Eigen::Index frames = 4;
         std::vector<hypothesis> hypotheses;
-        std::vector<std::vector<uint32_t>> level = {{}};
-        for (Eigen::Index length = 0; length <= frames; ++length) {
-          std::vector<std::vector<uint32_t>> next;
-          for (const auto& labels : level) {
-            if (const double cost = lm.cost(labels); std::isfinite(cost))
-              hypotheses.push_back({labels, cost});
-            for (uint32_t label : lm.vocabulary()) {
-              next.push_back(labels);
-              next.back().push_back(label);
-            }
-          }
-          level = std::move(next);
-        }
+        for (const auto& labels : test::all_sequences(lm.vocabulary(), frames))
+          if (const double cost = lm.cost(labels); std::isfinite(cost))
+            hypotheses.push_back({labels, cost});
         const sequence_scales scales{0.9, 0.8, 0.6};
         const auto competitors =
             unwrap(denominator::from_label_lm(segments, *top, options, scales.lm));

@@ -183,6 +183,30 @@ row_matrix_f random_log_posteriors(Eigen::Index frames, Eigen::Index classes, st
   return lp;
 }
 
+std::vector<std::vector<uint32_t>> all_sequences(const std::vector<uint32_t>& labels,
+                                                 size_t max_length) {
+  std::vector<std::vector<uint32_t>> result = {{}};
+  for (size_t i = 0; i < result.size(); ++i)
+    if (result[i].size() < max_length)
+      for (uint32_t label : labels) {
+        auto longer = result[i];
+        longer.push_back(label);
+        result.push_back(std::move(longer));
+      }
+  return result;
+}
+
+hmm_options distinct_hmm_costs() {
+  hmm_options options;
+  options.loop_cost = 0.3f;
+  options.forward_cost = 1.1f;
+  options.silence_index = 0;
+  options.silence_loop_cost = 0.2f;
+  options.silence_entry_cost = 0.9f;
+  options.silence_exit_cost = 0.4f;
+  return options;
+}
+
 fsa random_fsa(uint32_t num_states, uint32_t num_edges, uint32_t classes, std::mt19937& rng) {
   std::uniform_int_distribution<uint32_t> state{0, num_states - 1};
   std::uniform_int_distribution<uint32_t> emission{0, classes - 1};

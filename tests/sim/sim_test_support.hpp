@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sim/fsa.hpp"
+#include "sim/hmm_topology.hpp"
 #include "sim/matrix_views.hpp"
 
 namespace sprintrt::sim::test {
@@ -56,6 +57,15 @@ row_matrix_f random_log_posteriors(Eigen::Index frames, Eigen::Index classes, st
 /// A random FSA: `num_states` states, `num_edges` edges with random ends,
 /// emissions below `classes` and weights in [-0.5, 2], some +inf.
 fsa random_fsa(uint32_t num_states, uint32_t num_edges, uint32_t classes, std::mt19937& rng);
+
+/// Every label sequence over `labels` of at most `max_length` labels, the
+/// empty one first, shorter before longer.
+std::vector<std::vector<uint32_t>> all_sequences(const std::vector<uint32_t>& labels,
+                                                 size_t max_length);
+
+/// HMM options with distinct costs and silence column 0 everywhere, so that
+/// a wrong transition shows in every score.
+hmm_options distinct_hmm_costs();
 
 /// Returns how many times `operator new` ran in this process so far (the test
 /// binary replaces it to count): lets tests pin that a warmed-up workspace does

@@ -22,30 +22,11 @@ using test::unwrap;
 
 namespace {
 
-/// Every sequence over {1, 2} of at most three labels.
-std::vector<std::vector<uint32_t>> short_sequences() {
-  std::vector<std::vector<uint32_t>> result = {{}};
-  for (size_t i = 0; i < result.size(); ++i)
-    if (result[i].size() < 3)
-      for (uint32_t label : {1u, 2u}) {
-        auto longer = result[i];
-        longer.push_back(label);
-        result.push_back(longer);
-      }
-  return result;
-}
-
 /// The HMMs of every silence placement, with distinct costs.
 std::vector<hmm_topology> hmm_variants() {
   std::vector<hmm_topology> result;
   for (int mask = 0; mask < 8; ++mask) {
-    hmm_options options;
-    options.loop_cost = 0.3f;
-    options.forward_cost = 1.1f;
-    options.silence_index = 0;
-    options.silence_loop_cost = 0.2f;
-    options.silence_entry_cost = 0.9f;
-    options.silence_exit_cost = 0.4f;
+    auto options = test::distinct_hmm_costs();
     options.silence_at_start = mask & 1;
     options.silence_between_labels = mask & 2;
     options.silence_at_end = mask & 4;
@@ -84,14 +65,14 @@ void check_expansion(const topology& top, const std::vector<uint32_t>& labels, s
 TEST_CASE("CTC: a sequence's expansion has exactly its FSA's paths") {
   std::mt19937 rng{21};
   const ctc_topology ctc{0};
-  for (const auto& labels : short_sequences())
+  for (const auto& labels : test::all_sequences({1, 2}, 3))
     check_expansion(ctc, labels, rng);
 }
 
 TEST_CASE("HMM: a sequence's expansion has exactly its FSA's paths, every silence placement") {
   std::mt19937 rng{22};
   for (const auto& hmm : hmm_variants())
-    for (const auto& labels : short_sequences())
+    for (const auto& labels : test::all_sequences({1, 2}, 3))
       check_expansion(hmm, labels, rng);
 }
 

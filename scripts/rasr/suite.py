@@ -22,7 +22,11 @@ Checks (each prints PASS or FAIL with what differed; the last line counts):
   no search aligner, iterate-corpus with the Python segment order) are
   bit-identical between 1 and 2 children, finite, and agree with a float64
   full-sum over the automata RASR exports for the same segments, after the
-  offset T * ln(D) of RASR's uniform prior (see docs/rasr.md).
+  offset T * ln(D) of RASR's uniform prior (see docs/rasr.md);
+- given --lattice-processor, sequence-discriminative training (sMBR and
+  MMI) through real lattice-processor children on a real lattice set-up
+  (suite_lattice.py): agreement between modules, pools and child counts,
+  gradients, RASR's criteria against our own, faults and figures.
 """
 
 import argparse
@@ -35,6 +39,7 @@ import tempfile
 
 import numpy
 
+from suite_lattice import run_lattice_checks
 from suite_orthography import check_orthographies
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -490,6 +495,14 @@ numpy.savez(out, loss=loss, error_signal=error_signal)
         self.check("the batch through the killed child is exact",
                    all(numpy.array_equal(a, b) for a, b in zip(got["result"], want)))
 
+    def lattice(self):
+        """sMBR and MMI through lattice-processor (suite_lattice.py), when
+        --lattice-processor names one."""
+        if self.args.lattice_processor:
+            run_lattice_checks(self)
+        else:
+            print("     (no --lattice-processor: the sequence-discriminative part is not run)")
+
     def children(self):
         found = []
         for entry in os.listdir("/proc"):
@@ -650,7 +663,7 @@ print("MEDIAN", median(lambda: pool.get_automata_for_batch(numpy.array(tags))))
     def run(self):
         self.before_kill = []
         for part in (self.doctor, self.automata, self.orthography, self.losses, self.settings, self.faults,
-                     self.kill_part, self.figures):
+                     self.kill_part, self.figures, self.lattice):
             try:
                 part()
             except Exception as e:  # a broken part is a failure, named, and the rest runs
@@ -665,6 +678,8 @@ def main():
     parser.add_argument("--librasr", required=True)
     parser.add_argument("--sprintrt-build", required=True)
     parser.add_argument("--returnn")
+    parser.add_argument("--lattice-processor",
+                        help="scripts/rasr/build.sh's lattice-processor: run the sMBR/MMI part")
     parser.add_argument("--work")
     return Suite(parser.parse_args()).run()
 

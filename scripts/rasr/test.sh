@@ -7,7 +7,8 @@
 # RETURNN checkout (the directory holding the `returnn` package), for the
 # comparisons with RETURNN's child module and pool. Builds sprintrt first
 # (scripts/build.sh), then runs scripts/rasr/suite.py on a tiny set-up in a
-# temporary directory; exits non-zero if any check failed.
+# temporary directory, and its sMBR/MMI part through lattice-processor when
+# build.sh built one; exits non-zero if any check failed.
 set -euo pipefail
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
   echo "usage: $0 RASR_OUT_DIR [RETURNN_SRC]" >&2
@@ -21,6 +22,11 @@ librasr="$rasr/src/src/Tools/LibRASR/librasr.so"
 for binary in "$nn_trainer" "$librasr"; do
   [ -e "$binary" ] || { echo "rasr: $binary is missing: run scripts/rasr/build.sh first" >&2; exit 1; }
 done
+lattice_processor="$rasr/src/src/Tools/LatticeProcessor/lattice-processor.linux-x86_64-standard"
+lattice=()
+if [ -e "$lattice_processor" ]; then
+  lattice=(--lattice-processor "$lattice_processor")
+fi
 returnn=()
 if [ $# -eq 2 ]; then
   returnn=(--returnn "$(cd "$2" && pwd)")
@@ -29,4 +35,4 @@ fi
 build="$root/${BUILD_DIR:-build}"
 # Debian's python3: the one RASR was built against, with numpy.
 exec /usr/bin/python3 "$here/suite.py" --nn-trainer "$nn_trainer" --librasr "$librasr" \
-  --sprintrt-build "$build" "${returnn[@]}"
+  --sprintrt-build "$build" "${returnn[@]}" "${lattice[@]}"

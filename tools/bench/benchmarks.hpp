@@ -20,6 +20,10 @@ void register_codec_benchmarks();
 /// log_softmax + exp.
 void register_criterion_benchmarks();
 
+/// The simulated Sprint's MMI, boosted MMI and sMBR over a hypotheses file
+/// and a label n-gram, against its full-sum on the same segment.
+void register_sequence_criterion_benchmarks();
+
 /// Small segments through one child: a batch, one tiny segment through the
 /// facade and the worker actor, RETURNN's parent; against the pipe echoes.
 void register_transport_benchmarks();

@@ -139,6 +139,7 @@ int main(int argc, char** argv) {
     set_world(&w);
     register_codec_benchmarks();
     register_criterion_benchmarks();
+    register_sequence_criterion_benchmarks();
     register_transport_benchmarks();
     register_large_benchmarks();
     register_batch_benchmarks();

@@ -1,0 +1,175 @@
+// The simulated Sprint's sequence-discriminative criteria (MMI, boosted MMI,
+// sMBR; docs/sequence-training.md) for one segment, against its full-sum
+// criterion on the same segment: what sprint-sim runs per request with
+// `--*.criterion=mmi|bmmi|smbr`, over a denominator of hypotheses read from
+// a file and over the label n-gram (`label-lm`) of a small corpus.
+
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sim/criterion.hpp"
+#include "sim/ctc_topology.hpp"
+#include "sim/denominator.hpp"
+#include "sim/random_posteriors.hpp"
+#include "tools/bench/bench_support.hpp"
+#include "tools/bench/benchmarks.hpp"
+#include "tools/bench/figure_table.hpp"
+
+namespace sprintrt::bench {
+
+namespace {
+
+using sim::row_matrix_f;
+
+// One segment of a character-like inventory (40 labels and the blank), with a
+// reference short enough for CTC at any one or two labels changed.
+constexpr size_t frames = 100;
+constexpr size_t dim = 41;
+constexpr size_t labels = 12;
+// The competing hypotheses of the file, besides the reference.
+constexpr size_t hypotheses = 12;
+// The segments the label n-gram is estimated from, the benchmarked one first.
+constexpr size_t corpus_size = 20;
+constexpr uint32_t seed = 20240601;
+
+const std::string segment = "bench";
+
+std::vector<sim::corpus_entry> corpus_entries() {
+  std::mt19937 rng{seed};
+  std::vector<sim::corpus_entry> entries;
+  for (size_t i = 0; i < corpus_size; ++i)
+    entries.push_back({i == 0 ? segment : segment + "-" + std::to_string(i),
+                       alignable_labels(labels, dim, frames, rng)});
+  return entries;
+}
+
+// The hypotheses file's lines for `reference`: `hypotheses` distinct
+// sequences, each the reference with one or two labels changed (never to the
+// blank), none of them the reference: with it, the segment's denominator is
+// `hypotheses` + 1 distinct sequences, near misses as a lattice would hold.
+std::string hypotheses_text(const std::vector<uint32_t>& reference) {
+  std::mt19937 rng{seed + 1};
+  std::uniform_int_distribution<size_t> position{0, reference.size() - 1};
+  std::uniform_int_distribution<uint32_t> shift{1, static_cast<uint32_t>(dim - 2)};
+  std::bernoulli_distribution two{0.5};
+  std::set<std::vector<uint32_t>> seen{reference};
+  std::string text;
+  while (seen.size() <= hypotheses) {
+    auto h = reference;
+    for (int changes = two(rng) ? 2 : 1; changes > 0; --changes) {
+      auto& label = h[position(rng)];
+      label = 1 + (label - 1 + shift(rng)) % static_cast<uint32_t>(dim - 1);
+    }
+    if (!seen.insert(h).second)
+      continue;
+    std::string line = segment + "\t";
+    for (size_t i = 0; i < h.size(); ++i)
+      line += (i == 0 ? "" : " ") + std::to_string(h[i]);
+    text += line + "\n";
+  }
+  return text;
+}
+
+// Which denominator a sequence criterion runs over.
+enum class denominator_kind { none, file, label_lm };
+
+// The criterion sprint-sim would build for `kind` over the corpus (see
+// sim/sprint_sim_config.cpp's make_criterion_spec): CTC with blank 0, scales
+// 1, the boost `boost`, the denominator read or estimated once.
+sim::criterion make_criterion(sim::criterion_kind kind, denominator_kind source, double boost) {
+  const auto entries = corpus_entries();
+  auto files = write_corpus(entries);
+  auto segments = unwrap(sim::corpus::from_file(files.path), "corpus");
+  auto topology = std::make_shared<sim::ctc_topology>(0);
+  sim::criterion_spec spec{kind};
+  if (const auto sequence = sim::to_sequence_kind(kind)) {
+    spec.scales.boost = boost;
+    if (const auto problem = sim::check_scales(*sequence, spec.scales); !problem.empty())
+      throw std::runtime_error("scales: " + problem);
+    sim::denominator_options options;
+    options.lm.order = 2;
+    if (source == denominator_kind::label_lm) {
+      options.source = std::string{sim::denominator_options::label_lm_value};
+    } else {
+      options.source = files.dir.path() + "/hypotheses.txt";
+      std::ofstream out{options.source};
+      out << hypotheses_text(entries.front().labels);
+      if (!out.flush())
+        throw std::runtime_error("cannot write " + options.source);
+    }
+    spec.competitors = std::make_shared<const sim::denominator>(unwrap(
+        sim::denominator::make(options, segments, *topology, spec.scales.lm), "denominator"));
+  }
+  return sim::criterion{std::move(segments), std::move(topology), std::move(spec)};
+}
+
+void sequence_criterion(benchmark::State& state, sim::criterion_kind kind, denominator_kind source,
+                        double boost) {
+  auto c = make_criterion(kind, source, boost);
+  row_matrix_f lp(frames, dim);
+  sim::fill_random_log_posteriors(lp.data(), frames, dim, uint64_t{seed});
+  row_matrix_f error_signal(frames, dim);
+  auto once = [&] {
+    auto result = unwrap(c.loss_and_error_signal(segment, lp, error_signal), "criterion");
+    if (result.skipped || !std::isfinite(result.loss))
+      throw std::runtime_error("the benchmark segment was skipped");
+    benchmark::DoNotOptimize(result.loss);
+  };
+  once(); // the FSA is cached and the workspaces grow once, as a worker's do
+  for (auto _ : state)
+    once();
+  if (c.spec().competitors) {
+    const auto view = unwrap(c.spec().competitors->lookup(segment), "denominator");
+    state.counters["den_states"] = static_cast<double>(view.graph->num_states());
+    state.counters["den_edges"] = static_cast<double>(view.graph->edges.size());
+  }
+}
+
+} // namespace
+
+void register_sequence_criterion_benchmarks() {
+  const std::string shape =
+      "T:" + std::to_string(frames) + "/D:" + std::to_string(dim) + "/L:" + std::to_string(labels);
+  const std::string text = "T=" + std::to_string(frames) + ", D=" + std::to_string(dim) +
+                           ", L=" + std::to_string(labels);
+  // The baseline is the same criterion with `full-sum` on the same segment
+  // (as sprint-sim runs it by default), so that the ratio is what a sequence
+  // criterion costs a child per request against what it replaces.
+  const std::string baseline = "sim/sequence/full_sum/" + shape;
+  add_benchmark(baseline, [](benchmark::State& state) {
+    sequence_criterion(state, sim::criterion_kind::full_sum, denominator_kind::none, 0);
+  })->Unit(benchmark::kMicrosecond);
+  struct variant {
+    sim::criterion_kind kind;
+    denominator_kind source;
+    double boost;
+    std::string name;
+    std::string title;
+  };
+  const std::string file = " over " + std::to_string(hypotheses) + " hypotheses from a file";
+  const std::string lm = " over a label 2-gram of " + std::to_string(corpus_size) + " segments";
+  const std::vector<variant> variants{
+      {sim::criterion_kind::mmi, denominator_kind::file, 0, "mmi/hypotheses", "mmi" + file},
+      {sim::criterion_kind::smbr, denominator_kind::file, 0, "smbr/hypotheses", "smbr" + file},
+      {sim::criterion_kind::bmmi, denominator_kind::file, 0.5, "bmmi/hypotheses",
+       "bmmi (boost 0.5)" + file},
+      {sim::criterion_kind::mmi, denominator_kind::label_lm, 0, "mmi/label_lm", "mmi" + lm},
+      {sim::criterion_kind::smbr, denominator_kind::label_lm, 0, "smbr/label_lm", "smbr" + lm},
+  };
+  for (const auto& v : variants) {
+    const std::string name = "sim/sequence/" + v.name + "/" + shape;
+    add_benchmark(name, [v](benchmark::State& state) {
+      sequence_criterion(state, v.kind, v.source, v.boost);
+    })->Unit(benchmark::kMicrosecond);
+    declare_figure("sim::criterion " + v.title + ", against its full-sum (CTC, " + text + ")",
+                   "us/segment", name, baseline);
+  }
+}
+
+} // namespace sprintrt::bench

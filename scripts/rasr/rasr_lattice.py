@@ -27,11 +27,12 @@ Everything here is a function of its arguments; nothing is cached between
 calls but what `Archive` holds.
 """
 
+import hashlib
 import math
 import os
+import shutil
 import struct
 import subprocess
-import tempfile
 
 import numpy
 
@@ -199,7 +200,6 @@ class Lattice:
         self.final_costs = {part: numpy.array([finals[s] for s in self.finals], dtype=numpy.float64)
                             for part, (_, finals, _) in parts.items()}
         self.alphabet = alphabet
-        self.frames = times[self.finals[0]] if self.finals else 0
         self.alignment = None
         if alignments is not None:
             self.alignment = []
@@ -217,30 +217,6 @@ class Lattice:
         label = self.arcs[arc][2]
         return "" if label == EPSILON else self.alphabet[label].split("/")[0].strip()
 
-    def state_order(self):
-        """The states in a topological order (every arc's source before its
-        target); raises FormatError on a cycle."""
-        states = set([self.initial] + self.finals)
-        for s, t, _ in self.arcs:
-            states.update((s, t))
-        incoming = {s: 0 for s in states}
-        leaving = {s: [] for s in states}
-        for s, t, _ in self.arcs:
-            incoming[t] += 1
-            leaving[s].append(t)
-        ready = [s for s in sorted(states) if incoming[s] == 0]
-        order = []
-        while ready:
-            s = ready.pop()
-            order.append(s)
-            for t in leaving[s]:
-                incoming[t] -= 1
-                if incoming[t] == 0:
-                    ready.append(t)
-        if len(order) != len(states):
-            raise FormatError("%s: the lattice has a cycle" % self.name)
-        return order
-
 
 class Archive:
     """The lattices of one or more RASR lattice archives, unpacked once."""
@@ -250,8 +226,14 @@ class Archive:
         self.unpacked = {}
 
     def directory(self, archive):
+        """Where `archive` is unpacked: WORK/unpacked/NAME-DIGEST, emptied
+        and filled again on the first call of each Archive (a rerun in the
+        same work directory replaces, not adds)."""
         if archive not in self.unpacked:
-            target = tempfile.mkdtemp(prefix="unpacked-", dir=self.work)
+            digest = hashlib.sha256(os.path.abspath(archive).encode()).hexdigest()[:8]
+            target = os.path.join(self.work, "unpacked",
+                                  "%s-%s" % (os.path.basename(archive), digest))
+            shutil.rmtree(target, ignore_errors=True)
             self.unpacked[archive] = unpack_archive(self.archiver, archive, target)
         return self.unpacked[archive]
 
@@ -433,12 +415,19 @@ def lattice_criteria(lattice, x, scale, orthography, lm=None, lm_scale=1.0):
     - MMI loss = log Z(lattice) - log Z(paths of `orthography`), error
       signal gamma_den - gamma_num (per frame and class);
     - sMBR loss = -E[A], A a path's summed "accuracy" part plus the accuracy
-      part's final weight (1 in RASR's archives), error signal
+      part's final weight (the same at every final state: 1 in the
+      set-up's smoothed-accuracy archives, 0 in its plain ones), error signal
       -sum over arcs through (t, k) of gamma_a * (E[A | a] - E[A]).
 
     Returns {"mmi": (loss, error [T, D]), "smbr": (loss, error [T, D])}
     with T, D = x.shape."""
     T, D = x.shape
+    # The frames the arcs' alignments cover (the sentence-end arcs cover none,
+    # so the final states' times may lie beyond them).
+    covered = max(lattice.times[s] + len(al) for (s, _, _), al in zip(lattice.arcs, lattice.alignment))
+    if covered != T:
+        raise FormatError("%s: the lattice's alignments end at frame %d, the posteriors have %d"
+                          % (lattice.name, covered, T))
     x = numpy.asarray(x, dtype=numpy.float64)
     am = numpy.array([-sum(x[lattice.times[s] + o, k] for o, k in enumerate(al))
                       for (s, _, _), al in zip(lattice.arcs, lattice.alignment)])

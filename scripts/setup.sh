@@ -10,6 +10,7 @@ packages=(
   catch2 libcli11-dev nlohmann-json3-dev
   libbenchmark-dev
   pybind11-dev python3-dev python3-numpy python3-pytest
+  bsdutils  # script(1): the tests give the CLI a terminal with it
   "$@"
 )
 

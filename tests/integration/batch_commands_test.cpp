@@ -9,13 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/sprintrt/npy_file.hpp"
 #include "sim/corpus.hpp"
 #include "sim/criterion.hpp"
 #include "sim/ctc_topology.hpp"
 #include "tests/integration/cli_support.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/process_checks.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 
 using namespace sprintrt;
 
@@ -71,6 +71,7 @@ TEST_CASE("sprintrt loss round-trips a batch through .npy files") {
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   auto summary = nlohmann::json::parse(r.out);
+  CHECK(summary["ok"] == true);
   CHECK(summary["batch_size"] == 3);
   CHECK(summary["frames"] == 19);
   CHECK(summary["workers"].size() == 2);
@@ -136,6 +137,42 @@ TEST_CASE("sprintrt loss explains bad input files") {
   auto too_long = run(dir.path() + "/lp.npy", tags);
   CHECK(too_long.status == 1);
   CHECK_THAT(too_long.err, Catch::Contains("seq_length 5 is not in 1..4"));
+}
+
+TEST_CASE("sprintrt loss --json prints a JSON error object on failure") {
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 2, dim);
+  size_t lp_shape[] = {4, 2, dim};
+  std::vector<float> lp(4 * 2 * dim, std::log(0.2f));
+  REQUIRE_FALSE(cli::write_npy<float>(dir.path() + "/lp.npy", lp_shape, lp));
+  size_t len_shape[] = {2};
+  std::vector<int64_t> lengths{4, 4};
+  REQUIRE_FALSE(cli::write_npy<int64_t>(dir.path() + "/len.npy", len_shape, lengths));
+  auto one_tag = write_tags(dir, {segments[0].name});
+  auto run = [&](const std::string& config) {
+    return test::run_cli(dir.path(), "loss --json --config " + config + " --log-posteriors " +
+                                         dir.path() + "/lp.npy --seq-lengths " + dir.path() +
+                                         "/len.npy --tags " + one_tag + " --loss-out " +
+                                         dir.path() + "/loss.npy --error-signal-out " + dir.path() +
+                                         "/es.npy");
+  };
+  // Each failure: exit 1, the message on stderr, and on stdout only the
+  // object, whose "error" is that message, beginning with its code.
+  auto check_failure = [](const test::command_result& r, const std::string& step,
+                          const std::string& says) {
+    INFO(r.out << r.err);
+    CHECK(r.status == 1);
+    auto object = nlohmann::json::parse(r.out);
+    CHECK(object["ok"] == false);
+    CHECK(object["failed_step"] == step);
+    auto error = object["error"].get<std::string>();
+    CHECK_THAT(error, Catch::Contains(says));
+    CHECK(error.rfind(object["error_code"].get<std::string>() + ": ", 0) == 0);
+    CHECK_THAT(r.err, Catch::Contains(error));
+  };
+  check_failure(run(dir.path() + "/missing.json"), "options", "missing.json");
+  check_failure(run(write_options(dir)), "input", "has 1 tags, the batch has B = 2");
+  CHECK_FALSE(std::ifstream{dir.path() + "/loss.npy"}.good());
 }
 
 TEST_CASE("sprintrt automata writes the merged automata as .npy files") {
@@ -287,4 +324,26 @@ TEST_CASE("sprintrt automata makes its output directory, parents too") {
   CHECK(bad.status == 1);
   CHECK_THAT(bad.err, Catch::Contains("cannot create directory '" + dir.path() + "/plain/sub': ") &&
                           Catch::Contains("Not a directory"));
+}
+
+TEST_CASE("sprintrt loss ends its progress bar's line before the summary on a terminal") {
+  test::temp_dir dir;
+  // Eight segments: the bar draws from eight on, and only on a terminal,
+  // which util-linux's `script` gives the tool (stdout and stderr alike).
+  auto segments = test::write_corpus(dir, 8, dim);
+  write_batch(dir, std::vector<int32_t>(8, 6), 6);
+  std::vector<std::string> names;
+  for (const auto& segment : segments)
+    names.push_back(segment.name);
+  auto command = std::string{SPRINTRT_CLI_PATH} + " " +
+                 loss_args(dir, write_options(dir), write_tags(dir, names));
+  auto r = test::run_program(dir.path(), "script", "-qec '" + command + "' /dev/null");
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  auto bar = r.out.find("8/8 segments");
+  auto summary = r.out.find("computed 8 segments");
+  REQUIRE(bar != std::string::npos);
+  REQUIRE(summary != std::string::npos);
+  CHECK(bar < summary);
+  CHECK(r.out[summary - 1] == '\n');
 }

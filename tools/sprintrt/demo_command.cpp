@@ -326,6 +326,7 @@ int run(const demo_options& cli) {
       }
     }
     bar.finish();
+    bar.end_line();
   }
   if (guard.interrupted())
     return interrupted();

@@ -7,14 +7,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/sprintrt/value_json.hpp"
-#include "tools/sprintrt/npy_file.hpp"
+#include "sprintrt/error.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "tools/sprintrt/batch_files.hpp"
 #include "tools/sprintrt/commands.hpp"
 #include "tools/sprintrt/interrupt.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 #include "tools/sprintrt/progress_bar.hpp"
+#include "tools/sprintrt/value_json.hpp"
 
 namespace sprintrt::cli {
 
@@ -32,24 +33,43 @@ struct loss_options {
   bool json_output = false;
 };
 
-int fail(const std::string& what) {
-  std::cerr << "sprintrt loss: " << what << "\n";
-  return 1;
+// Reports a failure at `step` ("options", "input", "compute", "write",
+// "interrupted"): the message on stderr and, with --json, an object a script
+// reads in place of the summary: {"ok": false, "failed_step", "error_code",
+// "error"}. Returns `exit_status`.
+int fail(const loss_options& cli, const char* step, const std::string& code,
+         const std::string& message, int exit_status = 1) {
+  std::cerr << "sprintrt loss: " << message << "\n";
+  if (cli.json_output)
+    std::cout << json{{"ok", false},
+                      {"failed_step", step},
+                      {"error_code", code},
+                      {"error", message}}
+                     .dump(2)
+              << "\n";
+  return exit_status;
 }
 
-int interrupted(const interrupt_guard& guard) {
-  std::cerr << "sprintrt loss: interrupted; no output written\n";
-  return guard.exit_status();
+int fail(const loss_options& cli, const char* step, const caf::error& err) {
+  auto code = err.category() == error_category
+                  ? std::string{to_string(static_cast<errc>(err.code()))}
+                  : caf::to_string(err.category());
+  return fail(cli, step, code, render(err));
+}
+
+int interrupted(const loss_options& cli, const interrupt_guard& guard) {
+  return fail(cli, "interrupted", "interrupted", "interrupted; no output written",
+              guard.exit_status());
 }
 
 int run(const loss_options& cli) {
   interrupt_guard guard;
   auto opts = load_options(cli.config);
   if (!opts)
-    return fail(render(opts.error()));
+    return fail(cli, "options", opts.error());
   auto input = read_batch(cli.log_posteriors, cli.seq_lengths, cli.tags);
   if (!input)
-    return fail(render(input.error()));
+    return fail(cli, "input", input.error());
   auto shape = input->log_posteriors.shape();
   auto tags = input->tags;
   auto lengths = input->seq_lengths;
@@ -68,9 +88,9 @@ int run(const loss_options& cli) {
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (guard.interrupted())
-    return interrupted(guard);
+    return interrupted(cli, guard);
   if (!result)
-    return fail(render(result.error()));
+    return fail(cli, "compute", result.error());
   // Each file appears whole or not at all (write_npy renames a complete
   // temporary file); a signal while writing removes the ones written.
   size_t loss_shape[] = {tags.size()};
@@ -86,10 +106,10 @@ int run(const loss_options& cli) {
   }
   if (guard.interrupted()) {
     remove_outputs(written);
-    return interrupted(guard);
+    return interrupted(cli, guard);
   }
   if (error)
-    return fail(render(error));
+    return fail(cli, "write", error);
   auto stats = client.stats();
   int64_t frames = 0;
   double loss_sum = 0;
@@ -105,6 +125,7 @@ int run(const loss_options& cli) {
   }
   if (cli.json_output) {
     json summary;
+    summary["ok"] = true;
     summary["batch_size"] = tags.size();
     summary["max_frames"] = shape[0];
     summary["dim"] = shape[2];
@@ -161,7 +182,8 @@ void add_loss_command(CLI::App& app, int& exit_code) {
                   "Where to write the float32 [T, B, D] error signal")
       ->required();
   cmd->add_flag("--json", opts->json_output,
-                "Print a JSON summary (per-segment loss, timing, workers)");
+                "Print a JSON summary (per-segment loss, timing, workers), or on failure a "
+                "JSON object with the failed step and the error");
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 

@@ -12,8 +12,14 @@ progress_bar::progress_bar(std::string label, size_t total, std::string unit, si
       enabled_(::isatty(STDERR_FILENO) == 1 && total >= min_total) {}
 
 progress_bar::~progress_bar() {
+  end_line();
+}
+
+void progress_bar::end_line() {
   if (drawn_)
     std::fputc('\n', stderr);
+  drawn_ = false;
+  enabled_ = false;
 }
 
 void progress_bar::update(size_t done) {
@@ -47,6 +53,7 @@ progress_poller::~progress_poller() {
   if (thread_.joinable())
     thread_.join();
   bar_.finish();
+  bar_.end_line();
 }
 
 } // namespace sprintrt::cli

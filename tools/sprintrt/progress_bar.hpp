@@ -20,7 +20,7 @@ public:
   /// terminal and `total >= min_total`.
   progress_bar(std::string label, size_t total, std::string unit, size_t min_total = 8);
 
-  /// Ends the line if anything was drawn.
+  /// Ends the line if anything was drawn and end_line was not called.
   ~progress_bar();
 
   /// Returns whether the bar draws at all.
@@ -31,6 +31,11 @@ public:
 
   /// Redraws with every item done.
   void finish() { update(total_); }
+
+  /// Ends the line if anything was drawn, so that whatever is printed next
+  /// (a summary on stdout, to the same terminal) starts a line of its own;
+  /// the bar draws nothing after it.
+  void end_line();
 
 private:
   std::string label_;
@@ -49,7 +54,7 @@ public:
   /// Starts polling `count` into `bar` (if the bar is enabled).
   progress_poller(progress_bar& bar, std::function<size_t()> count);
 
-  /// Stops polling and draws the bar full.
+  /// Stops polling, draws the bar full and ends its line.
   ~progress_poller();
 
 private:

@@ -357,14 +357,14 @@ def parse_args(argv):
     parser.add_argument("--epochs", type=positive_int, default=None,
                         help="passes over the training utterances (default 10; 6 with --short)")
     parser.add_argument("--short", action="store_true", help="a quick run (the test's)")
-    parser.add_argument("--segments", type=positive_int, default=1024, help="training utterances")
+    parser.add_argument("--segments", type=positive_int, default=1024, help="training utterances (default %(default)s)")
     parser.add_argument("--heldout", type=positive_int, default=256,
-                        help="held-out utterances for the label error rate")
-    parser.add_argument("--batch-size", type=positive_int, default=16, help="utterances per step")
-    parser.add_argument("--hidden", type=positive_int, default=64, help="units per hidden layer")
-    parser.add_argument("--learning-rate", type=float, default=0.01, help="Adam's step size")
-    parser.add_argument("--seed", type=int, default=1, help="seed of task, model and order")
-    parser.add_argument("--workers", type=positive_int, default=2, help="sprint-sim workers")
+                        help="held-out utterances for the label error rate (default %(default)s)")
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="utterances per step (default %(default)s)")
+    parser.add_argument("--hidden", type=positive_int, default=64, help="units per hidden layer (default %(default)s)")
+    parser.add_argument("--learning-rate", type=float, default=0.01, help="Adam's step size (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of task, model and order (default %(default)s)")
+    parser.add_argument("--workers", type=positive_int, default=2, help="sprint-sim workers (default %(default)s)")
     parser.add_argument("--in-process", action="store_true",
                         help="in-process simulated workers instead of sprint-sim children (the "
                              "same FSAs)")

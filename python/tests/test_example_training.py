@@ -163,3 +163,18 @@ def test_task_is_deterministic_and_its_corpus_lists_the_labels(tmp_path):
         "%s\t%s\n" % (name, " ".join(map(str, labels))) for name, labels, _ in train[:2])
     with pytest.raises(ValueError, match="train_segments"):
         example.make_task(0)
+
+
+def test_help_states_the_default_of_every_option_that_takes_a_value():
+    run = subprocess.run([sys.executable, str(EXAMPLE), "--help"], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    options = run.stdout.split("options:", 1)[1]
+    # One block per option: its line "  --name METAVAR ..." and the indented
+    # lines of its help after it.
+    blocks = [b for b in ("\n" + options).split("\n  -") if b.strip()]
+    valued = [b for b in blocks if b.split()[0].startswith("-") and len(b.split()) > 1
+              and b.split()[1].isupper()]
+    assert len(valued) >= 8, options
+    undocumented = [b.split()[0] for b in valued if "default" not in b]
+    assert not undocumented, options

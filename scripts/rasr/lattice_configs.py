@@ -326,6 +326,19 @@ def raw_denominator_config(setup, flow, mixtures, lattice_archive, lm_scale, bea
     ])
 
 
+def _merge_numerator_and_write(numerator, out):
+    """The sections that merge each segment's numerator lattice in where the
+    spoken word sequence is not in the lattice (as DenominatorLatticeJob
+    does), and write the result to archive `out`."""
+    return [
+        ("lattice-processor.merging", {"fsa-prefix": "acoustic",
+                                       "merge-only-if-spoken-not-in-lattice": True,
+                                       "numerator-lattice-archive.path": numerator}),
+        ("lattice-processor.lattice-writer", {"lattice-archive.path": out}),
+        ("*", {"allow-overwrite": True}),
+    ]
+
+
 def denominator_config(setup, raw, numerator, out, lm_scale, beam):
     """lattice-processor: reads the raw denominator lattices, combines
     acoustic and LM scores (each divided by the LM scale, i.e. acoustic scale
@@ -340,11 +353,7 @@ def denominator_config(setup, raw, numerator, out, lm_scale, beam):
         ("lattice-processor.lattice-reader", {"readers": "acoustic,lm", "lattice-archive.path": raw}),
         ("lattice-processor.linear-combination", {"scales": [scale, scale]}),
         ("lattice-processor.pruning", {"threshold": beam, "threshold-is-relative": True}),
-        ("lattice-processor.merging", {"fsa-prefix": "acoustic",
-                                       "merge-only-if-spoken-not-in-lattice": True,
-                                       "numerator-lattice-archive.path": numerator}),
-        ("lattice-processor.lattice-writer", {"lattice-archive.path": out}),
-        ("*", {"allow-overwrite": True}),
+        *_merge_numerator_and_write(numerator, out),
     ])
 
 
@@ -364,11 +373,7 @@ def pruning_config(setup, denominator, numerator, out, threshold, lm_scale):
                                "selections": "lattice-reader,pruning,merging,lattice-writer"}),
         ("lattice-processor.lattice-reader", {"readers": "total", "lattice-archive.path": denominator}),
         ("lattice-processor.pruning", {"threshold": threshold, "threshold-is-relative": True}),
-        ("lattice-processor.merging", {"fsa-prefix": "acoustic",
-                                       "merge-only-if-spoken-not-in-lattice": True,
-                                       "numerator-lattice-archive.path": numerator}),
-        ("lattice-processor.lattice-writer", {"lattice-archive.path": out}),
-        ("*", {"allow-overwrite": True}),
+        *_merge_numerator_and_write(numerator, out),
     ])
 
 

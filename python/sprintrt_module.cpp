@@ -8,9 +8,14 @@
 #include <pybind11/stl.h>
 
 #include <string>
+#include <vector>
+
+extern char** environ;
 
 #include "at_fork.hpp"
 #include "binding_support.hpp"
+#include "config/child_environment.hpp"
+#include "config/sprint_args.hpp"
 #include "fsa_loss_binding.hpp"
 #include "log_bridge.hpp"
 #include "pool_binding.hpp"
@@ -28,6 +33,20 @@ PYBIND11_MODULE(_sprintrt, m) {
       "canonical_options",
       [](const std::string& json) { return sprintrt::to_json_string(parse_options_json(json)); },
       "The canonical JSON of options given as JSON (equal options, equal text).");
+  m.def(
+      "sprint_arguments",
+      [](const std::string& json) {
+        auto opts = parse_options_json(json);
+        auto lookup = sprintrt::config::environment_lookup(
+            sprintrt::config::child_environment(opts.env, environ));
+        auto words = sprintrt::config::expand_sprint_config(opts, lookup);
+        if (!words)
+          raise(words.error());
+        return std::move(*words);
+      },
+      "The Sprint arguments of `sprintConfigStr` as a child started now would get them "
+      "(sprintrt's rules: variables expanded anywhere in an argument from this process's "
+      "environment changed by `env`); an unset variable raises `Error` naming it.");
   install_log_bridge();
   install_fork_handlers();
   bind_logging(m);

@@ -39,9 +39,11 @@ import numpy
 from . import _sprintrt
 from ._sprintrt import (Error, Pool, Scheduler, SeqTrainBatch, SeqTrainPart, canonical_options,
                         seqtrain_error_signal, shutdown, version)
+from .options import Options
 
-__all__ = ["Error", "SeqTrainBatch", "SeqTrainPart", "SeqTrainScheduler", "SprintInstancePool",
-           "seqtrain_error_signal", "set_log_level", "version"]
+__all__ = ["Error", "Options", "SeqTrainBatch", "SeqTrainPart", "SeqTrainScheduler",
+           "SprintInstancePool", "executable_path", "seqtrain_error_signal", "set_log_level",
+           "version"]
 
 # logging's number for each of set_log_level's names ("off": above CRITICAL).
 _LOGGING_LEVELS = {"trace": 5, "debug": logging.DEBUG, "info": logging.INFO,
@@ -289,23 +291,105 @@ def _hashable(value):
     return value
 
 
+# The executables of ``executable_path``, by name: where a wheel puts them in
+# the package, and where they are in the build tree (relative to its
+# ``python`` directory, this package's parent there).
+_EXECUTABLES = {"sprintrt": os.path.join("tools", "sprintrt", "sprintrt"),
+                "sprint-sim": os.path.join("tools", "sprint-sim", "sprint-sim")}
+
+
+def executable_path(name):
+    """The path of sprintrt's executable ``name`` ("sprintrt" or
+    "sprint-sim") that belongs to this package: the installed one (``pip
+    install`` puts them in the package's ``bin``), or the build tree's for
+    ``PYTHONPATH=build/python``. A ``FileNotFoundError`` says where it
+    looked."""
+    if name not in _EXECUTABLES:
+        raise ValueError("executable_path: name must be one of %s, got %r"
+                         % (sorted(_EXECUTABLES), name))
+    package = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.path.join(package, "bin", name),
+                  os.path.join(os.path.dirname(os.path.dirname(package)), _EXECUTABLES[name])]
+    for path in candidates:
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    raise FileNotFoundError("sprintrt's %s is neither installed with the package nor in its "
+                            "build tree (looked at %s)" % (name, ", ".join(candidates)))
+
+
+def _check_sprint_opts(sprint_opts):
+    """A TypeError unless ``sprint_opts`` is a dict (RETURNN's) or an
+    ``Options`` (sprintrt's)."""
+    if not isinstance(sprint_opts, (dict, Options)):
+        raise TypeError("sprint_opts must be a dict (RETURNN's sprint_opts) or a sprintrt.Options, "
+                        "got %s" % type(sprint_opts).__name__)
+
+
+def _copy_opts(sprint_opts):
+    """A copy of ``sprint_opts`` that later changes to it do not reach (an
+    ``Options`` is immutable and kept)."""
+    return sprint_opts if isinstance(sprint_opts, Options) else dict(sprint_opts)
+
+
 def _options_json(sprint_opts):
-    """``sprint_opts`` as sprintrt's options JSON. ``sprintConfigStr`` is
+    """``sprint_opts`` as sprintrt's options JSON. An ``Options`` is taken as
+    it is (sprintrt's rules). A dict is RETURNN's: ``sprintConfigStr`` is
     evaluated here, as RETURNN does (``_sprint_args``), and handed over as a
     list in which "$" is escaped, so that sprintrt takes every argument
-    literally."""
-    if not isinstance(sprint_opts, dict):
-        raise TypeError("sprint_opts must be a dict, got %s" % type(sprint_opts).__name__)
-    opts = dict(sprint_opts)
-    if "sprintConfigStr" in opts:
-        opts["sprintConfigStr"] = [arg.replace("$", "$$")
-                                   for arg in _sprint_args(opts["sprintConfigStr"])]
+    literally; where sprintrt's rules would read it differently, a warning
+    says so (``_warn_if_read_differently``)."""
+    _check_sprint_opts(sprint_opts)
+    if isinstance(sprint_opts, Options):
+        opts = sprint_opts.to_dict()
+    else:
+        opts = dict(sprint_opts)
+        if "sprintConfigStr" in opts:
+            args = _sprint_args(opts["sprintConfigStr"])
+            _warn_if_read_differently(sprint_opts, args)
+            opts["sprintConfigStr"] = [arg.replace("$", "$$") for arg in args]
     _name_control_dir(opts)
     try:
         return json.dumps(opts)
     except TypeError as e:
         raise TypeError("sprint_opts must hold JSON values (str, numbers, bools, lists, dicts): %s"
                         % e)
+
+
+def _warn_if_read_differently(sprint_opts, returnn_args):
+    """Logs a warning when sprintrt's rules (the ``sprintrt`` tool, ``serve``,
+    C++, ``Options``) would give the children other arguments than
+    ``returnn_args``, RETURNN's reading of the dict ``sprint_opts``; only for
+    a ``sprintConfigStr`` that both can read (a str other than "config:...",
+    or a list of str)."""
+    value = sprint_opts.get("sprintConfigStr")
+    if isinstance(value, str):
+        if value.startswith("config:"):
+            return
+    elif not (isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value)):
+        return
+    if "$" not in (value if isinstance(value, str) else "".join(value)):
+        return  # without variables both are a shell's split
+    # Only the arguments are asked for: the program is not looked at.
+    probe = {"sprintExecPath": "sprint",
+             "sprintConfigStr": value if isinstance(value, str) else list(value)}
+    if isinstance(sprint_opts.get("env"), dict):
+        probe["env"] = sprint_opts["env"]
+    try:
+        sprintrt_args = _sprintrt.sprint_arguments(json.dumps(probe))
+    except Error as e:
+        sprintrt_args = None
+        sprintrt_reading = "refuse them (%s)" % e
+    except (TypeError, ValueError):
+        return
+    if sprintrt_args == returnn_args:
+        return
+    if sprintrt_args is not None:
+        sprintrt_reading = "give %s" % sprintrt_args
+    logging.getLogger("sprintrt").warning(
+        "sprint_opts is a dict, so its sprintConfigStr is read by RETURNN's rules (only an "
+        "argument that starts with $ is a variable): the children get %s; sprintrt's rules (the "
+        "sprintrt tool, serve, C++) would %s. To read an options file as the sprintrt tool "
+        "does, pass sprintrt.Options.from_file(path)", returnn_args, sprintrt_reading)
 
 
 def _name_control_dir(opts):
@@ -331,9 +415,11 @@ def _name_control_dir(opts):
 
 
 class SprintInstancePool:
-    """The worker pool for one ``sprint_opts`` (a dict of RETURNN's keys and
-    sprintrt's, as in RETURNN's config). ``sprintConfigStr`` means what it
-    means to RETURNN (see ``_sprint_args``)."""
+    """The worker pool for one ``sprint_opts``: a ``sprintrt.Options`` (an
+    options file as the ``sprintrt`` tool reads it), or a dict of RETURNN's
+    keys and sprintrt's, as in RETURNN's config, whose ``sprintConfigStr``
+    means what it means to RETURNN (see ``_sprint_args``; a warning names
+    an argument that sprintrt's rules would read differently)."""
 
     class_lock = threading.RLock()
     # (canonical options JSON, in_process) -> SprintInstancePool
@@ -353,8 +439,7 @@ class SprintInstancePool:
         with these options, bit for bit, without child processes; sprint-sim's
         fault injection parameters are refused (``sprintrt.Error`` naming
         the parameter)."""
-        if not isinstance(sprint_opts, dict):
-            raise TypeError("sprint_opts must be a dict, got %s" % type(sprint_opts).__name__)
+        _check_sprint_opts(sprint_opts)
         if not isinstance(in_process, bool):
             raise TypeError("in_process must be a bool, got %s" % type(in_process).__name__)
         try:
@@ -383,7 +468,7 @@ class SprintInstancePool:
         ``get_global_instance``)."""
         # As RETURNN's: callers that share the pool between threads hold it.
         self.lock = threading.RLock()
-        self.sprint_opts = dict(sprint_opts)
+        self.sprint_opts = _copy_opts(sprint_opts)
         self.in_process = in_process
         self._pool = Pool(options_json or _options_json(sprint_opts), in_process=in_process)
         self.max_num_instances = self._pool.num_instances

@@ -7,8 +7,8 @@ import numbers
 import os
 import threading
 
-from . import (Error, SprintInstancePool, _options_json, _tag_list, _text, _text_list,
-               canonical_options)
+from . import (Error, SprintInstancePool, _check_sprint_opts, _copy_opts, _options_json,
+               _tag_list, _text, _text_list, canonical_options)
 from .fsa_exports import _Export, _Failure, batch_error
 from .fsa_layouts import join_fsas_v1, join_fsas_v2
 
@@ -152,8 +152,8 @@ class FsaBuilder:
                                  "are what they are (pool.in_process)")
             sprint_opts = pool.sprint_opts
             in_process = pool.in_process
-        elif not isinstance(sprint_opts, dict):
-            raise TypeError("sprint_opts must be a dict, got %s" % type(sprint_opts).__name__)
+        else:
+            _check_sprint_opts(sprint_opts)
         if isinstance(tdp_scale, bool) or not isinstance(tdp_scale, numbers.Real):
             raise TypeError("tdp_scale must be a number, got %s" % type(tdp_scale).__name__)
         if layout not in _LAYOUTS:
@@ -162,7 +162,7 @@ class FsaBuilder:
             raise TypeError("cache_bytes must be an int, got %s" % type(cache_bytes).__name__)
         if cache_bytes < 0:
             raise ValueError("cache_bytes must not be negative, got %d" % cache_bytes)
-        self._sprint_opts = dict(sprint_opts)
+        self._sprint_opts = _copy_opts(sprint_opts)
         self.in_process = in_process
         self.tdp_scale = float(tdp_scale)
         self.layout = layout
@@ -178,7 +178,7 @@ class FsaBuilder:
                 "cache_bytes": self.cache_bytes}
 
     def __setstate__(self, state):
-        self._sprint_opts = dict(state["sprint_opts"])
+        self._sprint_opts = _copy_opts(state["sprint_opts"])
         self.in_process = state["in_process"]
         self.tdp_scale = state["tdp_scale"]
         self.layout = state["layout"]
@@ -234,7 +234,7 @@ class FsaBuilder:
     @property
     def sprint_opts(self):
         """The pool's options (a copy)."""
-        return dict(self._sprint_opts)
+        return _copy_opts(self._sprint_opts)
 
     def build_batch(self, tags):
         """The FSAs of the segments ``tags`` (str or bytes names, or an array

@@ -105,7 +105,8 @@ def test_a_dict_and_a_list_of_pairs_are_different_options(corpus):
     # a list there.
     with pytest.raises(sprintrt.Error, match="sprintControlConfig"):
         sprintrt.SprintInstancePool.get_global_instance(as_pairs)
-    with pytest.raises(TypeError, match="sprint_opts must be a dict, got list"):
+    with pytest.raises(TypeError, match=r"sprint_opts must be a dict \(RETURNN.s sprint_opts\) "
+                                        r"or a sprintrt.Options, got list"):
         sprintrt.SprintInstancePool.get_global_instance(list(as_dict.items()))
 
 

@@ -55,6 +55,10 @@ struct doctor_options {
   size_t frames = 0;
   size_t dim = 0;
   bool json_output = false;
+  /// The rules `sprintConfigStr` will be read under: "sprintrt" (this tool,
+  /// `serve`, C++, Python's `sprintrt.Options`) or "returnn" (a dict of
+  /// `sprint_opts` in Python, RETURNN's `eval_shell_str`).
+  std::string rules = "sprintrt";
 };
 
 /// A report of the channel, as the main thread sees it.
@@ -150,12 +154,27 @@ public:
     auto lookup = config::environment_lookup(config::child_environment(opts_.env, environ));
     if (auto words = config::expand_sprint_config(opts_, lookup); !words)
       return diagnose("arguments", render(words.error()));
+    summary_["rules"] = cli_.rules;
     summary_["warnings"] = json::array();
-    for (const auto& line :
-         python_reading_differences(opts_, lookup, raw_config_string(cli_.config))) {
+    auto differences = python_reading_differences(opts_, lookup, raw_config_string(cli_.config));
+    if (cli_.rules == "returnn" && !differences.empty()) {
+      // The children would get other arguments than the file says: fail
+      // before starting one.
+      std::string what = "read as a Python dict of sprint_opts (RETURNN's rules), "
+                         "sprintConfigStr means something else than in the options file:";
+      for (const auto& line : differences)
+        what += "\n    " + line;
+      what += "\nfrom Python, pass sprintrt.Options.from_file('" + cli_.config +
+              "') to read the file as the sprintrt tool does";
+      return diagnose("arguments", what);
+    }
+    for (const auto& line : differences) {
       summary_["warnings"].push_back(line);
       say("warning: " + line);
     }
+    if (!differences.empty())
+      say("    (from Python, sprintrt.Options.from_file reads the file as here; "
+          "--rules returnn checks it as a dict)");
     format_ = config::wire_format_of(opts_);
     io_.emplace();
     auto start = clock::now();
@@ -378,6 +397,12 @@ void add_doctor_command(CLI::App& app, int& exit_code) {
   frames->needs(segment);
   dim->needs(segment);
   cmd->add_flag("--json", opts->json_output, "Print one JSON summary instead of steps");
+  cmd->add_option("--rules", opts->rules,
+                  "How sprintConfigStr will be read: sprintrt (this tool, serve, C++, Python's "
+                  "sprintrt.Options) or returnn (a dict of sprint_opts in Python); with returnn, "
+                  "an argument the two read differently fails the check")
+      ->check(CLI::IsMember({"sprintrt", "returnn"}))
+      ->capture_default_str();
   auto* list = cmd->add_flag("--list-options", opts->list_options,
                              "List the options with their defaults and meanings, and exit");
   cmd->add_flag("--markdown", opts->markdown, "With --list-options: as the README's table")

@@ -1,8 +1,10 @@
 #pragma once
 
 /// @file
-/// How RETURNN's Python would read the same `sprintConfigStr`, for `doctor`
-/// to warn where it differs from the JSON options (C++).
+/// How RETURNN's Python would read the same `sprintConfigStr` (a dict of
+/// `sprint_opts`), for `doctor` to warn where it differs from the JSON
+/// options (the tool, `serve`, C++, Python's `sprintrt.Options`), or with
+/// `--rules returnn` to fail.
 ///
 /// The JSON options expand `$NAME` and `${NAME}` anywhere in an argument,
 /// each variable's value staying inside its argument, when a child starts

@@ -7,8 +7,8 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
-#include "actors/worker/child_process_source.hpp"
 #include "actors/pool/worker_pool.hpp"
+#include "actors/worker/child_process_source.hpp"
 
 namespace sprintrt {
 

@@ -5,12 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/sprintrt/npy_file.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "tools/sprintrt/batch_files.hpp"
 #include "tools/sprintrt/commands.hpp"
 #include "tools/sprintrt/interrupt.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 #include "tools/sprintrt/output_directory.hpp"
 #include "tools/sprintrt/progress_bar.hpp"
 
@@ -77,7 +77,7 @@ int run(const automata_options& cli) {
   if (!error) {
     written.push_back(dir + "weights.npy");
     error = cli::write_npy<uint32_t>(dir + "start_end_states.npy", states_shape,
-                                         merged->start_end_states);
+                                     merged->start_end_states);
   }
   if (!error)
     written.push_back(dir + "start_end_states.npy");

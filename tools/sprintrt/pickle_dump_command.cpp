@@ -19,8 +19,8 @@
 #include "protocol/framing.hpp"
 #include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
-#include "tools/sprintrt/value_json.hpp"
 #include "tools/sprintrt/commands.hpp"
+#include "tools/sprintrt/value_json.hpp"
 
 namespace sprintrt::cli {
 

@@ -46,11 +46,12 @@ Run it from the repository's root after ``scripts/build.sh``::
 
     PYTHONPATH=build/python /usr/bin/python3 python/examples/fullsum_training.py
 
-Without ``PYTHONPATH`` the module is taken from the build tree of the checkout
-this file is in (``build/python``); ``--sprint-sim`` defaults to
-``$SPRINTRT_SPRINT_SIM``, else that build tree's
-``tools/sprint-sim/sprint-sim``, else ``sprint-sim`` on ``PATH`` (an
-installation).
+or with any Python into which ``pip install`` put sprintrt. Without
+``PYTHONPATH``, an installed package is imported, else the build tree's of
+the checkout this file is in (``build/python``); ``--sprint-sim`` defaults to
+``$SPRINTRT_SPRINT_SIM``, else the imported package's own
+(``sprintrt.executable_path``: the installed one, or its build tree's), else
+``sprint-sim`` on ``PATH``.
 """
 
 import argparse
@@ -215,11 +216,14 @@ def label_error_rate(model, segments, batch_size=256):
 
 
 def find_sprint_sim():
-    """``$SPRINTRT_SPRINT_SIM``, else this checkout's build tree's sprint-sim,
-    else ``sprint-sim`` on PATH; None if there is none."""
-    candidates = [os.environ.get("SPRINTRT_SPRINT_SIM"),
-                  str(REPO / "build" / "tools" / "sprint-sim" / "sprint-sim"),
-                  shutil.which("sprint-sim")]
+    """``$SPRINTRT_SPRINT_SIM``, else the sprint-sim of the imported package
+    (installed with it, or its build tree's), else ``sprint-sim`` on PATH;
+    None if there is none."""
+    try:
+        own = sprintrt.executable_path("sprint-sim")
+    except FileNotFoundError:
+        own = None
+    candidates = [os.environ.get("SPRINTRT_SPRINT_SIM"), own, shutil.which("sprint-sim")]
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
             return candidate

@@ -126,18 +126,8 @@ py::dict to_dict(const worker_stats& w) {
   return d;
 }
 
-} // namespace
-
-py::list pool::export_fsas(std::vector<std::string> texts, bool by_orthography) {
-  std::vector<fsa_query> queries;
-  queries.reserve(texts.size());
-  auto source = by_orthography ? fsa_source::orthography : fsa_source::segment_name;
-  for (auto& text : texts)
-    queries.push_back(fsa_query{source, std::move(text)});
-  auto results = call_without_gil(client_, "this pool",
-                                  [&queries](const pool_client& facade, const stop_token& stop) {
-                                    return facade.fsas(std::move(queries), stop);
-                                  });
+/// `export_fsas`' items: (num_states, edges, weights) or a `sprintrt.Error`.
+py::list fsa_items(std::vector<caf::expected<segment_fsa>> results) {
   py::list items;
   for (auto& result : results) {
     if (!result) {
@@ -148,6 +138,31 @@ py::list pool::export_fsas(std::vector<std::string> texts, bool by_orthography) 
                                 owning_numpy(std::move(result->weights))));
   }
   return items;
+}
+
+} // namespace
+
+py::list pool::export_fsas(std::vector<std::string> texts, bool by_orthography) {
+  std::vector<fsa_query> queries;
+  queries.reserve(texts.size());
+  auto source = by_orthography ? fsa_source::orthography : fsa_source::segment_name;
+  for (auto& text : texts)
+    queries.push_back(fsa_query{source, std::move(text)});
+  std::optional<std::vector<caf::expected<segment_fsa>>> returned;
+  try {
+    return fsa_items(call_without_gil(
+        client_, "this pool",
+        [&queries](const pool_client& facade, const stop_token& stop) {
+          return facade.fsas(std::move(queries), stop);
+        },
+        &returned));
+  } catch (py::error_already_set& e) {
+    // Interrupted: the FSAs that arrived before go with the exception
+    // (`exported_fsas`), the others are `cancelled` errors.
+    if (returned)
+      e.value().attr("exported_fsas") = fsa_items(std::move(*returned));
+    throw;
+  }
 }
 
 py::dict pool::stats() {

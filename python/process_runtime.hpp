@@ -136,10 +136,12 @@ struct release_deferred_objects_at_exit {
 /// Python objects C++ let go of are released before and after (and on an
 /// exception). `stop` is a `signal_stop`'s token: a signal handler that
 /// raised (Ctrl-C) during the call stops it, and its exception is raised
-/// here once the call returned.
+/// here once the call returned; with `interrupted`, what the stopped call
+/// returned is left there for the caller's handler of that exception.
 template <class Facade, class F>
-std::invoke_result_t<F, Facade&, const stop_token&>
-call_without_gil(const std::shared_ptr<Facade>& facade, const char* what, F&& f) {
+std::invoke_result_t<F, Facade&, const stop_token&> call_without_gil(
+    const std::shared_ptr<Facade>& facade, const char* what, F&& f,
+    std::optional<std::invoke_result_t<F, Facade&, const stop_token&>>* interrupted = nullptr) {
   release_deferred_objects(); // may run Python code: before counting
   release_deferred_objects_at_exit release_after;
   signal_stop interrupt;
@@ -154,7 +156,11 @@ call_without_gil(const std::shared_ptr<Facade>& facade, const char* what, F&& f)
     kept.reset();
     call.end();
   }
+  if (interrupted)
+    *interrupted = std::move(result);
   interrupt.raise_if_interrupted();
+  if (interrupted)
+    return std::move(**interrupted);
   return std::move(*result);
 }
 

@@ -135,6 +135,11 @@ SPRINTRT_UNSANITIZED int child_main(void* arg) {
   // was re-parented, and nobody waits for it.
   if (::getppid() != plan.parent)
     ::_exit(127);
+  // A process group of its own: a terminal's Ctrl-C (SIGINT to the
+  // foreground group) reaches the trainer only, which stops its children
+  // itself instead of seeing them die and resending their work.
+  if (::setpgid(0, 0) != 0)
+    child_failed(plan, "setpgid");
   uint64_t no_signals = 0;
   ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &no_signals, nullptr, sizeof no_signals);
   ::execve(plan.path, plan.argv, plan.envp);
@@ -281,7 +286,8 @@ caf::expected<spawned_child> spawn_sprint_child(const sprint_options& opts,
 
   auto env = config::child_environment(opts.env, parent_environ);
   spawned_child child;
-  auto args = config::build_sprint_args(opts, child_c2p_fd, child_p2c_fd, config::environment_lookup(env));
+  auto args =
+      config::build_sprint_args(opts, child_c2p_fd, child_p2c_fd, config::environment_lookup(env));
   if (!args)
     return std::move(args.error());
   child.argv = std::move(*args);

@@ -14,6 +14,10 @@
 /// and an empty signal mask, in the environment of the options, without a
 /// shell.
 ///
+/// The child is the leader of a process group of its own, so that signals
+/// a terminal sends to the trainer's group (Ctrl-C's SIGINT, SIGQUIT,
+/// SIGTSTP) reach only the trainer, which stops its children itself.
+///
 /// The child dies with its trainer: it is started with
 /// clone(CLONE_VM | CLONE_VFORK) (as posix_spawn does, so a trainer with
 /// gigabytes mapped pays no page-table copy) and sets PR_SET_PDEATHSIG to

@@ -131,7 +131,8 @@ class FsaBuilder:
     an epoch over a cached corpus counts one hit per segment and nothing
     else, and a prefetched segment is a miss that was taken or waited for.
     ``exports`` counts the segments sent to the pool, ``failures`` the
-    exports that failed or were interrupted, ``evictions`` the cache
+    exports that failed (the segment's own error), ``cancelled`` those an
+    interruption ended before their FSA arrived, ``evictions`` the cache
     entries dropped, ``dropped`` the held prefetch results dropped unbuilt;
     and it shows ``bytes``, ``entries``, ``cache_bytes``, ``held`` (prefetch
     results held now) and ``in_flight`` (exports queued or under way).
@@ -195,7 +196,7 @@ class FsaBuilder:
         self._ready = {}
         self._prefetches = 0  # prefetch calls so far
         self._counts = dict.fromkeys(("hits", "misses", "taken", "waits", "prefetched", "exports",
-                                      "failures", "evictions", "dropped"), 0)
+                                      "failures", "cancelled", "evictions", "dropped"), 0)
         self._options_key = None
         self._forget_process()
 
@@ -404,22 +405,37 @@ class FsaBuilder:
             with self._lock:
                 self._counts["exports"] += len(keys)
             items = self.pool.export_fsas([key[2] for key in keys], keys[0][1] == _ORTHOGRAPHY)
-            with self._lock:
-                for key, item in zip(keys, items):
-                    if isinstance(item, Error):
-                        result = _Failure.of_exception(item)
-                    else:
-                        num_states, edges, weights = item
-                        result = (num_states, len(weights), edges, weights)
-                    results[key] = result
-                    self._end_export(key, exports[key], result, background)
+            self._end_exports(keys, items, exports, results, background)
         except BaseException as e:
             failure = _Failure.of_exception(e)
+            # Interrupted (Ctrl-C): the FSAs that arrived before are kept.
+            arrived = getattr(e, "exported_fsas", None)
+            if isinstance(arrived, list) and len(arrived) == len(keys):
+                self._end_exports(keys, arrived, exports, results, background, failure)
             if not background:
                 raise
         finally:
             self._end_unfinished(exports, failure, background)
         return results
+
+    def _end_exports(self, keys, items, exports, results, background, interruption=None):
+        """Ends the exports of ``keys`` with the pool's ``items`` (one each:
+        librasr's numbers or a ``sprintrt.Error``), into ``results``. After
+        an ``interruption`` (a ``_Failure``), an item the stop cancelled ends
+        with that instead: it says nothing about its segment."""
+        with self._lock:
+            for key, item in zip(keys, items):
+                if isinstance(item, Error):
+                    cancelled = getattr(item, "code", "") == "cancelled"
+                    if interruption is not None and cancelled:
+                        result = interruption
+                    else:
+                        result = _Failure.of_exception(item)
+                else:
+                    num_states, edges, weights = item
+                    result = (num_states, len(weights), edges, weights)
+                results[key] = result
+                self._end_export(key, exports[key], result, background)
 
     def _end_unfinished(self, exports, failure, background):
         """Ends each export of ``exports`` (key -> ``_Export``) that has not
@@ -436,7 +452,7 @@ class FsaBuilder:
         unless it was interrupted (it says nothing about the segment) or
         ``PREFETCHES_KEPT`` prefetches have passed since one asked for it."""
         if isinstance(result, _Failure):
-            self._counts["failures"] += 1
+            self._counts["cancelled" if result.interrupted else "failures"] += 1
         elif not background:
             self._store(key, result)
         if background and not (isinstance(result, _Failure) and result.interrupted):

@@ -418,9 +418,10 @@ def test_an_interrupted_build_leaves_nothing_under_way(corpus, monkeypatch, wher
     assert_same(builder.build_batch(names[:3]),
                 FsaBuilder(opts, in_process=True, cache_bytes=0).build_batch(names[:3]))
     stats = builder.stats()
-    # Taking the items, the first was cached before the interrupt.
-    want = (3, 3, 0) if where == "before the export" else (5, 2, 1)
-    assert (stats["exports"], stats["failures"], stats["hits"]) == want
+    # Taking the items, the first was cached before the interrupt. The
+    # interrupted ones count as cancelled: they say nothing about a segment.
+    want = (3, 3, 0, 0) if where == "before the export" else (5, 2, 0, 1)
+    assert (stats["exports"], stats["cancelled"], stats["failures"], stats["hits"]) == want
     assert (stats["entries"], stats["in_flight"]) == (3, 0)
 
 
@@ -450,8 +451,8 @@ def test_a_failing_prefetch_thread_leaves_later_prefetches_working(corpus, monke
     assert_same(builder.build_batch(names[:4]),
                 FsaBuilder(opts, in_process=True, cache_bytes=0).build_batch(names[:4]))
     stats = builder.stats()
-    want = (4, 3) if where == "outside the export" else (6, 2)
-    assert (stats["exports"], stats["failures"]) == want
+    want = (4, 3, 0) if where == "outside the export" else (6, 2, 0)
+    assert (stats["exports"], stats["cancelled"], stats["failures"]) == want
     assert (stats["taken"], stats["waits"], stats["in_flight"]) == (4, 0, 0)
 
 
@@ -510,7 +511,8 @@ def test_a_build_waiting_for_an_export_another_thread_interrupts_exports_it_itse
     assert_same(results[0], FsaBuilder(opts, in_process=True, cache_bytes=0).build_batch(names[:2]))
     stats = builder.stats()
     # Its lookups counted once: two misses that waited; then it exported them.
-    assert (stats["misses"], stats["waits"], stats["exports"], stats["failures"]) == (4, 2, 4, 2)
+    assert (stats["misses"], stats["waits"], stats["exports"], stats["cancelled"],
+            stats["failures"]) == (4, 2, 4, 2, 0)
     assert (stats["entries"], stats["in_flight"]) == (2, 0)
 
 

@@ -46,7 +46,11 @@ if call in ("torch", "builder"):  # imported before the signal can come
 """ + CHILDREN_FUNCTION + r"""
 
 
+builder = None
+
+
 def wait():
+    global builder
     if call == "batch":
         pool.get_batch_loss_and_error_signal(lp, lengths, names)
     elif call == "automata":
@@ -74,7 +78,7 @@ def wait():
                                             parts=parts)])
 
 
-print("ready", flush=True)
+print("ready %d" % os.getpgrp(), flush=True)
 started = time.monotonic()
 try:
     wait()
@@ -82,29 +86,53 @@ try:
 except KeyboardInterrupt:
     outcome = "interrupted"
 waited = time.monotonic() - started
-if len(sys.argv) > 4:  # uncaught: Python ends with the usual status
+flags = sys.argv[4:]
+if "uncaught" in flags:  # Python ends with the usual status
     raise KeyboardInterrupt
 again = pool.get_batch_loss_and_error_signal(*small)
 same = all(numpy.array_equal(a, b) for a, b in zip(want, again))
 before = children()
+groups = []
+for pid in before:
+    with open("/proc/%d/stat" % pid) as stat:
+        groups.append(int(stat.read().rsplit(")", 1)[1].split()[2]))
+report = {"outcome": outcome, "waited": waited, "same": same, "before": before,
+          "groups": groups}
+if builder is not None:
+    report["stats"] = builder.stats()
+    if "rebuild" in flags:  # the same batch again, after the interrupted one
+        report["stats_after"] = (builder.build_batch(names), builder.stats())[1]
 _sprintrt.shutdown()
-print(json.dumps({"outcome": outcome, "waited": waited, "same": same, "before": before,
-                  "after": children()}), flush=True)
+report["after"] = children()
+print(json.dumps(report), flush=True)
 """
 
 
-def run_interrupted(opts, names, call, uncaught=False, python=sys.executable):
-    """Runs the trainer, sends SIGINT 0.5 s into its call; returns its
-    report (or, uncaught, its exit status) and the seconds from the signal
-    to the report."""
+def run_interrupted(opts, names, call, uncaught=False, python=sys.executable, after=0.5,
+                    stderr=None, rebuild=False):
+    """Runs the trainer, sends SIGINT ``after`` seconds into its call;
+    returns its report (or, uncaught, its exit status) and the seconds from
+    the signal to the report. With ``stderr`` (a file), the trainer runs in
+    a process group of its own, its stderr goes there, and the signal goes
+    to the whole group, as a terminal's Ctrl-C does. With ``rebuild``, the
+    builder builds the batch again after the interrupt and reports its
+    stats then too."""
     argv = [python, "-c", SCRIPT, json.dumps(opts), json.dumps(names), call]
     if uncaught:
         argv.append("uncaught")
-    trainer = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    if rebuild:
+        argv.append("rebuild")
+    trainer = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, stderr=stderr,
+                               start_new_session=stderr is not None)
     try:
-        assert trainer.stdout.readline().strip() == "ready"
-        time.sleep(0.5)
-        trainer.send_signal(signal.SIGINT)
+        ready = trainer.stdout.readline().split()
+        assert ready[0] == "ready"
+        time.sleep(after)
+        if stderr is not None:
+            assert int(ready[1]) == trainer.pid  # its group's leader
+            os.killpg(trainer.pid, signal.SIGINT)
+        else:
+            trainer.send_signal(signal.SIGINT)
         signalled = time.monotonic()
         if uncaught:
             return trainer.wait(timeout=30), time.monotonic() - signalled
@@ -171,6 +199,46 @@ def test_an_uncaught_interrupt_ends_python_as_usual(corpus):
     status, elapsed = run_interrupted(slow_options(path), names, "batch", uncaught=True)
     assert status == -signal.SIGINT  # Python re-raises SIGINT on an uncaught KeyboardInterrupt
     assert elapsed < 5.0
+
+
+def test_a_terminals_ctrl_c_reaches_the_trainer_and_not_its_children(corpus, tmp_path):
+    path, names = corpus
+    with open(tmp_path / "stderr.txt", "w+") as stderr:
+        report, elapsed = run_interrupted(slow_options(path), names, "batch", stderr=stderr)
+        stderr.seek(0)
+        log = stderr.read()
+    check_interrupted(report, elapsed)
+    # The children are in groups of their own, so the signal to the
+    # trainer's group never reached them: none died of it, nothing was resent.
+    assert report["groups"] and os.getpgrp() not in report["groups"]
+    assert all(group == pid for group, pid in zip(report["groups"], report["before"]))
+    assert "killed by signal" not in log and "resending" not in log, log
+
+
+def test_an_interrupted_builder_keeps_what_arrived_and_counts_the_rest_cancelled(corpus, tmp_path):
+    pytest.importorskip("torch")
+    path, names = corpus
+    # 12 segments of 0.4 s each over two children; interrupted after 1.5 s,
+    # when some (about 6) have arrived.
+    opts = sim_options(path, ["--*.delay-ms=400"], numInstances=2)
+    with open(tmp_path / "stderr.txt", "w+") as stderr:
+        report, _ = run_interrupted(opts, names, "builder", after=1.5, stderr=stderr,
+                                    rebuild=True)
+        stderr.seek(0)
+        log = stderr.read()
+    assert report["outcome"] == "interrupted"
+    stats = report["stats"]
+    arrived = stats["entries"]
+    assert 0 < arrived < len(names), stats
+    assert stats["failures"] == 0, stats
+    assert stats["cancelled"] == len(names) - arrived, stats
+    assert stats["in_flight"] == 0
+    # The next build finds what arrived in the cache and exports the rest.
+    after = report["stats_after"]
+    assert after["hits"] == arrived, after
+    assert after["exports"] == len(names) + len(names) - arrived, after
+    assert after["entries"] == len(names) and after["failures"] == 0
+    assert "killed by signal" not in log and "resending" not in log, log
 
 
 def test_the_torch_loss_is_interrupted(corpus):

@@ -1,9 +1,6 @@
 #include "actors/remote/remote_worker.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -19,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/segment_requests.hpp"
+#include "actors/remote/remote_tls.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/remote_interface.hpp"
 
@@ -259,36 +257,6 @@ void go_up(worker_pointer self, remote_pool_actor remote, uint64_t capacity) {
     send(self, std::move(req));
 }
 
-/// Why TLS with `tls` cannot work in `system` (empty if it can, or if no
-/// TLS is asked for): CAF 0.17 sets TLS up once per actor system, and its
-/// OpenSSL session throws on its network thread (ending the process) when
-/// a file cannot be read, so both are checked before each connection.
-std::string tls_problem(caf::actor_system& system, const tls_files& tls) {
-  if (tls.empty())
-    return {};
-  const auto& config = system.config();
-  if (!system.has_openssl_manager() || config.openssl_certificate != tls.certificate ||
-      config.openssl_key != tls.key || config.openssl_cafile != tls.ca)
-    return "remoteTls asks for TLS with certificate '" + tls.certificate + "', key '" + tls.key +
-           "' and CA '" + tls.ca + "', but the runtime was made with " +
-           (system.has_openssl_manager() ? "other TLS files" : "no TLS") +
-           " (CAF 0.17 sets TLS up once per process: make the runtime with "
-           "runtime_settings_for(options))";
-  for (const auto& file : {tls.certificate, tls.key, tls.ca})
-    if (::access(file.c_str(), R_OK) != 0)
-      return "remoteTls: cannot read '" + file + "': " + std::strerror(errno);
-  return {};
-}
-
-/// What a failed TLS connection most likely means (CAF does not say).
-std::string tls_hint(const tls_files& tls) {
-  if (tls.empty())
-    return "";
-  return " (with TLS, a refused connection usually means that one end does not trust the "
-         "other's certificate (each must be signed by a CA the other end names), or that "
-         "the server does not use TLS)";
-}
-
 /// Connects through the middleman's actor, checks the interface, says hello.
 void connect(worker_pointer self) {
   auto& st = self->state;
@@ -331,7 +299,8 @@ void connect(worker_pointer self) {
           [self](caf::error& err) {
             go_down(self, "cannot connect" +
                               std::string{self->state.settings.tls.empty() ? "" : " over TLS"} +
-                              ": " + render(err) + tls_hint(self->state.settings.tls));
+                              ": " + render(err) +
+                              connect_failure_hint(self->state.settings.tls, err));
           });
 }
 

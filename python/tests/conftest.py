@@ -57,9 +57,10 @@ def children():
 
 
 @contextlib.contextmanager
-def sprintrt_serve(directory, opts):
+def sprintrt_serve(directory, opts, extra_args=()):
     """`sprintrt serve` of ``opts`` on a free port of 127.0.0.1 (its files in
-    ``directory``): yields (the server's Popen, its port). At the end it is
+    ``directory``, ``extra_args`` after its own): yields (the server's Popen,
+    its port). At the end it is
     stopped with SIGTERM and must exit with 0 within 30 s, leaving none of
     its children (it is killed if not, and the test fails)."""
     config = os.path.join(directory, "serve.json")
@@ -68,7 +69,7 @@ def sprintrt_serve(directory, opts):
         json.dump(opts, out)
     with open(os.path.join(directory, "serve.log"), "w") as log:
         server = subprocess.Popen([CLI, "serve", "--config", config, "--port", "0",
-                                   "--port-file", port_file],
+                                   "--port-file", port_file, *extra_args],
                                   stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     try:
         deadline = time.monotonic() + 30

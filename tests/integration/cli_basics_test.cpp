@@ -6,7 +6,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -46,6 +48,25 @@ TEST_CASE("a bare sprintrt lists its commands and fails") {
        {"automata", "demo", "doctor", "loss", "pickle-dump", "record", "serve"})
     CHECK_THAT(r.out, Catch::Contains(std::string{"\n  "} + command + " "));
   CHECK_THAT(r.out, Catch::Contains(level_list));
+}
+
+TEST_CASE("every command's --help reads alike: capitalized descriptions, one --config text") {
+  test::temp_dir dir;
+  auto listing = test::run_cli(dir.path(), "").out;
+  for (const char* command :
+       {"automata", "demo", "doctor", "loss", "pickle-dump", "record", "serve"}) {
+    INFO(command);
+    auto at = listing.find(std::string{"\n  "} + command + " ");
+    REQUIRE(at != std::string::npos);
+    auto description = listing.find_first_not_of(' ', at + 3 + std::strlen(command));
+    CHECK(std::isupper(static_cast<unsigned char>(listing[description])));
+  }
+  for (const char* command : {"automata", "doctor", "loss", "serve"}) {
+    INFO(command);
+    auto help = test::run_cli(dir.path(), std::string{command} + " --help");
+    CHECK(help.status == 0);
+    CHECK_THAT(help.out, Catch::Contains("Options JSON file (RETURNN's sprint_opts"));
+  }
 }
 
 TEST_CASE("the CLI's --log-level takes the Python module's names, before or after the subcommand") {

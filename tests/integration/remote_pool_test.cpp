@@ -477,7 +477,9 @@ TEST_CASE("remote pools over TLS: exact results for a trusted trainer, clear ref
       auto text = render(result.error());
       INFO(text);
       CHECK(result.error() == errc::worker_unavailable);
-      CHECK(text.find(endpoint + ": ") != std::string::npos);
+      CHECK(text.find(endpoint + ": cannot connect: ") != std::string::npos);
+      CHECK(text.find("it most likely expects TLS, which this end does not use") !=
+            std::string::npos);
       rt.shutdown();
     }
     SECTION("options asking for TLS in a runtime made without it") {

@@ -6,7 +6,9 @@
 // status N and this output, timeout) and a non-zero exit status. It first
 // shows the options that differ from their defaults; `--list-options` lists
 // every option instead (`--markdown`: as the README's table), both derived
-// from the option table (config/option_table.hpp).
+// from the option table (config/option_table.hpp). With `remote` in the
+// options it first checks each remote pool (doctor_remote.hpp), and with
+// `numInstances` 0 only those.
 //
 // It drives the pipe channel directly (not the worker actor, which would
 // retry and restart and so hide the first failure), waiting on the channel's
@@ -36,6 +38,7 @@
 #include "runtime/output_tail.hpp"
 #include "runtime/sprint_channel.hpp"
 #include "tools/sprintrt/commands.hpp"
+#include "tools/sprintrt/doctor_remote.hpp"
 #include "tools/sprintrt/python_reading.hpp"
 
 extern char** environ;
@@ -147,13 +150,17 @@ public:
     opts_ = *opts;
     summary_["options"] = json::parse(to_json_string(opts_));
     say_options();
-    if (auto err = runtime::check_executable(opts_.sprint_exec_path))
-      return diagnose("program", render(err));
+    const bool local = opts_.num_instances > 0;
+    if (local)
+      if (auto err = runtime::check_executable(opts_.sprint_exec_path))
+        return diagnose("program", render(err));
     // The arguments as the child will get them: an unset variable is named
-    // here, before anything starts.
+    // here, before anything starts. (Remote pools expand them in their own
+    // environment.)
     auto lookup = config::environment_lookup(config::child_environment(opts_.env, environ));
-    if (auto words = config::expand_sprint_config(opts_, lookup); !words)
-      return diagnose("arguments", render(words.error()));
+    if (local)
+      if (auto words = config::expand_sprint_config(opts_, lookup); !words)
+        return diagnose("arguments", render(words.error()));
     summary_["rules"] = cli_.rules;
     summary_["warnings"] = json::array();
     auto differences = python_reading_differences(opts_, lookup, raw_config_string(cli_.config));
@@ -175,6 +182,21 @@ public:
     if (!differences.empty())
       say("    (from Python, sprintrt.Options.from_file reads the file as here; "
           "--rules returnn checks it as a dict)");
+    if (!opts_.remote.empty()) {
+      summary_["remote"] = json::array();
+      std::optional<doctor_segment> segment;
+      if (!cli_.segment.empty())
+        segment = doctor_segment{cli_.segment, cli_.frames, cli_.dim};
+      auto failure = check_remote_pools(
+          opts_, segment, [this](const std::string& line) { say(line); }, summary_["remote"]);
+      if (failure)
+        return diagnose(failure->step, failure->what);
+    }
+    if (!local) {
+      say("no local children to check (numInstances 0)");
+      summary_["ok"] = true;
+      return 0;
+    }
     format_ = config::wire_format_of(opts_);
     io_.emplace();
     auto start = clock::now();
@@ -383,8 +405,9 @@ private:
 
 void add_doctor_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<doctor_options>();
-  auto* cmd = app.add_subcommand("doctor", "Check a Sprint set-up: start one child, handshake, "
-                                           "optionally compute one segment, stop it");
+  auto* cmd = app.add_subcommand("doctor", "Check a Sprint set-up (local children and remote "
+                                           "pools): start one child, handshake, optionally "
+                                           "compute one segment, stop it");
   cmd->add_option("--config", opts->config,
                   "Options JSON file (RETURNN's sprint_opts; --list-options lists them)");
   auto* segment = cmd->add_option("--segment", opts->segment,

@@ -10,9 +10,11 @@
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/publish.hpp>
+#include <netdb.h>
 #include <nlohmann/json.hpp>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "actors/remote/remote_server.hpp"
@@ -36,6 +38,42 @@ struct serve_options {
 int fail(const std::string& what) {
   std::cerr << "sprintrt serve: " << what << "\n";
   return 1;
+}
+
+/// Why listening on `address`:`port` fails, from the system itself (CAF
+/// says only "tcp socket creation failed"): a plain socket is bound there
+/// and closed again. Empty if it can be bound.
+std::string bind_failure(const std::string& address, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (int status = ::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &found);
+      status != 0)
+    return "cannot resolve the address: " + std::string{::gai_strerror(status)};
+  std::string why;
+  for (auto* info = found; info != nullptr; info = info->ai_next) {
+    int fd = ::socket(info->ai_family, info->ai_socktype | SOCK_CLOEXEC, info->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    int reuse = 1; // as CAF's own listening sockets
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse);
+    int status = ::bind(fd, info->ai_addr, info->ai_addrlen);
+    int error = errno;
+    ::close(fd);
+    if (status == 0) {
+      why.clear();
+      break;
+    }
+    why = error == EADDRINUSE ? "the port is in use (another process listens there; pick another "
+                                "--port, or 0 for any free one)"
+                              : std::strerror(error);
+  }
+  ::freeaddrinfo(found);
+  return why;
 }
 
 /// Whether `address` can only be reached from this machine.
@@ -81,9 +119,11 @@ int run(const serve_options& cli) {
   auto port = tls.empty()
                   ? rt.system().middleman().publish(server, cli.port, cli.bind.c_str(), true)
                   : caf::openssl::publish(server, cli.port, cli.bind.c_str(), true);
-  if (!port)
+  if (!port) {
+    auto why = bind_failure(cli.bind, cli.port);
     return fail("cannot listen on " + cli.bind + ":" + std::to_string(cli.port) + ": " +
-                rt.system().render(port.error()));
+                (why.empty() ? rt.system().render(port.error()) : why));
+  }
   spdlog::info("sprintrt serve: {} workers for {} listening on {}:{}{}", opts->num_instances,
                cli.config, cli.bind, *port, tls.empty() ? "" : " (TLS)");
   if (!cli.port_file.empty()) {
@@ -119,22 +159,24 @@ int run(const serve_options& cli) {
 void add_serve_command(CLI::App& app, int& exit_code) {
   auto cli = std::make_shared<serve_options>();
   auto* cmd = app.add_subcommand(
-      "serve", "run a worker pool on this machine for trainers on other machines (their "
-               "option 'remote'); SIGINT or SIGTERM stops it and its children cleanly");
-  cmd->add_option("--config", cli->config, "the pool's options (JSON), as the trainers' own")
+      "serve", "Run a worker pool for trainers on other machines (their option 'remote'); "
+               "SIGINT or SIGTERM stops it and its children");
+  cmd->add_option("--config", cli->config,
+                  "Options JSON file (RETURNN's sprint_opts), the trainers' own")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--port", cli->port, "TCP port (0: any free one, see --port-file)")->required();
-  cmd->add_option("--bind", cli->bind, "the address to listen on")->capture_default_str();
+  cmd->add_option("--port", cli->port, "TCP port to listen on (0: any free one, see --port-file)")
+      ->required();
+  cmd->add_option("--bind", cli->bind, "Address to listen on")->capture_default_str();
   cmd->add_flag("--insecure", cli->insecure,
-                "allow an address other machines can reach, without TLS");
+                "Allow an address other machines can reach, without TLS");
   cmd->add_option("--tls-cert", cli->tls.certificate,
                   "TLS: this server's certificate (PEM); trainers must trust its CA");
   cmd->add_option("--tls-key", cli->tls.key, "TLS: its private key (PEM, unencrypted)");
   cmd->add_option("--tls-ca", cli->tls.ca,
                   "TLS: the CA that trainers' certificates must be signed by (PEM)");
-  cmd->add_option("--port-file", cli->port_file, "write the port listened on to this file");
-  cmd->add_flag("--json", cli->json_output, "print where it listens as one JSON line");
+  cmd->add_option("--port-file", cli->port_file, "Write the port listened on to this file");
+  cmd->add_flag("--json", cli->json_output, "Print where it listens as one JSON line");
   cmd->callback([cli, &exit_code, &app] {
     // Connections are what a server has to say: at least info, unless the
     // user chose a level.

@@ -76,6 +76,7 @@ struct batch_outputs {
 
 /// One thread's workspace.
 struct worker {
+  worker() { engine.set_warn_on_skip(false); } // fsa_loss warns once per call
   sim::full_sum_engine engine;
   std::vector<sim::fsa_edge> edges;
   sim::row_matrix_d gamma;

@@ -176,6 +176,7 @@ py::dict pool::stats() {
   d["batches"] = result->batches;
   d["segments"] = result->segments;
   d["failed_segments"] = result->failed_segments;
+  d["skipped_segments"] = result->skipped_segments;
   d["automata"] = result->automata;
   d["fsa_exports"] = result->fsa_exports;
   py::list workers;
@@ -206,7 +207,8 @@ void bind_pool(py::module_& m) {
            "the segment (or orthography) and the cause. All are exported at once, spread over "
            "the workers, with the GIL released.")
       .def("stats", &pool::stats,
-           "The pool's counters: capacity, batches, segments, failed_segments, automata, "
+           "The pool's counters: capacity, batches, segments, failed_segments, skipped_segments, "
+           "automata, "
            "fsa_exports, workers (requests_served, requests_failed, busy_ns, restarts, pid).")
       .def_property_readonly("num_instances",
                              [](const pool& p) { return p.options().num_instances; })

@@ -54,7 +54,8 @@ public:
   py::list export_fsas(std::vector<std::string> texts, bool by_orthography);
 
   /// The pool's counters as a dict (`pool_stats`: capacity, batches,
-  /// segments, failed_segments, automata, fsa_exports, and workers: one dict
+  /// segments, failed_segments, skipped_segments, automata, fsa_exports, and
+  /// workers: one dict
   /// of `worker_stats` each).
   py::dict stats();
 

@@ -67,6 +67,12 @@ public:
   /// Returns the method the engine was made with.
   full_sum_method method() const noexcept { return method_; }
 
+  /// Whether a skipped segment (loss inf) is logged as a warning, as
+  /// Sprint's own log says it (the default: sprint-sim's children), or at
+  /// debug level, for a caller that reports the skips of a batch itself
+  /// (`fsa_loss`).
+  void set_warn_on_skip(bool warn) noexcept { warn_on_skip_ = warn; }
+
   /// Returns which recursions computed the last segment.
   full_sum_path last_path() const noexcept { return last_path_; }
 
@@ -102,6 +108,7 @@ private:
   bool has_path(Eigen::Index num_frames) const;
 
   full_sum_method method_;
+  bool warn_on_skip_ = true;
   full_sum_path last_path_ = full_sum_path::none;
   fsa_bands bands_;
   fsa_csr csr_;

@@ -16,6 +16,14 @@ std::string segment_name(const batch& b, size_t i) {
 
 } // namespace
 
+std::string batch_major_hint(size_t count, size_t frames, size_t batch_size) {
+  if (count != frames || count == batch_size)
+    return "";
+  return "; the first axis of log_posteriors, T = " + std::to_string(frames) +
+         ", matches instead: did you pass a batch-major (B, T, D) array? [T, B, D] "
+         "(time-major) is due (swap its axes 0 and 1)";
+}
+
 caf::error check_tags(const std::vector<std::string>& tags) {
   if (tags.empty())
     return invalid("no tags");
@@ -39,10 +47,12 @@ caf::error check_batch(const batch& b, const batch_check_rules& rules) {
     return invalid("log_posteriors shape " + lp.shape_string() + " has an empty dimension");
   if (b.seq_lengths.size() != batch_size)
     return invalid("seq_lengths has " + std::to_string(b.seq_lengths.size()) +
-                   " entries, log_posteriors has B = " + std::to_string(batch_size));
+                   " entries, log_posteriors has B = " + std::to_string(batch_size) +
+                   batch_major_hint(b.seq_lengths.size(), frames, batch_size));
   if (b.tags.size() != batch_size)
     return invalid("tags has " + std::to_string(b.tags.size()) +
-                   " entries, log_posteriors has B = " + std::to_string(batch_size));
+                   " entries, log_posteriors has B = " + std::to_string(batch_size) +
+                   batch_major_hint(b.tags.size(), frames, batch_size));
   if (auto err = check_tags(b.tags))
     return err;
   for (size_t i = 0; i < batch_size; ++i) {
@@ -59,16 +69,10 @@ caf::error check_batch(const batch& b, const batch_check_rules& rules) {
       if (static_cast<int64_t>(t) >= b.seq_lengths[i])
         continue;
       const float* row = data + (t * batch_size + i) * dim;
-      bool any_probability = false;
-      for (size_t d = 0; d < dim; ++d) {
+      for (size_t d = 0; d < dim; ++d)
         if (std::isnan(row[d]) || row[d] == INFINITY)
           return invalid(name(i) + ", frame " + std::to_string(t) + ", class " + std::to_string(d) +
                          ": log-posterior is " + (std::isnan(row[d]) ? "NaN" : "+inf"));
-        any_probability = any_probability || row[d] != -INFINITY;
-      }
-      if (rules.refuse_empty_rows && !any_probability)
-        return invalid(name(i) + ", frame " + std::to_string(t) +
-                       ": every log-posterior is -inf (the row cannot be normalized)");
     }
   return {};
 }

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <string_view>
 
 #include <caf/atom.hpp>
 #include <caf/event_based_actor.hpp>
@@ -31,11 +32,33 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+/// How many names a line of failures shows before "and N more".
+constexpr size_t names_shown = 3;
+
+/// "segment 3 ('a')", or "3 segments: 0 ('a'), 1 ('b'), 2 ('c')", or
+/// "64 segments: 0 ('a'), 1 ('b'), 2 ('c') and 61 more": the segments at
+/// `indices` of `tags`.
+std::string segment_list(const std::vector<std::string>& tags, const std::vector<size_t>& indices) {
+  auto named = [&tags](size_t index) { return std::to_string(index) + " ('" + tags[index] + "')"; };
+  if (indices.size() == 1)
+    return "segment " + named(indices[0]);
+  std::string text = std::to_string(indices.size()) + " segments: ";
+  for (size_t i = 0; i < std::min(indices.size(), names_shown); ++i)
+    text += (i > 0 ? ", " : "") + named(indices[i]);
+  if (indices.size() > names_shown)
+    text += " and " + std::to_string(indices.size() - names_shown) + " more";
+  return text;
+}
+
 /// What both batch shapes have: the segments' tags, and the failures so
-/// far, listed in batch order.
+/// far, in batch order.
 struct batch_failures {
   std::vector<std::string> tags;
-  /// Failed segments by index.
+  /// What this pool's workers' labels begin with ("pool 0 worker "): a
+  /// cause is grouped without the worker that met it, since every worker
+  /// meets a missing program or a wrong config alike (the log names them).
+  std::string worker_label;
+  /// The failed segments' causes by index.
   std::map<size_t, std::string> failures;
   caf::error first_error;
 
@@ -43,17 +66,42 @@ struct batch_failures {
   void record(size_t index, const caf::error& err) {
     if (!first_error)
       first_error = err;
-    failures.emplace(index, "segment " + std::to_string(index) + " ('" + tags[index] +
-                                "'): " + render(err));
+    failures.emplace(index, without_worker(render(err)));
+  }
+
+  /// `text` with its first "pool 0 worker 3: " as "pool 0: ".
+  std::string without_worker(std::string text) const {
+    auto at = text.find(worker_label);
+    if (worker_label.empty() || at == std::string::npos)
+      return text;
+    auto digits = at + worker_label.size();
+    auto end = digits;
+    while (end < text.size() && text[end] >= '0' && text[end] <= '9')
+      ++end;
+    if (end == digits || text.compare(end, 2, ": ") != 0)
+      return text;
+    // Keep "pool 0", drop " worker 3" up to the ": ".
+    auto pool_end = at + worker_label.size() - std::string_view{" worker "}.size();
+    return text.erase(pool_end, end - pool_end);
   }
 
   /// The error the request fails with when some of its segments failed:
-  /// every failure listed in batch order, the code of the first one kept.
+  /// one line per distinct cause, in the order of its first segment,
+  /// naming how many segments it failed and the first few of them; the code
+  /// of the first failure kept.
   caf::error combined_error(const std::string& what) const {
+    std::vector<std::pair<std::string, std::vector<size_t>>> causes;
+    std::map<std::string, size_t> cause_index;
+    for (const auto& [index, cause] : failures) {
+      auto [it, added] = cause_index.emplace(cause, causes.size());
+      if (added)
+        causes.emplace_back(cause, std::vector<size_t>{});
+      causes[it->second].second.push_back(index);
+    }
     std::string text = what + ": " + std::to_string(failures.size()) + " of " +
                        std::to_string(tags.size()) + " segments failed";
-    for (const auto& [index, failure] : failures)
-      text += "\n  " + failure;
+    for (const auto& [cause, indices] : causes)
+      text += "\n  " + segment_list(tags, indices) + ": " + cause;
     auto code = first_error && first_error.category() == error_category
                     ? static_cast<errc>(first_error.code())
                     : errc::child_failed;
@@ -97,21 +145,27 @@ void batch_progress::finish(pool_pointer self) {
     promise.deliver(combined_error(st.label + ": batch"));
     return;
   }
-  // As the original: the average loss per frame, for the log.
+  // A segment without a path (loss inf, error signal zero) is a result,
+  // not a failure: counted, and named once per batch.
   double loss_sum = 0;
   int64_t frame_sum = 0;
-  size_t skipped = 0;
+  std::vector<size_t> skipped;
   for (size_t b = 0; b < lengths.size(); ++b) {
     if (std::isinf(result.loss[b])) {
-      ++skipped;
+      skipped.push_back(b);
       continue;
     }
     loss_sum += result.loss[b];
     frame_sum += lengths[b];
   }
+  st.stats.skipped_segments += skipped.size();
+  if (!skipped.empty())
+    spdlog::warn("{}: batch: {} of {} segments without a path (loss inf, error signal zero): {}",
+                 st.label, skipped.size(), lengths.size(), segment_list(tags, skipped));
   double ms = std::chrono::duration<double, std::milli>(clock::now() - started).count();
-  spdlog::debug("{}: batch of {} segments ({} skipped): average frame loss {:.6f}, {:.1f} ms",
-                st.label, lengths.size(), skipped,
+  spdlog::debug("{}: batch of {} segments ({} without a path): average frame loss {:.6f}, "
+                "{:.1f} ms",
+                st.label, lengths.size(), skipped.size(),
                 frame_sum > 0 ? loss_sum / static_cast<double>(frame_sum) : 0.0, ms);
   promise.deliver(std::move(result));
 }
@@ -198,6 +252,7 @@ caf::result<batch_result> compute_batch(pool_pointer self, batch& b) {
   if (!st.preparer)
     st.preparer = self->spawn(batch_preparer, st.label);
   auto progress = std::make_shared<batch_progress>(b.tags.size());
+  progress->worker_label = st.label + " worker ";
   // The origin first: making the promise takes the sender out of the message.
   auto origin = request_origin::current(self);
   progress->promise = self->make_response_promise<batch_result>();
@@ -231,6 +286,7 @@ caf::result<batch_automata> compute_automata(pool_pointer self, std::vector<std:
   if (auto err = check_tags(tags))
     return with_context(st.label, err);
   auto progress = std::make_shared<automata_progress>(std::move(tags));
+  progress->worker_label = st.label + " worker ";
   auto origin = request_origin::current(self); // before the promise, as above
   progress->promise = self->make_response_promise<batch_automata>();
   track_request(self, progress, std::move(origin));

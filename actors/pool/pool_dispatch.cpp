@@ -218,19 +218,14 @@ void send_next(pool_pointer self, const std::shared_ptr<pool_request>& req, size
   }
 }
 
-/// Fails `segments`, for which no worker is available; the unavailable
-/// workers are listed once per request, with the first. Returns whether
-/// that finished the request.
+/// Fails `segments`, for which no worker is available, all with the same
+/// error listing the unavailable workers (the request's error reports it
+/// once for all of them). Returns whether that finished the request.
 bool fail_unplaced(pool_pointer self, const std::shared_ptr<pool_request>& req,
                    const std::vector<queued_segment>& segments) {
-  for (const auto& segment : segments) {
-    req->segment_failed(self, segment.index,
-                        req->listed_unavailable ? make_error(errc::worker_unavailable,
-                                                             "no worker can take it (see above)")
-                                                : no_worker_available(self),
-                        true);
-    req->listed_unavailable = true;
-  }
+  auto err = no_worker_available(self);
+  for (const auto& segment : segments)
+    req->segment_failed(self, segment.index, err, true);
   req->pending -= segments.size();
   if (req->pending > 0)
     return false;

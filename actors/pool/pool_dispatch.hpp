@@ -87,8 +87,6 @@ struct pool_request : std::enable_shared_from_this<pool_request> {
   std::map<uint64_t, sprint_worker_actor> at_workers;
   /// Segments not done yet.
   size_t pending = 0;
-  /// A failure listed the unavailable workers already.
-  bool listed_unavailable = false;
   /// The caller cancelled it (or the pool stopped): nothing more is sent,
   /// and answers to what was sent only release their workers.
   bool abandoned = false;

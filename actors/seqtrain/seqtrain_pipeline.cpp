@@ -80,7 +80,6 @@ caf::expected<size_t> seqtrain_pipeline::forward(forward_sequences& seqs) {
                                                " sequence indices for " +
                                                std::to_string(data.tags.size()) + " tags");
   batch_check_rules rules;
-  rules.refuse_empty_rows = true;
   rules.column_name = [&](size_t i) { return sequence_name(indices[i], data.tags[i]); };
   if (auto err = check_batch(data, rules))
     return with_context("forward", err);

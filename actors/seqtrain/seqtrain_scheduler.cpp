@@ -131,8 +131,11 @@ void computed(scheduler_pointer self, const entry_pointer& entry, uint32_t lane,
                    render(loss.error()));
     } else {
       ++st.counters.computed;
-      if (*loss == INFINITY)
+      if (*loss == INFINITY) {
         ++st.counters.skipped;
+        spdlog::warn("seqtrain: sequence {} ('{}') without a path (loss inf, error signal zero)",
+                     entry->seq_idx, entry->tag);
+      }
     }
     st.pipeline.complete(entry, std::move(loss));
   }

@@ -39,6 +39,7 @@ void on_init_reply(worker_pointer self, const protocol::value& msg) {
                st.stats.pid, ms.count());
   st.current = phase::ready;
   st.start_failures = 0;
+  st.last_start_failure.clear();
   dispatch(self);
 }
 

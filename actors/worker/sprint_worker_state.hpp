@@ -144,6 +144,10 @@ struct worker_state {
   std::vector<protocol::byte_buffer> spares;
   /// Consecutive children that failed before answering `init`.
   size_t start_failures = 0;
+  /// Why the last child failed to start, until one starts: the same cause
+  /// again (each request of a batch tries anew) is logged at info, not
+  /// warned about once per request.
+  std::string last_start_failure;
   /// A restart is scheduled (backoff): requests wait for it.
   bool restart_pending = false;
   clock::time_point started_at;

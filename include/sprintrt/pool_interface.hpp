@@ -32,6 +32,10 @@ struct pool_stats {
   uint64_t segments = 0;
   /// Segments that failed.
   uint64_t failed_segments = 0;
+  /// Segments of batches computed without a path (loss inf, error signal
+  /// zero: too few frames, an unreachable end, an all -inf frame), counted
+  /// among `segments` too.
+  uint64_t skipped_segments = 0;
   /// Automata requests answered.
   uint64_t automata = 0;
   /// Segment FSAs exported successfully, for automata or alone.
@@ -43,8 +47,8 @@ struct pool_stats {
 /// CAF inspection of `pool_stats`.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pool_stats& x) {
-  return f(x.capacity, x.batches, x.segments, x.failed_segments, x.automata, x.fsa_exports,
-           x.workers);
+  return f(x.capacity, x.batches, x.segments, x.failed_segments, x.skipped_segments, x.automata,
+           x.fsa_exports, x.workers);
 }
 
 /// CAF inspection of `batch_automata`.

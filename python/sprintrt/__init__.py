@@ -200,16 +200,42 @@ def _text_list(texts, name):
     return [_text(text, "%s[%d]" % (name, i)) for i, text in enumerate(texts)]
 
 
-def _batch_with_tags(log_posteriors, tags):
-    """``log_posteriors`` as a numpy array and ``tags`` as a list of str,
-    one per column of a [T, B, D] batch (other shapes are left to C++, which
-    names the argument)."""
+def batch_major_hint(count, shape, name="log_posteriors", batch_first=False):
+    """For an error about ``count`` entries (lengths, tags) given for a batch
+    whose ``name`` has ``shape`` ([T, B, D], or [B, T, D] if
+    ``batch_first``): when ``count`` matches the other of its first two
+    axes and not B, the sentence that says the array's axes look swapped;
+    "" otherwise."""
+    if len(shape) != 3:
+        return ""
+    batch_axis, other_axis = (0, 1) if batch_first else (1, 0)
+    if count == shape[batch_axis] or count != shape[other_axis]:
+        return ""
+    if batch_first:
+        return ("; the second axis of %s matches instead: did you pass a time-major (T, B, D) "
+                "array with batch_first=True?" % name)
+    return ("; the first axis of %s, T = %d, matches instead: did you pass a batch-major "
+            "(B, T, D) array? [T, B, D] (time-major) is due (swap its axes 0 and 1)"
+            % (name, shape[0]))
+
+
+def _batch_with_tags(log_posteriors, seq_lengths, tags):
+    """``log_posteriors`` and ``seq_lengths`` as numpy arrays and ``tags`` as
+    a list of str, one per column of a [T, B, D] batch (other shapes are left
+    to C++, which names the argument)."""
     tags = _tag_list(tags)
     log_posteriors = numpy.asarray(log_posteriors)
-    if log_posteriors.ndim == 3 and len(tags) != log_posteriors.shape[1]:
-        raise ValueError("tags has %d names for a batch of %d"
-                         % (len(tags), log_posteriors.shape[1]))
-    return log_posteriors, tags
+    seq_lengths = numpy.asarray(seq_lengths)
+    if log_posteriors.ndim == 3:
+        batch = log_posteriors.shape[1]
+        if len(tags) != batch:
+            raise ValueError("tags has %d names for a batch of %d%s" % (
+                len(tags), batch, batch_major_hint(len(tags), log_posteriors.shape)))
+        if seq_lengths.ndim == 1 and len(seq_lengths) != batch:
+            raise ValueError("seq_lengths has %d entries for a batch of %d%s" % (
+                len(seq_lengths), batch,
+                batch_major_hint(len(seq_lengths), log_posteriors.shape)))
+    return log_posteriors, seq_lengths, tags
 
 
 def _returnn_config_value(key):
@@ -478,8 +504,8 @@ class SprintInstancePool:
         float32 [T, B, D] (zero in the padding frames) of a time-major batch."""
         if tags is None:
             raise TypeError("tags are required (RETURNN's Device-global tags do not exist here)")
-        log_posteriors, tags = _batch_with_tags(log_posteriors, tags)
-        return self._pool.compute(log_posteriors, numpy.asarray(seq_lengths), tags)
+        log_posteriors, seq_lengths, tags = _batch_with_tags(log_posteriors, seq_lengths, tags)
+        return self._pool.compute(log_posteriors, seq_lengths, tags)
 
     def get_automata_for_batch(self, tags):
         """The batch's automata merged into one: edges uint32 [4, E] (from, to,
@@ -536,9 +562,8 @@ class SeqTrainScheduler:
         (copied: the array may be reused afterwards), ``seq_lengths`` [B],
         ``tags`` [B] and ``seq_indices`` [B], strictly increasing over the
         epoch."""
-        log_posteriors, tags = _batch_with_tags(log_posteriors, tags)
-        self._scheduler.forward(numpy.asarray(seq_indices), log_posteriors,
-                                numpy.asarray(seq_lengths), tags)
+        log_posteriors, seq_lengths, tags = _batch_with_tags(log_posteriors, seq_lengths, tags)
+        self._scheduler.forward(numpy.asarray(seq_indices), log_posteriors, seq_lengths, tags)
 
     def train(self, batches):
         """Declares the current training batches (``SeqTrainBatch``es); waits

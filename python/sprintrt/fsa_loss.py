@@ -23,9 +23,10 @@ Sprint's error signal with respect to the logits z: both losses send the same
 gradient to z (and to everything before it). The gradient is zero in the
 padding frames and for a sequence without any path of nonzero probability,
 whose loss is ``inf`` (as ``torch.nn.functional.ctc_loss`` without
-``zero_infinity``; the kernel also logs a warning through the ``sprintrt``
-logger naming the sequence and why, as Sprint does for the segments it
-skips). The FSA's weights get no gradient.
+``zero_infinity``): each call names such sequences once, in one warning
+through the ``sprintrt`` logger, and ``fsa_loss_stats()`` counts them (the
+rule of every entry point: docs/design.md, "A segment without a path").
+The FSA's weights get no gradient.
 
 Implementations:
 
@@ -49,21 +50,58 @@ highest of them, its edges stay within it, and the ranges of different
 sequences do not overlap.
 """
 
+import logging
 import math
+import threading
 import warnings
 
 import numpy
 import torch
 
-from . import _sprintrt
+from . import _sprintrt, batch_major_hint
 
-__all__ = ["fsa_loss"]
+__all__ = ["fsa_loss", "fsa_loss_stats"]
 
 # The torch implementation's log-sum-exp needs scatter_reduce's "amax", which
 # torch 1.12 and 1.13 call beta (and warn about once per process).
 warnings.filterwarnings("ignore", message=r"scatter_reduce\(\) is in beta")
 
 _IMPLEMENTATIONS = ("auto", "kernel", "torch")
+
+# fsa_loss' counters (see fsa_loss_stats), for every thread of the process.
+_stats_lock = threading.Lock()
+_stats = {"calls": 0, "sequences": 0, "skipped": 0}
+
+
+def fsa_loss_stats():
+    """``fsa_loss``' counters in this process: ``calls``, ``sequences``
+    (computed) and ``skipped`` (of those, without a path: loss inf,
+    gradient zero), as a new dict."""
+    with _stats_lock:
+        return dict(_stats)
+
+
+def _count_and_warn(loss):
+    """Counts the call and its sequences without a path (loss inf) and names
+    those once in a warning through the ``sprintrt`` logger (reading the
+    loss to the host: one synchronization on a GPU)."""
+    skipped = torch.isinf(loss.detach()).nonzero().flatten().tolist()
+    with _stats_lock:
+        _stats["calls"] += 1
+        _stats["sequences"] += loss.shape[0]
+        _stats["skipped"] += len(skipped)
+    if skipped:
+        shown = ", ".join(str(b) for b in skipped[:_NAMES_SHOWN])
+        more = len(skipped) - _NAMES_SHOWN
+        logging.getLogger("sprintrt").warning(
+            "fsa_loss: %d of %d sequences without a path (loss inf, gradient zero: too few "
+            "frames for the FSA, no path to its end state, or a frame whose every score is "
+            "-inf): %s%s", len(skipped), loss.shape[0], shown,
+            " and %d more" % more if more > 0 else "")
+
+
+# How many sequences a warning names before "and N more".
+_NAMES_SHOWN = 3
 _FSA_FIELDS = ("num_states", "edges", "weights", "start_end_states")
 
 
@@ -104,7 +142,7 @@ def _first(bad):
     return int(bad.nonzero()[0, 0])
 
 
-def _fsa_structure(fsa, batch, device):
+def _fsa_structure(fsa, batch, device, log_probs_shape=(), batch_first=False):
     """The FSA's fields, their shapes and dtypes checked: (num_states int,
     edges [4, E], weights [E], start_end_states [2, B]), the tensors on
     ``device``; raises ValueError or TypeError naming the field."""
@@ -130,7 +168,8 @@ def _fsa_structure(fsa, batch, device):
                          % list(start_end.shape))
     if start_end.shape[1] != batch:
         raise ValueError("fsa has %d sequences (fsa.start_end_states columns) for a batch of %d "
-                         "(log_probs)" % (start_end.shape[1], batch))
+                         "(log_probs)%s" % (start_end.shape[1], batch, batch_major_hint(
+                             start_end.shape[1], log_probs_shape, "log_probs", batch_first)))
     if start_end.is_floating_point() or start_end.dtype == torch.bool:
         raise TypeError("fsa.start_end_states must be integers, got %s" % start_end.dtype)
     return int(num_states), edges, weights, start_end
@@ -189,11 +228,13 @@ def _kernel_array(tensor):
     return array.view(numpy.uint32) if array.dtype == numpy.int32 else array
 
 
-def lengths_numpy(lengths, batch, name):
+def lengths_numpy(lengths, batch, name, log_probs_shape=(), batch_first=False):
     """``lengths`` (a tensor on any device, a numpy array or a list of ints)
     as a 1-D integer numpy array of ``batch`` entries; a ValueError or
-    TypeError naming ``name`` otherwise. Both losses' check of their
-    sequence lengths (``sprint_loss`` takes them as they are)."""
+    TypeError naming ``name`` otherwise (saying so when the count matches
+    the other leading axis of ``log_probs_shape``, as ``batch_major_hint``
+    does). Both losses' check of their sequence lengths (``sprint_loss``
+    takes them as they are)."""
     if isinstance(lengths, torch.Tensor):
         lengths = lengths.detach().cpu().numpy()
     lengths = numpy.asarray(lengths)
@@ -202,14 +243,18 @@ def lengths_numpy(lengths, batch, name):
     if lengths.dtype.kind not in "iu":
         raise TypeError("%s must be integers, got %s" % (name, lengths.dtype))
     if len(lengths) != batch:
-        raise ValueError("%s has %d entries for a batch of %d" % (name, len(lengths), batch))
+        raise ValueError("%s has %d entries for a batch of %d%s" % (
+            name, len(lengths), batch,
+            batch_major_hint(len(lengths), log_probs_shape, "log_probs", batch_first)))
     return lengths
 
 
-def _check_lengths(seq_lens, batch, frames):
+def _check_lengths(seq_lens, batch, frames, log_probs_shape, batch_first):
     """``seq_lens`` as an int64 CPU tensor of ``batch`` lengths in
-    [0, frames]; raises ValueError or TypeError."""
-    lengths = torch.from_numpy(lengths_numpy(seq_lens, batch, "seq_lens").astype(numpy.int64))
+    [0, frames]; raises ValueError or TypeError (``log_probs_shape``, as
+    given, for ``lengths_numpy``'s hint)."""
+    lengths = torch.from_numpy(lengths_numpy(seq_lens, batch, "seq_lens", log_probs_shape,
+                                             batch_first).astype(numpy.int64))
     b = _first((lengths < 0) | (lengths > frames))
     if b is not None:
         raise ValueError("seq_lens[%d] is %d, not in [0, %d] (log_probs' frames)"
@@ -365,7 +410,8 @@ def fsa_loss(log_probs, seq_lens, fsa, *, batch_first=False, implementation="aut
         implementation = "kernel" if on_cpu and log_probs.dtype != torch.float64 else "torch"
     time_major = log_probs.transpose(0, 1) if batch_first else log_probs
     frames, batch, classes = time_major.shape
-    lengths = _check_lengths(seq_lens, batch, frames)
+    shape = tuple(log_probs.shape)
+    lengths = _check_lengths(seq_lens, batch, frames, shape, batch_first)
     if implementation == "kernel":
         if num_threads is None:
             num_threads = torch.get_num_threads()
@@ -374,9 +420,14 @@ def fsa_loss(log_probs, seq_lens, fsa, *, batch_first=False, implementation="aut
         # The binding checks the FSA's values and log_probs' (no torch
         # operations, which are slow here when their threads compete with the
         # kernel's).
-        structure = _fsa_structure(fsa, batch, None)
-        return _KernelFsaLoss.apply(time_major, lengths, structure, num_threads)
-    num_states, edges, weights, start_end = _fsa_structure(fsa, batch, log_probs.device)
+        structure = _fsa_structure(fsa, batch, None, shape, batch_first)
+        loss = _KernelFsaLoss.apply(time_major, lengths, structure, num_threads)
+        _count_and_warn(loss)
+        return loss
+    num_states, edges, weights, start_end = _fsa_structure(fsa, batch, log_probs.device, shape,
+                                                           batch_first)
     edges, start, end = _check_fsa_values(num_states, edges, weights, start_end, batch, classes)
     _check_finite(time_major.detach(), lengths)
-    return _TorchFsaLoss.apply(time_major, lengths, num_states, edges, weights, start, end)
+    loss = _TorchFsaLoss.apply(time_major, lengths, num_states, edges, weights, start, end)
+    _count_and_warn(loss)
+    return loss

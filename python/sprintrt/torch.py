@@ -27,9 +27,10 @@ import torch
 from . import SprintInstancePool
 from .fsa_builder import FsaBuilder
 from .fsa_layouts import WeightedFsa, WeightedFsaV2
-from .fsa_loss import fsa_loss, lengths_numpy
+from .fsa_loss import fsa_loss, fsa_loss_stats, lengths_numpy
 
-__all__ = ["FsaBuilder", "SprintLoss", "WeightedFsa", "WeightedFsaV2", "fsa_loss", "sprint_loss"]
+__all__ = ["FsaBuilder", "SprintLoss", "WeightedFsa", "WeightedFsaV2", "fsa_loss", "fsa_loss_stats",
+           "sprint_loss"]
 
 
 class SprintLoss(torch.autograd.Function):
@@ -83,5 +84,6 @@ def sprint_loss(log_probs, seq_lengths, tags, pool):
     if not isinstance(pool, SprintInstancePool):
         raise TypeError("pool must be a sprintrt.SprintInstancePool, got %s"
                         % type(pool).__name__)
-    lengths = lengths_numpy(seq_lengths, log_probs.shape[1], "seq_lengths")
+    lengths = lengths_numpy(seq_lengths, log_probs.shape[1], "seq_lengths",
+                            tuple(log_probs.shape))
     return SprintLoss.apply(log_probs, lengths, tags, pool)

@@ -137,6 +137,17 @@ TEST_CASE("sprintrt loss explains bad input files") {
   auto too_long = run(dir.path() + "/lp.npy", tags);
   CHECK(too_long.status == 1);
   CHECK_THAT(too_long.err, Catch::Contains("seq_length 5 is not in 1..4"));
+  // The two sequences as [B, T, D] = [2, 4, D]: the two lengths match its
+  // first axis, and the error says so.
+  size_t batch_major_shape[] = {2, 4, dim};
+  REQUIRE_FALSE(cli::write_npy<float>(dir.path() + "/batch_major.npy", batch_major_shape, lp));
+  auto batch_major = run(dir.path() + "/batch_major.npy", tags);
+  CHECK(batch_major.status == 1);
+  CHECK_THAT(
+      batch_major.err,
+      Catch::Contains("len.npy': sequence lengths must be [B] = [4], got (2,); "
+                      "the first axis of log_posteriors, T = 2, matches instead: did you pass a "
+                      "batch-major (B, T, D) array? [T, B, D] (time-major) is due"));
 }
 
 TEST_CASE("sprintrt loss --json prints a JSON error object on failure") {
@@ -245,7 +256,7 @@ std::string loss_args(const test::temp_dir& dir, const std::string& opts, const 
 
 } // namespace
 
-TEST_CASE("sprintrt loss names and counts the segments Sprint skipped") {
+TEST_CASE("sprintrt loss names and counts the segments without a path") {
   test::temp_dir dir;
   auto segments = test::write_corpus(dir, 2, dim);
   // Eight labels cannot be aligned to three frames: Sprint skips it.
@@ -256,12 +267,16 @@ TEST_CASE("sprintrt loss names and counts the segments Sprint skipped") {
   auto text = test::run_cli(dir.path(), args);
   INFO(text.out << text.err);
   REQUIRE(text.status == 0);
-  CHECK_THAT(text.out, Catch::Contains(" over 2; Sprint skipped 1 (loss inf, zero error signal): "
+  CHECK_THAT(text.out, Catch::Contains(" over 2; 1 without a path (loss inf, error signal zero): "
                                        "too_long; wrote "));
+  // The pool's warning names it once, with the batch's count.
+  CHECK_THAT(text.err, Catch::Contains("pool 0: batch: 1 of 3 segments without a path (loss inf, "
+                                       "error signal zero): segment 1 ('too_long')"));
   auto json = test::run_cli(dir.path(), args + " --json");
   REQUIRE(json.status == 0);
   auto summary = nlohmann::json::parse(json.out);
   CHECK(summary["skipped"] == nlohmann::json::parse(R"([{"index": 1, "tag": "too_long"}])"));
+  CHECK(summary["skipped_segments"] == 1);
   auto loss = cli::read_npy_exact<float>(dir.path() + "/loss.npy");
   REQUIRE(loss);
   CHECK(std::isinf(loss->values[1]));

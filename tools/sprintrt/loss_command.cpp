@@ -113,8 +113,8 @@ int run(const loss_options& cli) {
   auto stats = client.stats();
   int64_t frames = 0;
   double loss_sum = 0;
-  // Sprint skips a segment it cannot align (loss inf, zero error signal):
-  // the sum leaves it out, and the summary names it.
+  // A segment without a path (loss inf, error signal zero; the pool warned
+  // about it): the sum leaves it out, and the summary names it.
   std::vector<size_t> skipped;
   for (size_t b = 0; b < tags.size(); ++b) {
     frames += lengths[b];
@@ -140,6 +140,7 @@ int run(const loss_options& cli) {
     for (size_t b : skipped)
       summary["skipped"].push_back({{"index", b}, {"tag", tags[b]}});
     summary["loss_sum"] = loss_sum;
+    summary["skipped_segments"] = stats ? stats->skipped_segments : 0;
     summary["workers"] = json::array();
     if (stats)
       for (const auto& w : stats->workers)
@@ -155,8 +156,8 @@ int run(const loss_options& cli) {
               << " s on " << (stats ? stats->workers.size() : 0) << " worker(s); loss sum "
               << loss_sum;
     if (!skipped.empty()) {
-      std::cout << " over " << tags.size() - skipped.size() << "; Sprint skipped " << skipped.size()
-                << " (loss inf, zero error signal):";
+      std::cout << " over " << tags.size() - skipped.size() << "; " << skipped.size()
+                << " without a path (loss inf, error signal zero):";
       for (size_t b : skipped)
         std::cout << " " << tags[b];
     }

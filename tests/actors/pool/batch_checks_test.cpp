@@ -33,6 +33,26 @@ float& at(batch& b, size_t t, size_t i, size_t d) {
 
 } // namespace
 
+TEST_CASE("a batch-major array is named as such, not blamed on the lengths or tags") {
+  // Four sequences of 3 frames passed as [B, T, D] = [4, 3, 2]: the four
+  // lengths and tags match the first axis.
+  batch b;
+  b.log_posteriors = tensor::zeros({4, 3, 2});
+  b.seq_lengths = {3, 3, 3, 3};
+  b.tags = {"a", "b", "c", "d"};
+  check_invalid(
+      b, "seq_lengths has 4 entries, log_posteriors has B = 3; the first axis of "
+         "log_posteriors, T = 4, matches instead: did you pass a batch-major (B, T, D) array? "
+         "[T, B, D] (time-major) is due (swap its axes 0 and 1)");
+  b.seq_lengths = {3, 3, 3};
+  check_invalid(
+      b, "tags has 4 entries, log_posteriors has B = 3; the first axis of "
+         "log_posteriors, T = 4, matches instead: did you pass a batch-major (B, T, D) array?");
+  // A count that matches neither axis gets no such guess.
+  CHECK(batch_major_hint(5, 4, 3).empty());
+  CHECK(batch_major_hint(3, 3, 3).empty());
+}
+
 TEST_CASE("a well-formed batch passes, with -inf and garbage in the padding") {
   auto b = valid_batch();
   at(b, 0, 0, 1) = -INFINITY;

@@ -589,8 +589,9 @@ TEST_CASE("a request that kills every worker fails after max_resends, it never l
   CHECK(result.error() == errc::child_failed);
   auto text = error_message(result.error());
   CHECK(contains(text, "dying pool: batch: 4 of 4 segments failed"));
-  CHECK(contains(text, "segment 1 ('rec/b'): child_failed: dying pool: the worker serving it "
-                       "terminated 2 times (resent 1 times, the most the worker source allows)"));
+  CHECK(contains(text, "4 segments: 0 ('rec/a'), 1 ('rec/b'), 2 ('rec/c') and 1 more: "
+                       "child_failed: dying pool: the worker serving it terminated 2 times "
+                       "(resent 1 times, the most the worker source allows)"));
   auto single = client.compute_segment(test_batch{4, 1, 5}.job("rec/b", 0, 4));
   REQUIRE_FALSE(single);
   CHECK(error_message(single.error()) ==

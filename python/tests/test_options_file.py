@@ -201,3 +201,11 @@ def test_executable_path_finds_this_packages_programs():
     assert os.path.samefile(sprintrt.executable_path("sprintrt"), CLI)
     with pytest.raises(ValueError, match="name must be one of"):
         sprintrt.executable_path("nn-trainer")
+
+
+def test_the_readmes_rasr_example_reads_from_python_as_the_tool_reads_it():
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "first-run", "rasr.json")
+    opts = sprintrt.Options.from_file(path)
+    assert sprintrt._sprintrt.sprint_arguments(opts.json) == [
+        "--config=/work/asr/setup/config/training.config", "--*.action=python-control",
+        "--*.input-in-log-space=true"]

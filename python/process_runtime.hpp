@@ -137,7 +137,8 @@ struct release_deferred_objects_at_exit {
 /// exception). `stop` is a `signal_stop`'s token: a signal handler that
 /// raised (Ctrl-C) during the call stops it, and its exception is raised
 /// here once the call returned; with `interrupted`, what the stopped call
-/// returned is left there for the caller's handler of that exception.
+/// returned is left there for the caller's handler of that exception (and
+/// nothing, when no handler raised).
 template <class Facade, class F>
 std::invoke_result_t<F, Facade&, const stop_token&> call_without_gil(
     const std::shared_ptr<Facade>& facade, const char* what, F&& f,
@@ -156,11 +157,9 @@ std::invoke_result_t<F, Facade&, const stop_token&> call_without_gil(
     kept.reset();
     call.end();
   }
-  if (interrupted)
+  if (interrupted && interrupt.interrupted())
     *interrupted = std::move(result);
   interrupt.raise_if_interrupted();
-  if (interrupted)
-    return std::move(**interrupted);
   return std::move(*result);
 }
 

@@ -39,6 +39,9 @@ public:
   /// Returns the token to give the call.
   stop_token token() const { return token_; }
 
+  /// Whether a signal handler raised during the call (with the GIL held).
+  bool interrupted() const { return raised_->type != nullptr; }
+
   /// Raises the exception a signal handler raised during the call, if one
   /// did (with the GIL held, after the call returned). The call's own result
   /// is dropped then: the interrupt wins, as it would in Python code.

@@ -10,8 +10,6 @@
 #include <string>
 #include <vector>
 
-extern char** environ;
-
 #include "at_fork.hpp"
 #include "binding_support.hpp"
 #include "config/child_environment.hpp"
@@ -22,6 +20,8 @@ extern char** environ;
 #include "process_runtime.hpp"
 #include "seqtrain_binding.hpp"
 #include "sprintrt/version.hpp"
+
+extern char** environ;
 
 PYBIND11_MODULE(_sprintrt, m) {
   namespace py = pybind11;

@@ -86,6 +86,9 @@ struct exec_plan {
   std::array<int, 5> fds{};
   /// The parent's pid, read before the clone.
   pid_t parent = -1;
+  /// The child writes to the parent's own stdout and stderr (`childOutput`
+  /// "inherit"), which may be a terminal.
+  bool inherits_output = false;
   /// An upper bound of open descriptor numbers, for closing them one by one
   /// where close_range is missing (Linux before 5.9).
   int max_fd = 0;
@@ -140,6 +143,14 @@ SPRINTRT_UNSANITIZED int child_main(void* arg) {
   // itself instead of seeing them die and resending their work.
   if (::setpgid(0, 0) != 0)
     child_failed(plan, "setpgid");
+  // Out of the terminal's foreground group, a write to it (with `stty
+  // tostop`) would stop the child with SIGTTOU until replyTimeout: ignored,
+  // which execve keeps.
+  if (plan.inherits_output) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGTTOU, &ignore, nullptr);
+  }
   uint64_t no_signals = 0;
   ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &no_signals, nullptr, sizeof no_signals);
   ::execve(plan.path, plan.argv, plan.envp);
@@ -308,6 +319,7 @@ caf::expected<spawned_child> spawn_sprint_child(const sprint_options& opts,
   const int err_fd = output.write ? output.write.get() : err.get();
   plan.fds = {in->get(), out_fd, err_fd, c2p->write.get(), p2c->read.get()};
   plan.parent = ::getpid();
+  plan.inherits_output = opts.child_output.kind == child_output_mode::inherit;
   rlimit limit{};
   plan.max_fd = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < (1u << 20)
                     ? static_cast<int>(limit.rlim_cur)

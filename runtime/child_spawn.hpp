@@ -16,7 +16,9 @@
 ///
 /// The child is the leader of a process group of its own, so that signals
 /// a terminal sends to the trainer's group (Ctrl-C's SIGINT, SIGQUIT,
-/// SIGTSTP) reach only the trainer, which stops its children itself.
+/// SIGTSTP) reach only the trainer, which stops its children itself. With
+/// `childOutput` "inherit" it ignores SIGTTOU: a background group's write
+/// to a terminal with `tostop` set would stop it otherwise.
 ///
 /// The child dies with its trainer: it is started with
 /// clone(CLONE_VM | CLONE_VFORK) (as posix_spawn does, so a trainer with

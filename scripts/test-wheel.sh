@@ -15,6 +15,9 @@ trap 'rm -rf "$work"' EXIT
 echo "== a fresh venv ($python, with the system's site packages for NumPy and PyTorch)"
 "$python" -m venv --system-site-packages "$work/venv"
 venv_python="$work/venv/bin/python"
+# A wheel packs setuptools' build-wheel/lib* as it finds it: start it afresh,
+# so that nothing removed from the package is shipped from an earlier build.
+rm -rf "$root"/build-wheel/lib.*
 echo "== pip wheel (the build takes minutes: CMake builds the extension and the programs)"
 CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
   "$venv_python" -m pip wheel --no-build-isolation --no-deps --wheel-dir "$work/wheels" "$root"

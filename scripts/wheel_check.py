@@ -50,9 +50,16 @@ def main():
     # Each frame's error signal (softmax - occupancy) sums to zero.
     check(numpy.abs(error_signal.sum(axis=2)).max() < 1e-5, "error signal rows do not sum to 0")
 
-    # An FSA export: CTC over 3 labels has 2 * 3 + 1 states.
+    # An FSA export through the builder is the automaton the pool merges for
+    # the same segment alone.
     fsa = FsaBuilder(opts).build_single("a")
-    check(fsa[0] == 7, "FSA of 'a' has %d states, expected 7" % fsa[0])
+    edges, weights, start_end = pool.get_automata_for_batch(["a"])
+    check(fsa[1] == len(weights) > 0, "FSA of 'a' has %d edges, the pool's automaton %d"
+          % (fsa[1], len(weights)))
+    check(numpy.array_equal(fsa[3], weights), "FSA of 'a': its weights differ from the pool's")
+    check(fsa[0] == int(max(edges[:2].max(), start_end.max())) + 1,
+          "FSA of 'a' has %d states, the pool's automaton %d"
+          % (fsa[0], int(max(edges[:2].max(), start_end.max())) + 1))
     print("wheel check ok: package %s, loss %s, FSA of 'a' with %d states and %d edges"
           % (package, loss.tolist(), fsa[0], fsa[1]))
 

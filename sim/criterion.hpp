@@ -133,6 +133,14 @@ public:
   /// not move). Errors as `segment_fsa`.
   caf::expected<const fsa*> cached_fsa(std::string_view segment);
 
+  /// Whether a skipped segment is warned about (the default: a Sprint
+  /// child's log says it) or logged at debug level (in-process workers,
+  /// whose pool names a batch's skips in one warning).
+  void set_warn_on_skip(bool warn) noexcept {
+    engine_.set_warn_on_skip(warn);
+    sequence_engine_.set_warn_on_skip(warn);
+  }
+
   /// The Viterbi alignment of `segment` over `log_posteriors` [T, D].
   caf::expected<viterbi_alignment> align(std::string_view segment,
                                          const log_posteriors_ref& log_posteriors);

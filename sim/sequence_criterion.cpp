@@ -73,9 +73,10 @@ caf::expected<full_sum_result> sequence_loss(sequence_kind kind, const sequence_
       engine.add_occupancy(-scales.am, gradient);
   }
   if ((kind != sequence_kind::mmi && !best) || !std::isfinite(log_numerator)) {
-    spdlog::warn("segment '{}' skipped: its reference has no path of {} frames with nonzero "
-                 "probability; loss is inf, error signal zero",
-                 segment.name, frames);
+    spdlog::log(engine.warn_on_skip() ? spdlog::level::warn : spdlog::level::debug,
+                "segment '{}' skipped: its reference has no path of {} frames with nonzero "
+                "probability; loss is inf, error signal zero",
+                segment.name, frames);
     error_signal.setZero();
     return full_sum_result{std::numeric_limits<double>::infinity(), true};
   }

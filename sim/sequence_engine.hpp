@@ -27,6 +27,14 @@ namespace sprintrt::sim {
 /// may be -inf (probability zero), never NaN or +inf.
 class sequence_engine {
 public:
+  /// Whether `sequence_loss` warns about a skipped segment (as Sprint's own
+  /// log says it) or logs it at debug level, for a caller that reports the
+  /// skips of a batch itself (in-process workers: the pool does).
+  void set_warn_on_skip(bool warn) noexcept { warn_on_skip_ = warn; }
+
+  /// Returns the setting of `set_warn_on_skip` (true unless changed).
+  bool warn_on_skip() const noexcept { return warn_on_skip_; }
+
   /// Runs forward and backward over every path of `graph` scored with
   /// `scores` (file comment of wfsa.hpp), and returns log Z, the logsumexp of
   /// all path scores: -inf when no path of T frames has a finite score. The
@@ -56,6 +64,7 @@ private:
   // (`outgoing_`), each group in edge order: offsets into the edge lists.
   void index(const wfsa& graph);
 
+  bool warn_on_skip_ = true;
   const wfsa* graph_ = nullptr;
   const row_matrix_d* scores_ = nullptr;
   double log_z_ = 0;

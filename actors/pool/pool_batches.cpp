@@ -23,6 +23,7 @@
 #include "actors/pool/automata_merge.hpp"
 #include "actors/pool/batch_checks.hpp"
 #include "actors/pool/pool_dispatch.hpp"
+#include "actors/pool/segment_requests.hpp"
 #include "common/float_loss.hpp"
 #include "sprintrt/error.hpp"
 
@@ -86,14 +87,14 @@ struct batch_failures {
   }
 
   /// The error the request fails with when some of its segments failed:
-  /// one line per distinct cause, in the order of its first segment,
-  /// naming how many segments it failed and the first few of them; the code
-  /// of the first failure kept.
+  /// one entry per distinct cause (`failure_cause_key`), in the order of its
+  /// first segment, naming how many segments it failed and the first few of
+  /// them, with the first segment's text; the code of the first failure kept.
   caf::error combined_error(const std::string& what) const {
     std::vector<std::pair<std::string, std::vector<size_t>>> causes;
     std::map<std::string, size_t> cause_index;
     for (const auto& [index, cause] : failures) {
-      auto [it, added] = cause_index.emplace(cause, causes.size());
+      auto [it, added] = cause_index.emplace(failure_cause_key(cause), causes.size());
       if (added)
         causes.emplace_back(cause, std::vector<size_t>{});
       causes[it->second].second.push_back(index);

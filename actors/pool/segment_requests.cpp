@@ -116,6 +116,25 @@ caf::expected<segment_fsa> fsa_from_reply(const protocol::value& reply, fsa_sour
   return fsa;
 }
 
+namespace {
+
+/// Where `describe_down`'s text of a child's output begins.
+constexpr const char* output_tail_marker = "; its output ended with:\n";
+
+} // namespace
+
+std::string failure_cause_key(const std::string& text) {
+  auto key = text.substr(0, text.find(output_tail_marker));
+  for (auto at = key.find(" pid "); at != std::string::npos; at = key.find(" pid ", at + 1)) {
+    auto end = at + 5;
+    while (end < key.size() && key[end] >= '0' && key[end] <= '9')
+      ++end;
+    if (end > at + 5)
+      key.erase(at, end - at);
+  }
+  return key;
+}
+
 std::string describe_down(const runtime::child_down& down) {
   std::string text;
   if (down.cause) {
@@ -128,7 +147,7 @@ std::string describe_down(const runtime::child_down& down) {
   text += " " + down.describe();
   auto lines = runtime::last_lines(down.output, 20);
   if (!lines.empty())
-    text += "; its output ended with:\n" + lines;
+    text += output_tail_marker + lines;
   return text;
 }
 

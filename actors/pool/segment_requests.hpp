@@ -217,4 +217,10 @@ caf::expected<segment_fsa> fsa_from_reply(const protocol::value& reply,
 /// the last 20 lines of its output.
 std::string describe_down(const runtime::child_down& down);
 
+/// The part of a failure's text that says why, without what differs from
+/// child to child when every child fails alike: the pid and the output's
+/// tail of `describe_down` (whose lines carry pids and times). Failures
+/// with equal keys have the same cause.
+std::string failure_cause_key(const std::string& text);
+
 } // namespace sprintrt

@@ -295,6 +295,8 @@ sim_worker_behavior_fun(sim_worker_pointer self, std::shared_ptr<const sim_worke
   auto& st = self->state;
   st.setup = std::move(setup);
   st.criterion.emplace(*st.setup->segments, st.setup->automaton_topology, st.setup->criterion);
+  st.criterion->set_warn_on_skip(false); // the pool names a batch's skips once
+
   st.label = std::move(name);
   st.random.seed(st.setup->behavior.seed + slot);
   self->set_exit_handler([self](caf::exit_msg& msg) { stop(self, msg.reason); });

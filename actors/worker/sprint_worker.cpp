@@ -223,15 +223,17 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
     }
   } else if (was_starting) {
     ++st.start_failures;
-    // Warned about once per cause; the retries and repeats only count.
-    const bool new_cause = what != st.last_start_failure;
-    st.last_start_failure = what;
+    // Warned about once per cause (each child's pid and output differ); the
+    // retries and repeats only count.
+    auto cause_key = failure_cause_key(what);
+    const bool new_cause = cause_key != st.last_start_failure;
+    st.last_start_failure = std::move(cause_key);
     if (st.start_failures > st.opts.max_retries || permanent(cause)) {
       // Nothing works without a child: fail everything that waits. Each
       // caller gets the cause; it was logged at the first attempt.
       auto failed = make_error(cause == errc::timeout ? errc::timeout : errc::child_failed,
                                st.label + ": the Sprint child could not be started: " + what);
-      if (st.start_failures == 1 && new_cause)
+      if (new_cause)
         spdlog::warn("{}", render(failed));
       else
         spdlog::info("{}: the Sprint child failed to start {} times; failing {} request(s)",
@@ -244,7 +246,7 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
       return;
     }
     // Said once, with the child's output; the retries only count.
-    if (st.start_failures == 1 && new_cause)
+    if (new_cause)
       spdlog::warn("{}: the Sprint child failed to start: {}; trying again ({} more attempt(s))",
                    st.label, what, st.opts.max_retries);
     else

@@ -22,9 +22,9 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "actors/pool/segment_requests.hpp"
+#include "config/wire_format.hpp"
 #include "protocol/byte_buffer.hpp"
 #include "runtime/sprint_channel.hpp"
-#include "config/wire_format.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/worker_interface.hpp"
 
@@ -144,9 +144,9 @@ struct worker_state {
   std::vector<protocol::byte_buffer> spares;
   /// Consecutive children that failed before answering `init`.
   size_t start_failures = 0;
-  /// Why the last child failed to start, until one starts: the same cause
-  /// again (each request of a batch tries anew) is logged at info, not
-  /// warned about once per request.
+  /// Why the last child failed to start (`failure_cause_key`), until one
+  /// starts: the same cause again (each request of a batch tries anew) is
+  /// logged at info, not warned about once per request.
   std::string last_start_failure;
   /// A restart is scheduled (backoff): requests wait for it.
   bool restart_pending = false;

@@ -26,10 +26,8 @@ runtime of the child's (``_after_fork_in_child``).
 """
 
 import atexit
-import json
 import logging
 import os
-import shlex
 import sys
 import threading
 import traceback
@@ -40,6 +38,7 @@ from . import _sprintrt
 from ._sprintrt import (Error, Pool, Scheduler, SeqTrainBatch, SeqTrainPart, canonical_options,
                         seqtrain_error_signal, shutdown, version)
 from .options import Options
+from .sprint_opts import _check_sprint_opts, _copy_opts, _options_json
 
 __all__ = ["Error", "Options", "SeqTrainBatch", "SeqTrainPart", "SeqTrainScheduler",
            "SprintInstancePool", "executable_path", "seqtrain_error_signal", "set_log_level",
@@ -238,60 +237,6 @@ def _batch_with_tags(log_posteriors, seq_lengths, tags):
     return log_posteriors, seq_lengths, tags
 
 
-def _returnn_config_value(key):
-    """``config.typed_dict[key]`` of RETURNN's global config (what a
-    ``sprintConfigStr`` of "config:<key>" names)."""
-    try:
-        from returnn.config import get_global_config
-    except ImportError as e:
-        raise ValueError("sprintConfigStr 'config:%s' names RETURNN's config, but RETURNN cannot "
-                         "be imported (%s)" % (key, e))
-    config = get_global_config()
-    if config is None or key not in config.typed_dict:
-        raise ValueError("sprintConfigStr 'config:%s': RETURNN's global config has no %r"
-                         % (key, key))
-    return config.typed_dict[key]
-
-
-def _sprint_args(value):
-    """Sprint's arguments from ``sprintConfigStr`` as RETURNN evaluates it:
-    "config:<key>" is looked up in RETURNN's config (as
-    ``SprintSubprocessInstance`` does), then ``_eval_shell_str``."""
-    if isinstance(value, str) and value.startswith("config:"):
-        value = _returnn_config_value(value[len("config:"):])
-    return _eval_shell_str(value)
-
-
-def _eval_shell_str(value):
-    """RETURNN's ``returnn.util.basic.eval_shell_str``: a string is split
-    like a shell (``shlex``), a list or tuple is taken as it is, either may
-    be a callable returning one, and so may each element; an element starting
-    with "$" is the environment variable of that name (unset: empty), itself
-    evaluated the same way. Nothing else is expanded: "--a=$HOME" stays as it
-    is."""
-    if callable(value):
-        value = value()
-    if isinstance(value, (list, tuple)):
-        tokens = value
-    elif isinstance(value, str):
-        tokens = shlex.split(value)
-    else:
-        raise TypeError("sprintConfigStr must be a str, a list of str or a callable returning "
-                        "one, got %s" % type(value).__name__)
-    args = []
-    for token in tokens:
-        if callable(token):
-            token = token()
-        if not isinstance(token, str):
-            raise TypeError("sprintConfigStr: an argument must be a str, got %s"
-                            % type(token).__name__)
-        if token.startswith("$"):
-            args += _eval_shell_str(os.environ.get(token[1:], ""))
-        else:
-            args.append(token)
-    return args
-
-
 class _FrozenDict(tuple):
     """A dict's items as a hashable key, never equal to a plain tuple (so
     that a dict and a list of pairs are different options, as in RETURNN's
@@ -343,108 +288,11 @@ def executable_path(name):
                             "build tree (looked at %s)" % (name, ", ".join(candidates)))
 
 
-def _check_sprint_opts(sprint_opts):
-    """A TypeError unless ``sprint_opts`` is a dict (RETURNN's) or an
-    ``Options`` (sprintrt's)."""
-    if not isinstance(sprint_opts, (dict, Options)):
-        raise TypeError("sprint_opts must be a dict (RETURNN's sprint_opts) or a sprintrt.Options, "
-                        "got %s" % type(sprint_opts).__name__)
-
-
-def _copy_opts(sprint_opts):
-    """A copy of ``sprint_opts`` that later changes to it do not reach (an
-    ``Options`` is immutable and kept)."""
-    return sprint_opts if isinstance(sprint_opts, Options) else dict(sprint_opts)
-
-
-def _options_json(sprint_opts):
-    """``sprint_opts`` as sprintrt's options JSON. An ``Options`` is taken as
-    it is (sprintrt's rules). A dict is RETURNN's: ``sprintConfigStr`` is
-    evaluated here, as RETURNN does (``_sprint_args``), and handed over as a
-    list in which "$" is escaped, so that sprintrt takes every argument
-    literally; where sprintrt's rules would read it differently, a warning
-    says so (``_warn_if_read_differently``)."""
-    _check_sprint_opts(sprint_opts)
-    if isinstance(sprint_opts, Options):
-        opts = sprint_opts.to_dict()
-    else:
-        opts = dict(sprint_opts)
-        if "sprintConfigStr" in opts:
-            args = _sprint_args(opts["sprintConfigStr"])
-            _warn_if_read_differently(sprint_opts, args)
-            opts["sprintConfigStr"] = [arg.replace("$", "$$") for arg in args]
-    _name_control_dir(opts)
-    try:
-        return json.dumps(opts)
-    except TypeError as e:
-        raise TypeError("sprint_opts must hold JSON values (str, numbers, bools, lists, dicts): %s"
-                        % e)
-
-
-def _warn_if_read_differently(sprint_opts, returnn_args):
-    """Logs a warning when sprintrt's rules (the ``sprintrt`` tool, ``serve``,
-    C++, ``Options``) would give the children other arguments than
-    ``returnn_args``, RETURNN's reading of the dict ``sprint_opts``; only for
-    a ``sprintConfigStr`` that both can read (a str other than "config:...",
-    or a list of str)."""
-    value = sprint_opts.get("sprintConfigStr")
-    if isinstance(value, str):
-        if value.startswith("config:"):
-            return
-    elif not (isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value)):
-        return
-    if "$" not in (value if isinstance(value, str) else "".join(value)):
-        return  # without variables both are a shell's split
-    # Only the arguments are asked for: the program is not looked at.
-    probe = {"sprintExecPath": "sprint",
-             "sprintConfigStr": value if isinstance(value, str) else list(value)}
-    if isinstance(sprint_opts.get("env"), dict):
-        probe["env"] = sprint_opts["env"]
-    try:
-        sprintrt_args = _sprintrt.sprint_arguments(json.dumps(probe))
-    except Error as e:
-        sprintrt_args = None
-        sprintrt_reading = "refuse them (%s)" % e
-    except (TypeError, ValueError):
-        return
-    if sprintrt_args == returnn_args:
-        return
-    if sprintrt_args is not None:
-        sprintrt_reading = "give %s" % sprintrt_args
-    logging.getLogger("sprintrt").warning(
-        "sprint_opts is a dict, so its sprintConfigStr is read by RETURNN's rules (only an "
-        "argument that starts with $ is a variable): the children get %s; sprintrt's rules (the "
-        "sprintrt tool, serve, C++) would %s. To read an options file as the sprintrt tool "
-        "does, pass sprintrt.Options.from_file(path)", returnn_args, sprintrt_reading)
-
-
-def _name_control_dir(opts):
-    """With neither ``pymodPath`` nor ``pymodName``, children load
-    ``sprintrt_control``: tell the runtime where this package's copy is (it
-    looks in the build tree and the install prefix it was built for, which
-    a moved installation is not), through the children's
-    ``SPRINTRT_CONTROL_DIR`` unless that is set already."""
-    if opts.get("pymodPath") or opts.get("pymodName"):
-        return
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = opts.get("env")
-    env = {} if env is None else env
-    if (not isinstance(env, dict) or not isinstance(env.get("set", {}), dict)
-            or "SPRINTRT_CONTROL_DIR" in os.environ
-            or not os.path.isfile(os.path.join(here, "sprintrt_control.py"))):
-        return
-    changes = dict(env.get("set") or {})
-    if "SPRINTRT_CONTROL_DIR" in changes or "SPRINTRT_CONTROL_DIR" in (env.get("unset") or ()):
-        return
-    changes["SPRINTRT_CONTROL_DIR"] = here
-    opts["env"] = dict(env, set=changes)
-
-
 class SprintInstancePool:
     """The worker pool for one ``sprint_opts``: a ``sprintrt.Options`` (an
     options file as the ``sprintrt`` tool reads it), or a dict of RETURNN's
     keys and sprintrt's, as in RETURNN's config, whose ``sprintConfigStr``
-    means what it means to RETURNN (see ``_sprint_args``; a warning names
+    means what it means to RETURNN (see ``sprint_opts._sprint_args``; a warning names
     an argument that sprintrt's rules would read differently)."""
 
     class_lock = threading.RLock()

@@ -21,7 +21,6 @@ be the output of a log_softmax over its last axis; the gradient with respect
 to anything else computed from them is not the loss's.
 """
 
-import numpy
 import torch
 
 from . import SprintInstancePool

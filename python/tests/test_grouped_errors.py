@@ -26,42 +26,57 @@ def _sprintrt_records(caplog):
     return [r.getMessage() for r in caplog.records if r.name.startswith("sprintrt")]
 
 
-def test_a_missing_program_is_one_line_for_all_segments(tmp_path, caplog):
+def _failed_batch(tmp_path, caplog, **keys):
+    """The error lines of a batch of B segments on a pool of sprint-sim's
+    options changed by ``keys``, and the sprintrt records it logged."""
     corpus, names, lp, lengths = _corpus_and_batch(tmp_path)
-    opts = {"sprintExecPath": str(tmp_path / "no-such-sprint"),
-            "sprintConfigStr": ["--*.corpus=" + corpus], "numInstances": 4}
+    opts = dict({"sprintExecPath": SPRINT_SIM, "sprintConfigStr": ["--*.corpus=" + corpus]},
+                **keys)
     pool = sprintrt.SprintInstancePool.get_global_instance(sprintrt.Options(opts))
     with caplog.at_level(logging.WARNING, logger="sprintrt"):
         with pytest.raises(sprintrt.Error) as e:
             pool.get_batch_loss_and_error_signal(lp, lengths, names)
-    text = str(e.value)
-    lines = text.splitlines()
+        records = _sprintrt_records(caplog)
+    lines = str(e.value).splitlines()
     assert "64 of 64 segments failed" in lines[0]
     assert lines[1].startswith("  64 segments: 0 ('s0'), 1 ('s1'), 2 ('s2') and 61 more: ")
-    assert "no-such-sprint" in lines[1]
-    assert len(lines) <= 6, text
-    # The log says it a few times (once per worker slot), not once per segment.
-    records = _sprintrt_records(caplog)
-    assert 0 < len(records) <= 8, records
+    return lines, records
+
+
+def test_a_missing_program_is_one_line_for_all_segments(tmp_path, caplog):
+    lines, records = _failed_batch(tmp_path, caplog,
+                                   sprintExecPath=str(tmp_path / "no-such-sprint"),
+                                   numInstances=4)
+    assert "no-such-sprint' does not exist" in lines[1]
+    assert len(lines) == 2, lines
+    # The log says it once per worker (each met it), not once per segment.
+    assert 0 < len(records) <= 4, records
 
 
 def test_an_unreachable_remote_pool_is_one_line_for_all_segments(tmp_path, caplog):
-    corpus, names, lp, lengths = _corpus_and_batch(tmp_path)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    opts = {"sprintExecPath": SPRINT_SIM, "sprintConfigStr": ["--*.corpus=" + corpus],
-            "numInstances": 0, "remote": ["127.0.0.1:%d" % port]}
-    pool = sprintrt.SprintInstancePool.get_global_instance(sprintrt.Options(opts))
-    with caplog.at_level(logging.WARNING, logger="sprintrt"):
-        with pytest.raises(sprintrt.Error) as e:
-            pool.get_batch_loss_and_error_signal(lp, lengths, names)
-    text = str(e.value)
-    lines = text.splitlines()
-    assert "64 of 64 segments failed" in lines[0]
-    assert lines[1].startswith("  64 segments: 0 ('s0'), 1 ('s1'), 2 ('s2') and 61 more: ")
+    lines, records = _failed_batch(tmp_path, caplog, numInstances=0,
+                                   remote=["127.0.0.1:%d" % port])
     assert "no worker can take it" in lines[1]
-    assert "see above" not in text
-    assert any("127.0.0.1:%d: cannot connect" % port in line for line in lines), text
-    assert len(lines) <= 4, text
-    assert len(_sprintrt_records(caplog)) <= 2, _sprintrt_records(caplog)
+    assert "see above" not in "\n".join(lines)
+    assert lines[2].endswith("127.0.0.1:%d: cannot connect: system_error(cannot_connect_to_node, "
+                             "(\"ip_connect failed\", \"127.0.0.1\", %d)); connecting again in "
+                             "250 ms" % (port, port)), lines
+    assert len(lines) == 3, lines
+    assert len(records) == 1, records
+
+
+def test_children_that_all_die_alike_are_one_cause(tmp_path, caplog):
+    # Every child exits at its start (its corpus does not exist), each with
+    # its own pid and output lines: still one cause, warned about once per
+    # worker.
+    lines, records = _failed_batch(tmp_path, caplog, numInstances=2,
+                                   sprintConfigStr=["--*.corpus=%s" % (tmp_path / "none.txt")])
+    text = "\n".join(lines)
+    assert "cannot open corpus file" in text
+    assert "exited with status 1; its output ended with:" in lines[1]
+    causes = [line for line in lines if line.startswith("  ") and " segment" in line.split(":")[0]]
+    assert causes == [lines[1]], text
+    assert len(records) <= 2, records

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 
-import numpy
 import pytest
 
 from conftest import CHILDREN_FUNCTION, sim_options

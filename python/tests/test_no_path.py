@@ -45,8 +45,12 @@ POOL_WARNING = ("batch: 2 of 3 segments without a path (loss inf, error signal z
                 "2 segments: 1 ('long'), 2 ('dead')")
 
 
-def test_the_pool_gives_inf_and_zero_counts_and_warns_once(tmp_path, caplog):
-    pool = sprintrt.SprintInstancePool.get_global_instance(_options(tmp_path))
+@pytest.mark.parametrize("in_process", [False, True])
+def test_the_pool_gives_inf_and_zero_counts_and_warns_once(tmp_path, caplog, in_process):
+    # In-process workers compute in the trainer: their skips are the pool's
+    # warning too, not one more per segment.
+    pool = sprintrt.SprintInstancePool.get_global_instance(_options(tmp_path),
+                                                           in_process=in_process)
     with caplog.at_level(logging.WARNING, logger="sprintrt"):
         loss, error_signal = pool.get_batch_loss_and_error_signal(_batch(), LENGTHS, NAMES)
     assert numpy.isfinite(loss[0]) and numpy.isinf(loss[1:]).all()

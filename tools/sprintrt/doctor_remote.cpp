@@ -57,6 +57,8 @@ public:
       : system_(system), self_(system), opts_(opts), endpoint_(endpoint),
         name_(endpoint.host + ":" + std::to_string(endpoint.port)), say_(say), entry_(entry) {}
 
+  /// Checks the pool, computing `segment` there if given: the failure, or
+  /// nothing.
   std::optional<remote_failure> run(const std::optional<doctor_segment>& segment) {
     const auto& tls = opts_.remote_tls;
     entry_["endpoint"] = name_;
@@ -142,7 +144,10 @@ private:
               -std::log(static_cast<float>(segment.dim)));
     auto start = clock::now();
     bool ok = false;
-    self_->request(remote, opts_.reply_timeout, compute_atom::value, std::move(request))
+    // A trainer's budget for one segment at a remote pool, which retries
+    // a child that died (remote_source.cpp).
+    auto deadline = opts_.reply_timeout * static_cast<int64_t>(opts_.max_retries + 1);
+    self_->request(remote, deadline, compute_atom::value, std::move(request))
         .receive(
             [&](remote_loss& reply) {
               ok = true;

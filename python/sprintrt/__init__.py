@@ -199,7 +199,7 @@ def _text_list(texts, name):
     return [_text(text, "%s[%d]" % (name, i)) for i, text in enumerate(texts)]
 
 
-def batch_major_hint(count, shape, name="log_posteriors", batch_first=False):
+def _batch_major_hint(count, shape, name="log_posteriors", batch_first=False):
     """For an error about ``count`` entries (lengths, tags) given for a batch
     whose ``name`` has ``shape`` ([T, B, D], or [B, T, D] if
     ``batch_first``): when ``count`` matches the other of its first two
@@ -229,11 +229,11 @@ def _batch_with_tags(log_posteriors, seq_lengths, tags):
         batch = log_posteriors.shape[1]
         if len(tags) != batch:
             raise ValueError("tags has %d names for a batch of %d%s" % (
-                len(tags), batch, batch_major_hint(len(tags), log_posteriors.shape)))
+                len(tags), batch, _batch_major_hint(len(tags), log_posteriors.shape)))
         if seq_lengths.ndim == 1 and len(seq_lengths) != batch:
             raise ValueError("seq_lengths has %d entries for a batch of %d%s" % (
                 len(seq_lengths), batch,
-                batch_major_hint(len(seq_lengths), log_posteriors.shape)))
+                _batch_major_hint(len(seq_lengths), log_posteriors.shape)))
     return log_posteriors, seq_lengths, tags
 
 

@@ -58,7 +58,7 @@ import warnings
 import numpy
 import torch
 
-from . import _sprintrt, batch_major_hint
+from . import _sprintrt, _batch_major_hint
 
 __all__ = ["fsa_loss", "fsa_loss_stats"]
 
@@ -67,6 +67,9 @@ __all__ = ["fsa_loss", "fsa_loss_stats"]
 warnings.filterwarnings("ignore", message=r"scatter_reduce\(\) is in beta")
 
 _IMPLEMENTATIONS = ("auto", "kernel", "torch")
+_FSA_FIELDS = ("num_states", "edges", "weights", "start_end_states")
+# How many sequences a warning names before "and N more".
+_NAMES_SHOWN = 3
 
 # fsa_loss' counters (see fsa_loss_stats), for every thread of the process.
 _stats_lock = threading.Lock()
@@ -98,11 +101,6 @@ def _count_and_warn(loss):
             "frames for the FSA, no path to its end state, or a frame whose every score is "
             "-inf): %s%s", len(skipped), loss.shape[0], shown,
             " and %d more" % more if more > 0 else "")
-
-
-# How many sequences a warning names before "and N more".
-_NAMES_SHOWN = 3
-_FSA_FIELDS = ("num_states", "edges", "weights", "start_end_states")
 
 
 def _as_tensor(value, name, device=None):
@@ -168,7 +166,7 @@ def _fsa_structure(fsa, batch, device, log_probs_shape=(), batch_first=False):
                          % list(start_end.shape))
     if start_end.shape[1] != batch:
         raise ValueError("fsa has %d sequences (fsa.start_end_states columns) for a batch of %d "
-                         "(log_probs)%s" % (start_end.shape[1], batch, batch_major_hint(
+                         "(log_probs)%s" % (start_end.shape[1], batch, _batch_major_hint(
                              start_end.shape[1], log_probs_shape, "log_probs", batch_first)))
     if start_end.is_floating_point() or start_end.dtype == torch.bool:
         raise TypeError("fsa.start_end_states must be integers, got %s" % start_end.dtype)
@@ -232,7 +230,7 @@ def lengths_numpy(lengths, batch, name, log_probs_shape=(), batch_first=False):
     """``lengths`` (a tensor on any device, a numpy array or a list of ints)
     as a 1-D integer numpy array of ``batch`` entries; a ValueError or
     TypeError naming ``name`` otherwise (saying so when the count matches
-    the other leading axis of ``log_probs_shape``, as ``batch_major_hint``
+    the other leading axis of ``log_probs_shape``, as ``_batch_major_hint``
     does). Both losses' check of their sequence lengths (``sprint_loss``
     takes them as they are)."""
     if isinstance(lengths, torch.Tensor):
@@ -245,7 +243,7 @@ def lengths_numpy(lengths, batch, name, log_probs_shape=(), batch_first=False):
     if len(lengths) != batch:
         raise ValueError("%s has %d entries for a batch of %d%s" % (
             name, len(lengths), batch,
-            batch_major_hint(len(lengths), log_probs_shape, "log_probs", batch_first)))
+            _batch_major_hint(len(lengths), log_probs_shape, "log_probs", batch_first)))
     return lengths
 
 
@@ -422,12 +420,12 @@ def fsa_loss(log_probs, seq_lens, fsa, *, batch_first=False, implementation="aut
         # kernel's).
         structure = _fsa_structure(fsa, batch, None, shape, batch_first)
         loss = _KernelFsaLoss.apply(time_major, lengths, structure, num_threads)
-        _count_and_warn(loss)
-        return loss
-    num_states, edges, weights, start_end = _fsa_structure(fsa, batch, log_probs.device, shape,
-                                                           batch_first)
-    edges, start, end = _check_fsa_values(num_states, edges, weights, start_end, batch, classes)
-    _check_finite(time_major.detach(), lengths)
-    loss = _TorchFsaLoss.apply(time_major, lengths, num_states, edges, weights, start, end)
+    else:
+        num_states, edges, weights, start_end = _fsa_structure(fsa, batch, log_probs.device,
+                                                               shape, batch_first)
+        edges, start, end = _check_fsa_values(num_states, edges, weights, start_end, batch,
+                                              classes)
+        _check_finite(time_major.detach(), lengths)
+        loss = _TorchFsaLoss.apply(time_major, lengths, num_states, edges, weights, start, end)
     _count_and_warn(loss)
     return loss

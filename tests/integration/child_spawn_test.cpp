@@ -201,7 +201,8 @@ TEST_CASE("a child starts with no signal ignored or blocked, whatever its parent
   CHECK(report.ignored == "0000000000000000");
 }
 
-TEST_CASE("with childOutput inherit a child writes to its parent's own stdout and stderr") {
+TEST_CASE("with childOutput inherit a child writes to its parent's own stdout and stderr, "
+          "ignoring SIGTTOU") {
   test::fd_snapshot fds;
   auto opts = probe_options();
   opts.child_output = {child_output_mode::inherit, ""};
@@ -222,6 +223,10 @@ TEST_CASE("with childOutput inherit a child writes to its parent's own stdout an
     CHECK(report.fds[0] == "/dev/null");
     CHECK(report.fds[1] == own(1));
     CHECK(report.fds[2] == own(2));
+    // Only SIGTTOU (22, bit 21): in a process group of its own, a write to
+    // a terminal with `tostop` set must not stop it.
+    CHECK(report.ignored == "0000000000200000");
+    CHECK(report.blocked == "0000000000000000");
   }
   CHECK(fds.leaked_fds().empty());
   CHECK(test::child_processes().empty());

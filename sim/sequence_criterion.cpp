@@ -72,17 +72,22 @@ caf::expected<full_sum_result> sequence_loss(sequence_kind kind, const sequence_
     if (std::isfinite(log_numerator))
       engine.add_occupancy(-scales.am, gradient);
   }
-  if ((kind != sequence_kind::mmi && !best) || !std::isfinite(log_numerator)) {
+  const auto skip = [&](const char* graph) {
     spdlog::log(engine.warn_on_skip() ? spdlog::level::warn : spdlog::level::debug,
-                "segment '{}' skipped: its reference has no path of {} frames with nonzero "
+                "segment '{}' skipped: its {} has no path of {} frames with nonzero "
                 "probability; loss is inf, error signal zero",
-                segment.name, frames);
+                segment.name, graph, frames);
     error_signal.setZero();
     return full_sum_result{std::numeric_limits<double>::infinity(), true};
-  }
+  };
+  if ((kind != sequence_kind::mmi && !best) || !std::isfinite(log_numerator))
+    return skip("reference");
+  // A denominator holds the reference's paths when the corpus builds it;
+  // one given by a caller (sprintrt.torch.fsa_loss) may miss them all.
   double loss = 0;
   if (kind == sequence_kind::smbr) {
-    engine.run(*segment.denominator, scores);
+    if (!std::isfinite(engine.run(*segment.denominator, scores)))
+      return skip("denominator");
     loss = -engine.expect_accuracy(*best, -scales.am, gradient);
   } else {
     // bmmi: every denominator path pays B per frame on which it agrees with
@@ -93,8 +98,11 @@ caf::expected<full_sum_result> sequence_loss(sequence_kind kind, const sequence_
       for (Eigen::Index t = 0; t < frames; ++t)
         boosted(t, (*best)[static_cast<size_t>(t)]) -= scales.boost;
     }
-    loss = engine.run(*segment.denominator, kind == sequence_kind::bmmi ? boosted : scores) -
-           log_numerator;
+    const double log_denominator =
+        engine.run(*segment.denominator, kind == sequence_kind::bmmi ? boosted : scores);
+    if (!std::isfinite(log_denominator))
+      return skip("denominator");
+    loss = log_denominator - log_numerator;
     engine.add_occupancy(scales.am, gradient);
   }
   error_signal = gradient.cast<float>();

@@ -1,6 +1,8 @@
 #include "sim/wfsa.hpp"
 
 #include <cmath>
+#include <optional>
+#include <vector>
 
 namespace sprintrt::sim {
 
@@ -39,6 +41,68 @@ std::string check(const wfsa& graph) {
              std::to_string(graph.initial[q]) + " and final cost " +
              std::to_string(graph.final[q]) + " (costs must not be NaN or -inf)";
   return {};
+}
+
+wfsa single_ended(const wfsa& graph) {
+  const uint32_t num_states = graph.num_states();
+  std::vector<bool> entered(num_states, false);
+  std::vector<bool> left(num_states, false);
+  for (const auto& edge : graph.edges) {
+    entered[edge.to] = true;
+    left[edge.from] = true;
+  }
+  // A state can serve as the start (end) as it is when it is the only
+  // initial (final) state, at cost 0, with no edge into (out of) it.
+  const auto only = [&](const std::vector<double>& costs,
+                        const std::vector<bool>& touched) -> std::optional<uint32_t> {
+    std::optional<uint32_t> found;
+    for (uint32_t q = 0; q < num_states; ++q) {
+      if (costs[q] == wfsa::none)
+        continue;
+      if (found || costs[q] != 0 || touched[q])
+        return std::nullopt;
+      found = q;
+    }
+    return found;
+  };
+  const auto kept_start = only(graph.initial, entered);
+  const auto kept_end = only(graph.final, left);
+  // New ids: the start first, the end last, the other states in order.
+  std::vector<uint32_t> id(num_states);
+  const uint32_t start = 0;
+  uint32_t next = start + 1;
+  for (uint32_t q = 0; q < num_states; ++q)
+    if (q != kept_start && q != kept_end)
+      id[q] = next++;
+  const uint32_t end = next;
+  if (kept_start)
+    id[*kept_start] = start;
+  if (kept_end)
+    id[*kept_end] = end;
+  wfsa out;
+  out.initial.assign(end + 1, wfsa::none);
+  out.final.assign(end + 1, wfsa::none);
+  out.initial[start] = 0;
+  out.final[end] = 0;
+  out.edges.reserve(graph.edges.size());
+  for (const auto& edge : graph.edges)
+    out.edges.push_back({id[edge.from], id[edge.to], edge.emission, edge.weight});
+  if (!kept_start)
+    for (const auto& edge : graph.edges)
+      if (graph.initial[edge.from] != wfsa::none)
+        out.edges.push_back(
+            {start, id[edge.to], edge.emission, edge.weight + graph.initial[edge.from]});
+  if (!kept_end)
+    for (const auto& edge : graph.edges)
+      if (graph.final[edge.to] != wfsa::none)
+        out.edges.push_back(
+            {id[edge.from], end, edge.emission, edge.weight + graph.final[edge.to]});
+  if (!kept_start && !kept_end)
+    for (const auto& edge : graph.edges)
+      if (graph.initial[edge.from] != wfsa::none && graph.final[edge.to] != wfsa::none)
+        out.edges.push_back({start, end, edge.emission,
+                             graph.initial[edge.from] + edge.weight + graph.final[edge.to]});
+  return out;
 }
 
 wfsa to_wfsa(const fsa& automaton, double start_cost) {

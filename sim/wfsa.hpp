@@ -61,4 +61,17 @@ std::string check(const wfsa& graph);
 /// weights unchanged (each float weight exactly as a double).
 wfsa to_wfsa(const fsa& automaton, double start_cost = 0);
 
+/// Returns `graph` with one initial state, 0, and one final state, the
+/// highest, both of cost 0: the layout of one sequence of a batch FSA
+/// (`WeightedFsa`). Every path of T >= 1 frames keeps its score: when `graph`
+/// has other initial states (or costs), a new start state gets a copy of
+/// every edge out of an initial state q, weighted with initial(q) added; a new
+/// final state likewise gets a copy of every edge into a final state (with
+/// final(q) added), and an edge from an initial into a final state gets a
+/// third copy between the two new states. Neither new state has edges into
+/// (out of) it, so no path passes through it in between and none is counted
+/// twice. Paths of 0 frames are not kept. The old states keep their order
+/// after the start state.
+wfsa single_ended(const wfsa& graph);
+
 } // namespace sprintrt::sim

@@ -242,6 +242,24 @@ TEST_CASE("a reference without a path of T frames skips the segment") {
   CHECK(logs.messages()[0].find("segment 'seg' skipped") != std::string::npos);
 }
 
+TEST_CASE("a denominator without a path of T frames skips the segment") {
+  // The reference fits 3 frames; the only hypothesis needs 6 (CTC's blanks
+  // between repeated labels), so log Z_den is -inf: no loss can be formed.
+  const ctc_topology ctc{0};
+  test::log_capture logs;
+  std::mt19937 rng{18};
+  for (auto kind : all_kinds) {
+    const hypothesis reference{{1}, 0};
+    const auto got =
+        compute(kind, {}, ctc, reference, {{{1, 1, 1}, 0}}, test::random_log_posteriors(3, 3, rng));
+    CHECK(got.result.skipped);
+    CHECK(std::isinf(got.result.loss));
+    CHECK(got.error_signal.isZero());
+  }
+  REQUIRE(logs.messages().size() == 3);
+  CHECK(logs.messages()[0].find("its denominator has no path of 3 frames") != std::string::npos);
+}
+
 TEST_CASE("bad input is an error naming the segment, and writes nothing") {
   const ctc_topology ctc{0};
   const auto numerator = unwrap(ctc.build("seg", std::vector<uint32_t>{1}));

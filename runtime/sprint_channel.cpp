@@ -90,6 +90,11 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   /// The down report was made; nothing else happens.
   bool finished = false;
   caf::error cause;
+  /// Why the child is killed if it lingers after closing its message pipe
+  /// cleanly; no cause when it exits by itself in time, so that its end
+  /// reads the same whichever of the end of the pipe and the exit is seen
+  /// first (a batch groups its failures by cause).
+  caf::error lingered;
 
   void start() {
     // stop() may have begun between open() and now; its reaper no longer
@@ -197,12 +202,14 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     from_child.reset();
     if (stopping || reaped)
       return;
-    std::string what = "the child closed its pipe";
-    if (reader.partial_bytes() > 0)
-      what += " in the middle of a message (" + std::to_string(reader.partial_bytes()) +
-              " bytes received)";
-    if (!cause)
-      cause = make_error(errc::child_failed, what);
+    if (reader.partial_bytes() > 0) {
+      if (!cause)
+        cause = make_error(errc::child_failed,
+                           "the child closed its pipe in the middle of a message (" +
+                               std::to_string(reader.partial_bytes()) + " bytes received)");
+    } else {
+      lingered = make_error(errc::child_failed, "the child closed its pipe");
+    }
     // Usually the child is exiting; give it the grace period to do so, so its
     // own exit status shows up in the report rather than our SIGKILL.
     kill_after(opts.exit_grace);
@@ -242,6 +249,8 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   void kill_now() {
     if (finished || reaped || pid < 0)
       return;
+    if (!cause && lingered)
+      cause = std::move(lingered);
     io.reaper().kill(pid);
     if (killed || !timer)
       return;

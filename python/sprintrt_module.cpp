@@ -14,11 +14,13 @@
 #include "binding_support.hpp"
 #include "config/child_environment.hpp"
 #include "config/sprint_args.hpp"
+#include "denominator_binding.hpp"
 #include "fsa_loss_binding.hpp"
 #include "log_bridge.hpp"
 #include "pool_binding.hpp"
 #include "process_runtime.hpp"
 #include "seqtrain_binding.hpp"
+#include "sequence_loss_binding.hpp"
 #include "sprintrt/version.hpp"
 
 extern char** environ;
@@ -55,4 +57,6 @@ PYBIND11_MODULE(_sprintrt, m) {
   bind_pool(m);
   bind_seqtrain(m);
   bind_fsa_loss(m);
+  bind_sequence_loss(m);
+  bind_denominators(m);
 }

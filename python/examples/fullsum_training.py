@@ -293,6 +293,7 @@ def train(args, report_epoch):
     report_epoch({"epoch": 0, "loss_per_frame": None,
                   "heldout_ler": label_error_rate(model, heldout)})
 
+    sequence_loss = make_losses(args, train_set, classes)
     with tempfile.TemporaryDirectory(prefix="sprintrt-fullsum-", dir=args.work_dir) as scratch:
         corpus_path = os.path.join(scratch, "corpus.txt")
         write_corpus(train_set, corpus_path)
@@ -321,7 +322,12 @@ def train(args, report_epoch):
             fsa = builder.build_batch(tags(step))
             figures["fsa_wait"] += time.monotonic() - waited
             features, lengths = padded_batch([train_set[i] for i in batch])
-            loss = sprintrt.torch.fsa_loss(model(features), lengths, fsa).sum()
+            criterion = criterion_of(args, epoch)
+            if criterion != "ctc" and epoch == args.ctc_epochs + 1 and args.ctc_epochs > 0:
+                for group in optimizer.param_groups:
+                    group["lr"] = args.sequence_learning_rate
+            loss = sequence_loss(criterion, model(features), lengths, fsa,
+                                 [train_set[i][1] for i in batch])
             frames = int(lengths.sum())
             optimizer.zero_grad()
             (loss / frames).backward()
@@ -330,7 +336,7 @@ def train(args, report_epoch):
             figures["frames"] += frames
             if step + 1 == len(steps) or steps[step + 1][0] != epoch:
                 epoch_stats = builder.stats()
-                report_epoch({"epoch": epoch,
+                report_epoch({"epoch": epoch, "criterion": criterion,
                               "loss_per_frame": figures["loss_sum"] / figures["frames"],
                               "heldout_ler": label_error_rate(model, heldout),
                               "seconds": time.monotonic() - figures["start"],
@@ -343,7 +349,35 @@ def train(args, report_epoch):
                      "classes": classes, "seed": args.seed},
             "model": {"hidden": args.hidden, "learning_rate": args.learning_rate,
                       "batch_size": args.batch_size},
-            "workers": args.workers, "in_process": args.in_process}
+            "workers": args.workers, "in_process": args.in_process,
+            "criterion": args.criterion, "ctc_epochs": args.ctc_epochs}
+
+
+def criterion_of(args, epoch):
+    """The criterion epoch ``epoch`` (from 1) trains: ``ctc`` for the first
+    ``args.ctc_epochs``, then ``args.criterion``."""
+    return "ctc" if epoch <= args.ctc_epochs else args.criterion
+
+
+def make_losses(args, train_set, classes):
+    """``loss(criterion, log_probs, lengths, fsa, labels)``: the batch's
+    summed loss. ``lf-mmi`` and ``smbr`` use the lattice-free denominator
+    of a label bigram estimated on the training labels (one graph shared by
+    every batch); MMI's numerators pay the reference's LM cost too, so that
+    its loss is log P(reference | x) under the bigram-weighted model, >= 0."""
+    sequences = [labels for _, labels, _ in train_set]
+    lm = sprintrt.torch.LabelLm(sequences, order=2) if args.criterion != "ctc" else None
+    den = lm.denominator(classes, lm_scale=args.lm_scale) if lm is not None else None
+
+    def loss(criterion, log_probs, lengths, fsa, labels):
+        if criterion == "ctc":
+            return sprintrt.torch.fsa_loss(log_probs, lengths, fsa).sum()
+        return sprintrt.torch.fsa_loss(
+            log_probs, lengths, fsa, den_fsa=den,
+            criterion="mmi" if criterion == "lf-mmi" else "smbr",
+            num_cost=lm.costs(labels, lm_scale=args.lm_scale)).sum()
+
+    return loss
 
 
 def positive_int(text):
@@ -367,6 +401,16 @@ def parse_args(argv):
     parser.add_argument("--batch-size", type=positive_int, default=16, help="utterances per step (default %(default)s)")
     parser.add_argument("--hidden", type=positive_int, default=64, help="units per hidden layer (default %(default)s)")
     parser.add_argument("--learning-rate", type=float, default=0.01, help="Adam's step size (default %(default)s)")
+    parser.add_argument("--criterion", choices=("ctc", "lf-mmi", "smbr"), default="ctc",
+                        help="ctc (the full sum), lf-mmi (lattice-free MMI from scratch) or smbr "
+                             "(sMBR after --ctc-epochs of ctc); default %(default)s")
+    parser.add_argument("--ctc-epochs", type=int, default=None,
+                        help="epochs of ctc before the criterion (default: two thirds of the epochs for "
+                             "smbr, 0 for lf-mmi)")
+    parser.add_argument("--sequence-learning-rate", type=float, default=0.002,
+                        help="Adam's step size after the ctc epochs (default %(default)s)")
+    parser.add_argument("--lm-scale", type=float, default=1.0,
+                        help="the label bigram's scale in lf-mmi and smbr (default %(default)s)")
     parser.add_argument("--seed", type=int, default=1, help="seed of task, model and order (default %(default)s)")
     parser.add_argument("--workers", type=positive_int, default=2, help="sprint-sim workers (default %(default)s)")
     parser.add_argument("--in-process", action="store_true",
@@ -382,6 +426,8 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.epochs is None:
         args.epochs = 6 if args.short else 10
+    if args.ctc_epochs is None:
+        args.ctc_epochs = {"ctc": args.epochs, "lf-mmi": 0, "smbr": 2 * args.epochs // 3}[args.criterion]
     if args.sprint_sim is None:
         args.sprint_sim = find_sprint_sim()
         if args.sprint_sim is None:
@@ -416,8 +462,10 @@ def main(argv=None):
             print_epoch(figures)
 
     if not args.json:
-        print("Full-sum (CTC) training on the demo task with FSAs from %d %s worker%s (%s)"
-              % (args.workers, "in-process sprint-sim" if args.in_process else "sprint-sim",
+        print("%s training on the demo task with FSAs from %d %s worker%s (%s)"
+              % ({"ctc": "Full-sum (CTC)", "lf-mmi": "Lattice-free MMI",
+                  "smbr": "sMBR (after %d CTC epochs)" % args.ctc_epochs}[args.criterion],
+                 args.workers, "in-process sprint-sim" if args.in_process else "sprint-sim",
                  "" if args.workers == 1 else "s", args.sprint_sim))
         sys.stdout.flush()
     try:

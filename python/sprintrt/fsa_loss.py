@@ -1,4 +1,6 @@
-"""The full-sum loss over a batch FSA in PyTorch: ``fsa_loss``.
+"""The full-sum loss over a batch FSA in PyTorch, and the lattice-free
+sequence criteria (MMI, boosted MMI, sMBR) over numerator FSAs and a
+denominator graph: ``fsa_loss``.
 
 ``fsa_loss(log_probs, seq_lens, fsa)`` is -log of the sum over all paths of
 each sequence's automaton, where a path of sequence b is a chain of exactly
@@ -28,45 +30,59 @@ through the ``sprintrt`` logger, and ``fsa_loss_stats()`` counts them (the
 rule of every entry point: docs/design.md, "A segment without a path").
 The FSA's weights get no gradient.
 
+Sequence criteria. With ``criterion="mmi"``, ``"bmmi"`` or ``"smbr"`` and a
+denominator ``den_fsa`` (one graph shared by every sequence, or one per
+sequence), the loss is exactly docs/sequence-training.md's: paths score
+``am_scale * sum_t log_probs[t, b, e_t] - weight``; MMI is log Z_den - log
+Z_num (the numerator's paths also paying ``num_cost[b]``), boosted MMI
+lowers each denominator path's score by ``boost`` per frame on which it
+emits what the numerator's best path emits there, and sMBR is minus the
+expected number of such frames under the denominator. The gradient is the
+true gradient with respect to ``log_probs``: ``am_scale * (occupancy_den -
+occupancy_num)`` for MMI (the best path held fixed for bMMI and sMBR), and
+the covariance of an edge's use with the accuracy for sMBR. A sequence whose
+numerator or denominator has no path is skipped as for the full sum.
+
 Implementations:
 
-* ``"kernel"``: sprintrt's own full-sum kernel (``sim::full_sum_engine``, the
-  one sprint-sim runs), on the CPU, threaded over the sequences with the GIL
-  released (one engine per thread, kept between calls). It reads float32 and
-  accumulates in double; other floating dtypes are converted to float32 (and
-  the results back to them).
-* ``"torch"``: a forward-backward in torch operations, per frame over all
-  edges of the batch at once (log-sum-exp by scatter), with its own backward
-  pass; it runs wherever torch runs, in the input's dtype (float16 and
-  bfloat16 in float32).
+* ``"kernel"``: sprint-sim's own code on the CPU (``sim::full_sum_engine``
+  for the full sum, ``sim::sequence_loss`` for the criteria, over one
+  read-only copy of a shared denominator), threaded over the sequences with
+  the GIL released (one engine per thread, kept between calls). It reads
+  float32 and accumulates in double; other floating dtypes are converted to
+  float32 (and the results back to them).
+* ``"torch"``: a forward-backward in torch operations over all sequences at
+  once, a few large kernels per frame and no scatter (fsa_loss_torch.py), so
+  bit-for-bit deterministic on any device; it runs wherever torch runs, in
+  the input's dtype (float16 and bfloat16 in float32). The FSAs are laid out
+  on the host (pass them on the CPU, where ``FsaBuilder`` makes them); the
+  only read back from the device is one small tensor per call (which
+  sequences were skipped, and whether log_probs held NaN or +inf).
 * ``"auto"`` (the default): the kernel for CPU tensors, except float64 ones,
   which take the torch implementation, exact in float64; the torch
   implementation on any other device.
 
-The kernel needs what every builder of batch FSAs makes (and ``fsa_loss``
-checks it for both implementations): each sequence's states are the range
-``start_end_states[0, b] .. start_end_states[1, b]``, its end state is the
-highest of them, its edges stay within it, and the ranges of different
-sequences do not overlap.
+Both implementations need what every builder of batch FSAs makes (and
+``fsa_loss`` checks it for both, numerators and denominators alike): each
+sequence's states are the range ``start_end_states[0, b] ..
+start_end_states[1, b]``, its end state is the highest of them, its edges
+stay within it, and the ranges of different sequences do not overlap.
 """
 
 import logging
 import math
 import threading
-import warnings
 
 import numpy
 import torch
 
 from . import _sprintrt, _batch_major_hint
+from .fsa_loss_torch import Graph, loss_and_gradient
 
 __all__ = ["fsa_loss", "fsa_loss_stats"]
 
-# The torch implementation's log-sum-exp needs scatter_reduce's "amax", which
-# torch 1.12 and 1.13 call beta (and warn about once per process).
-warnings.filterwarnings("ignore", message=r"scatter_reduce\(\) is in beta")
-
 _IMPLEMENTATIONS = ("auto", "kernel", "torch")
+_CRITERIA = ("full-sum", "mmi", "bmmi", "smbr")
 _FSA_FIELDS = ("num_states", "edges", "weights", "start_end_states")
 # How many sequences a warning names before "and N more".
 _NAMES_SHOWN = 3
@@ -84,145 +100,155 @@ def fsa_loss_stats():
         return dict(_stats)
 
 
-def _count_and_warn(loss):
-    """Counts the call and its sequences without a path (loss inf) and names
-    those once in a warning through the ``sprintrt`` logger (reading the
-    loss to the host: one synchronization on a GPU)."""
-    skipped = torch.isinf(loss.detach()).nonzero().flatten().tolist()
+def _count_and_warn(skipped, total):
+    """Counts the call and its ``skipped`` sequences (a list of indices,
+    loss inf) and names those once in a warning through the ``sprintrt``
+    logger."""
     with _stats_lock:
         _stats["calls"] += 1
-        _stats["sequences"] += loss.shape[0]
+        _stats["sequences"] += total
         _stats["skipped"] += len(skipped)
     if skipped:
         shown = ", ".join(str(b) for b in skipped[:_NAMES_SHOWN])
         more = len(skipped) - _NAMES_SHOWN
         logging.getLogger("sprintrt").warning(
             "fsa_loss: %d of %d sequences without a path (loss inf, gradient zero: too few "
-            "frames for the FSA, no path to its end state, or a frame whose every score is "
-            "-inf): %s%s", len(skipped), loss.shape[0], shown,
+            "frames for the FSA, no path to its end state, a denominator without a path, or a "
+            "frame whose every score is -inf): %s%s", len(skipped), total, shown,
             " and %d more" % more if more > 0 else "")
 
 
-def _as_tensor(value, name, device=None):
-    """``value`` (tensor, numpy array, list or number) as a tensor on
-    ``device`` (its own if None). Unsigned numpy arrays (sprint-sim's uint32
-    edges) become int64, which torch can hold."""
-    if isinstance(value, numpy.ndarray) and value.dtype.kind == "u":
-        value = value.astype(numpy.int64)
+def _host_array(value, name):
+    """``value`` (tensor on any device, numpy array, list or number) as a
+    numpy array; unsigned arrays (sprint-sim's uint32 edges) become int64."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach()
+        value = (value if value.device.type == "cpu" else value.cpu()).numpy()
     try:
-        tensor = torch.as_tensor(value)
-    except (TypeError, ValueError, RuntimeError) as e:
+        array = numpy.asarray(value)
+    except (TypeError, ValueError) as e:
         raise TypeError("%s must be a tensor or an array, got %s (%s)"
                         % (name, type(value).__name__, e)) from None
-    return tensor if device is None else tensor.to(device)
+    if array.dtype == object:
+        raise TypeError("%s must be a tensor or an array, got %s" % (name, type(value).__name__))
+    if array.dtype.kind == "u":
+        array = array.astype(numpy.int64)
+    return array
 
 
-def _fsa_fields(fsa):
+def _fsa_fields(fsa, name):
     """The four fields of a WeightedFsa-like ``fsa``: by name if it has
     them (sprintrt's and i6_models' ``WeightedFsa``), else by position."""
-    if all(hasattr(fsa, name) for name in _FSA_FIELDS):
-        return tuple(getattr(fsa, name) for name in _FSA_FIELDS)
+    if all(hasattr(fsa, field) for field in _FSA_FIELDS):
+        return tuple(getattr(fsa, field) for field in _FSA_FIELDS)
     try:
         fields = tuple(fsa)
     except TypeError:
-        raise TypeError("fsa must be a WeightedFsa or a tuple (num_states, edges, weights, "
-                        "start_end_states), got %s" % type(fsa).__name__) from None
+        raise TypeError("%s must be a WeightedFsa or a tuple (num_states, edges, weights, "
+                        "start_end_states), got %s" % (name, type(fsa).__name__)) from None
     if len(fields) != 4:
-        raise ValueError("fsa must have 4 fields (num_states, edges, weights, start_end_states), "
-                         "got %d" % len(fields))
+        raise ValueError("%s must have 4 fields (num_states, edges, weights, start_end_states), "
+                         "got %d" % (name, len(fields)))
     return fields
 
 
 def _first(bad):
-    """The index of the first True of the 1-D bool tensor ``bad``, or None."""
-    if not bool(bad.any()):
-        return None
-    return int(bad.nonzero()[0, 0])
+    """The index of the first True of the 1-D numpy bool array ``bad``, or
+    None."""
+    hits = numpy.flatnonzero(bad)
+    return int(hits[0]) if len(hits) else None
 
 
-def _fsa_structure(fsa, batch, device, log_probs_shape=(), batch_first=False):
-    """The FSA's fields, their shapes and dtypes checked: (num_states int,
-    edges [4, E], weights [E], start_end_states [2, B]), the tensors on
-    ``device``; raises ValueError or TypeError naming the field."""
-    num_states, edges, weights, start_end = _fsa_fields(fsa)
-    num_states = _as_tensor(num_states, "fsa.num_states")
-    if num_states.dim() != 0 or num_states.is_floating_point():
-        raise ValueError("fsa.num_states must be one integer (0-d: the total state count), got "
+def _fsa_structure(fsa, name, sizes, log_probs_shape=(), batch_first=False):
+    """The FSA's fields as host arrays, their shapes and dtypes checked:
+    (num_states int, edges [4, E], weights [E], start_end_states [2, N]) with
+    N in ``sizes`` (the batch, or 1 and the batch for a denominator); raises
+    ValueError or TypeError naming the field."""
+    num_states, edges, weights, start_end = _fsa_fields(fsa, name)
+    num_states = _host_array(num_states, name + ".num_states")
+    if num_states.ndim != 0 or num_states.dtype.kind not in "iu":
+        raise ValueError("%s.num_states must be one integer (0-d: the total state count), got "
                          "shape %s of %s (a WeightedFsaV2? fsa_loss takes the V1 layout)"
-                         % (list(num_states.shape), num_states.dtype))
-    edges = _as_tensor(edges, "fsa.edges", device)
-    if edges.dim() != 2 or edges.shape[0] != 4:
-        raise ValueError("fsa.edges must have shape [4, E] (from, to, emission, sequence), got %s"
-                         % list(edges.shape))
-    if edges.is_floating_point() or edges.dtype == torch.bool:
-        raise TypeError("fsa.edges must be integers, got %s" % edges.dtype)
-    weights = _as_tensor(weights, "fsa.weights", device)
-    if weights.shape != (edges.shape[1],) or not weights.is_floating_point():
-        raise ValueError("fsa.weights must be floats of shape [E] = [%d], got %s of %s"
-                         % (edges.shape[1], list(weights.shape), weights.dtype))
-    start_end = _as_tensor(start_end, "fsa.start_end_states", device)
-    if start_end.dim() != 2 or start_end.shape[0] != 2:
-        raise ValueError("fsa.start_end_states must have shape [2, B], got %s"
-                         % list(start_end.shape))
-    if start_end.shape[1] != batch:
-        raise ValueError("fsa has %d sequences (fsa.start_end_states columns) for a batch of %d "
-                         "(log_probs)%s" % (start_end.shape[1], batch, _batch_major_hint(
-                             start_end.shape[1], log_probs_shape, "log_probs", batch_first)))
-    if start_end.is_floating_point() or start_end.dtype == torch.bool:
-        raise TypeError("fsa.start_end_states must be integers, got %s" % start_end.dtype)
+                         % (name, list(num_states.shape), num_states.dtype))
+    edges = _host_array(edges, name + ".edges")
+    if edges.ndim != 2 or edges.shape[0] != 4:
+        raise ValueError("%s.edges must have shape [4, E] (from, to, emission, sequence), got %s"
+                         % (name, list(edges.shape)))
+    if edges.dtype.kind not in "iu":
+        raise TypeError("%s.edges must be integers, got %s" % (name, edges.dtype))
+    weights = _host_array(weights, name + ".weights")
+    if weights.shape != (edges.shape[1],) or weights.dtype.kind != "f":
+        raise ValueError("%s.weights must be floats of shape [E] = [%d], got %s of %s"
+                         % (name, edges.shape[1], list(weights.shape), weights.dtype))
+    start_end = _host_array(start_end, name + ".start_end_states")
+    if start_end.ndim != 2 or start_end.shape[0] != 2:
+        raise ValueError("%s.start_end_states must have shape [2, N], got %s"
+                         % (name, list(start_end.shape)))
+    if start_end.shape[1] not in sizes:
+        batch = sizes[-1]
+        if name == "fsa":
+            raise ValueError("fsa has %d sequences (fsa.start_end_states columns) for a batch of "
+                             "%d (log_probs)%s" % (start_end.shape[1], batch, _batch_major_hint(
+                                 start_end.shape[1], log_probs_shape, "log_probs", batch_first)))
+        raise ValueError("%s has %d sequences (%s.start_end_states columns) for a batch of %d: "
+                         "give one graph for every sequence, or one per sequence"
+                         % (name, start_end.shape[1], name, batch))
+    if start_end.dtype.kind not in "iu":
+        raise TypeError("%s.start_end_states must be integers, got %s" % (name, start_end.dtype))
     return int(num_states), edges, weights, start_end
 
 
-def _uint32_values(tensor):
-    """An integer tensor as int64, int32 read as uint32 (i6_models' layout
+def _uint32_values(array):
+    """An integer array as int64, int32 read as uint32 (i6_models' layout
     stores uint32 state and emission indices in int32)."""
-    wide = tensor.long()
-    return wide & 0xFFFFFFFF if tensor.dtype == torch.int32 else wide
+    wide = array.astype(numpy.int64)
+    return wide & 0xFFFFFFFF if array.dtype == numpy.int32 else wide
 
 
-def _check_fsa_values(num_states, edges, weights, start_end, batch, classes):
-    """The FSA's values checked (fsa_loss_binding.cpp checks the same, with
-    the same messages, for the kernel): (edges int64 [4, E], start int64
-    [B], end int64 [B]); raises ValueError naming the field."""
+def _check_fsa_values(name, num_states, edges, weights, start_end, classes):
+    """The FSA's values checked on the host (batch_fsa.cpp checks the same,
+    with the same messages, for the kernel): (edges int64 [4, E], start
+    int64 [N], end int64 [N]); raises ValueError naming the field."""
     edges = _uint32_values(edges)
     start, end = _uint32_values(start_end)
+    sequences = len(start)
     b = _first((start < 0) | (end < start) | (end >= num_states))
     if b is not None:
-        raise ValueError("fsa.start_end_states: sequence %d has start state %d and end state %d "
+        raise ValueError("%s.start_end_states: sequence %d has start state %d and end state %d "
                          "(need 0 <= start <= end < num_states = %d)"
-                         % (b, int(start[b]), int(end[b]), num_states))
-    order = torch.argsort(start)
+                         % (name, b, start[b], end[b], num_states))
+    order = numpy.argsort(start, kind="stable")
     b = _first(end[order[:-1]] >= start[order[1:]])
     if b is not None:
-        raise ValueError("fsa.start_end_states: the states of sequences %d and %d overlap"
-                         % (int(order[b]), int(order[b + 1])))
-    e = _first(torch.isnan(weights) | (weights == -float("inf")))
+        raise ValueError("%s.start_end_states: the states of sequences %d and %d overlap"
+                         % (name, order[b], order[b + 1]))
+    e = _first(numpy.isnan(weights) | (weights == -numpy.inf))
     if e is not None:
-        raise ValueError("fsa.weights[%d] is %s (a cost: finite or +inf)" % (e, float(weights[e])))
+        raise ValueError("%s.weights[%d] is %s (a cost: finite or +inf)"
+                         % (name, e, float(weights[e])))
     sequence = edges[3]
-    e = _first((sequence < 0) | (sequence >= batch))
+    e = _first((sequence < 0) | (sequence >= sequences))
     if e is not None:
-        raise ValueError("fsa.edges: edge %d belongs to sequence %d, but the batch has %d "
-                         "sequences" % (e, int(sequence[e]), batch))
+        raise ValueError("%s.edges: edge %d belongs to sequence %d, but %s has %d sequences"
+                         % (name, e, sequence[e], name, sequences))
     first, last = start[sequence], end[sequence]
     for row in (0, 1):
         e = _first((edges[row] < first) | (edges[row] > last))
         if e is not None:
-            s = int(sequence[e])
-            raise ValueError("fsa.edges: edge %d of sequence %d touches state %d, outside the "
-                             "sequence's states [%d, %d] (fsa.start_end_states)"
-                             % (e, s, int(edges[row, e]), int(start[s]), int(end[s])))
+            s = sequence[e]
+            raise ValueError("%s.edges: edge %d of sequence %d touches state %d, outside the "
+                             "sequence's states [%d, %d] (%s.start_end_states)"
+                             % (name, e, s, edges[row, e], start[s], end[s], name))
     e = _first((edges[2] < 0) | (edges[2] >= classes))
     if e is not None:
-        raise ValueError("fsa.edges: edge %d emits %d, but log_probs has %d classes (D)"
-                         % (e, int(edges[2, e]), classes))
+        raise ValueError("%s.edges: edge %d emits %d, but log_probs has %d classes (D)"
+                         % (name, e, edges[2, e], classes))
     return edges, start, end
 
 
-def _kernel_array(tensor):
-    """An integer tensor as a numpy array for the kernel, int32 viewed as
-    uint32 (what the binding reads as int64)."""
-    array = tensor.detach().cpu().numpy()
+def _kernel_array(array):
+    """An integer host array for the kernel, int32 viewed as uint32 (what
+    the binding reads as int64)."""
     return array.view(numpy.uint32) if array.dtype == numpy.int32 else array
 
 
@@ -248,146 +274,175 @@ def lengths_numpy(lengths, batch, name, log_probs_shape=(), batch_first=False):
 
 
 def _check_lengths(seq_lens, batch, frames, log_probs_shape, batch_first):
-    """``seq_lens`` as an int64 CPU tensor of ``batch`` lengths in
-    [0, frames]; raises ValueError or TypeError (``log_probs_shape``, as
-    given, for ``lengths_numpy``'s hint)."""
-    lengths = torch.from_numpy(lengths_numpy(seq_lens, batch, "seq_lens", log_probs_shape,
-                                             batch_first).astype(numpy.int64))
+    """``seq_lens`` as an int64 numpy array of ``batch`` lengths in [0,
+    frames]; raises ValueError or TypeError (``log_probs_shape``, as given,
+    for ``lengths_numpy``'s hint)."""
+    lengths = lengths_numpy(seq_lens, batch, "seq_lens", log_probs_shape,
+                            batch_first).astype(numpy.int64)
     b = _first((lengths < 0) | (lengths > frames))
     if b is not None:
         raise ValueError("seq_lens[%d] is %d, not in [0, %d] (log_probs' frames)"
-                         % (b, int(lengths[b]), frames))
+                         % (b, lengths[b], frames))
     return lengths
 
 
-def _check_finite(log_probs, lengths):
-    """Raises ValueError for NaN or +inf in the frames ``lengths`` cover."""
+def _nonfinite(log_probs, lengths):
+    """A 0-d bool tensor on log_probs' device: whether a frame ``lengths``
+    covers holds NaN or +inf (read back with the call's other flags)."""
     frames = log_probs.shape[0]
-    valid = torch.arange(frames, device=log_probs.device)[:, None] < lengths.to(log_probs.device)
-    bad = ~(log_probs < float("inf")) & valid[:, :, None]
-    if bool(bad.any()):
-        t, b, k = (int(i) for i in bad.nonzero()[0])
-        value = "NaN" if math.isnan(float(log_probs[t, b, k])) else "+inf"
-        raise ValueError("log_probs[%d, %d, %d] (frame, sequence, class) is %s (only finite "
-                         "values and -inf are valid)" % (t, b, k, value))
+    valid = torch.arange(frames)[:, None] < torch.from_numpy(lengths)[None, :]
+    bad = ~(log_probs < float("inf")) & valid.to(log_probs.device)[:, :, None]
+    return bad.any()
 
 
-class _KernelFsaLoss(torch.autograd.Function):
-    """The loss by sprintrt's full-sum kernel (CPU); arguments checked."""
+def _raise_nonfinite(log_probs, lengths):
+    """Raises ValueError naming the first NaN or +inf in the valid frames."""
+    frames = log_probs.shape[0]
+    valid = torch.arange(frames)[:, None] < torch.from_numpy(lengths)[None, :]
+    bad = ~(log_probs.detach().cpu() < float("inf")) & valid[:, :, None]
+    t, b, k = (int(i) for i in bad.nonzero()[0])
+    value = "NaN" if math.isnan(float(log_probs[t, b, k])) else "+inf"
+    raise ValueError("log_probs[%d, %d, %d] (frame, sequence, class) is %s (only finite "
+                     "values and -inf are valid)" % (t, b, k, value))
+
+
+class _PrecomputedGradientLoss(torch.autograd.Function):
+    """A loss whose gradient with respect to log_probs is computed with it:
+    ``compute(log_probs)`` returns (loss [B], gradient [T, B, D] or None when
+    no gradient is wanted); backward scales the gradient by grad_loss."""
 
     @staticmethod
-    def forward(ctx, log_probs, lengths, fsa, num_threads):
-        num_states, edges, weights, start_end = fsa
-        values = log_probs.detach().to(torch.float32)
+    def forward(ctx, log_probs, compute):
+        loss, gradient = compute(log_probs.detach(), ctx.needs_input_grad[0])
+        ctx.gradient = gradient
+        return loss.to(log_probs.dtype)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_loss):
+        gradient = ctx.gradient
+        scaled = gradient * grad_loss.to(gradient.dtype)[None, :, None]
+        return scaled.to(grad_loss.dtype), None
+
+
+def _kernel_compute(lengths, fsa, den, criterion, am_scale, boost, num_cost, num_threads):
+    """The kernel's compute function for ``_PrecomputedGradientLoss``."""
+    num_states, edges, weights, start_end = fsa
+
+    def compute(log_probs, want_gradient):
+        values = log_probs.to(torch.float32)
         if values.stride(2) != 1:
             values = values.contiguous()
-        loss, occupancy = _sprintrt.fsa_loss_cpu(
-            values.numpy(), lengths.numpy(), _kernel_array(edges),
-            weights.detach().cpu().to(torch.float32).numpy(), _kernel_array(start_end),
-            num_states, num_threads)
-        ctx.save_for_backward(torch.from_numpy(occupancy))
-        ctx.dtype = log_probs.dtype
-        return torch.from_numpy(loss).to(log_probs.dtype)
+        if criterion == "full-sum":
+            loss, occupancy = _sprintrt.fsa_loss_cpu(
+                values.numpy(), lengths, _kernel_array(edges), weights,
+                _kernel_array(start_end), num_states, num_threads)
+            gradient = torch.from_numpy(occupancy).neg_()
+        else:
+            den_states, den_edges, den_weights, den_start_end = den
+            loss, gradient = _sprintrt.sequence_loss_cpu(
+                values.numpy(), lengths, _kernel_array(edges), weights, _kernel_array(start_end),
+                num_states, _kernel_array(den_edges), den_weights, _kernel_array(den_start_end),
+                den_states, num_cost, criterion, am_scale, boost, num_threads)
+            gradient = torch.from_numpy(gradient)
+        return torch.from_numpy(loss), gradient.to(log_probs.dtype) if want_gradient else None
 
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_loss):
-        (occupancy,) = ctx.saved_tensors
-        grad = occupancy * -grad_loss.to(torch.float32)[None, :, None]
-        return grad.to(ctx.dtype), None, None, None
-
-
-def _log_sum_scatter(values, index, size):
-    """out[s] = log sum of exp(values[i]) over the i with index[i] == s
-    (-inf where there are none or all are -inf)."""
-    neg_inf = torch.full((size,), -float("inf"), dtype=values.dtype, device=values.device)
-    peak = neg_inf.scatter_reduce(0, index, values, "amax", include_self=True)
-    peak = peak.masked_fill(peak == -float("inf"), 0)
-    total = torch.zeros_like(peak).scatter_add_(0, index, torch.exp(values - peak[index]))
-    return peak + torch.log(total)
+    return compute
 
 
-class _TorchFsaLoss(torch.autograd.Function):
-    """The loss by a forward-backward in torch operations; arguments checked.
+def _torch_compute(lengths, fsa, den, classes, criterion, am_scale, boost, num_cost, flags):
+    """The torch implementation's compute function. ``fsa`` and ``den``:
+    (num_states, edges, weights, start_end_states, checked values) on the
+    host. Appends the call's device flags (skipped sequences, then NaN or
+    +inf in log_probs) to ``flags``."""
 
-    With alpha_t(s) the log-sum over paths of t edges from the start states
-    to s and s_e(t) = log_probs[t, seq(e), emission(e)] - weight(e) (-inf from
-    frame seq_lens[seq(e)] on), alpha_{t+1}(s) = logsumexp over the edges e
-    into s of alpha_t(from(e)) + s_e(t), and log Z_b = alpha_{seq_lens[b]}
-    (end_b). Backward: beta_t(s) = logsumexp over the edges out of s of
-    s_e(t) + beta_{t+1}(to(e)), started with 0 at end_b at frame seq_lens[b];
-    the occupancy of edge e at frame t is exp(alpha_t(from(e)) + s_e(t) +
-    beta_{t+1}(to(e)) - log Z_seq(e))."""
-
-    @staticmethod
-    def forward(ctx, log_probs, lengths, num_states, edges, weights, start, end):
-        frames, batch, classes = log_probs.shape
+    def compute(log_probs, want_gradient):
         dtype = torch.float64 if log_probs.dtype == torch.float64 else torch.float32
         device = log_probs.device
-        steps = int(lengths.max()) if batch else 0
-        lengths = lengths.to(device)
-        source, target, sequence = edges[0], edges[1], edges[3]
-        column = sequence * classes + edges[2]
-        values = log_probs.detach()[:steps].to(dtype).reshape(steps, batch * classes)
-        scores = values[:, column] - weights.to(dtype)
-        live = torch.arange(steps, device=device)[:, None] < lengths[sequence][None, :]
-        scores = scores.masked_fill(~live, -float("inf"))
-        alpha = torch.full((steps + 1, num_states), -float("inf"), dtype=dtype, device=device)
-        alpha[0, start] = 0
-        for t in range(steps):
-            alpha[t + 1] = _log_sum_scatter(alpha[t, source] + scores[t], target, num_states)
-        log_total = alpha[lengths, end]
-        ctx.save_for_backward(alpha, scores, log_total, lengths, edges, column, end)
-        ctx.shape = (frames, batch, classes, num_states)
-        ctx.dtype = log_probs.dtype
-        return (-log_total).to(log_probs.dtype)
 
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_loss):
-        alpha, scores, log_total, lengths, edges, column, end = ctx.saved_tensors
-        frames, batch, classes, num_states = ctx.shape
-        steps = scores.shape[0]
-        source, target, sequence = edges[0], edges[1], edges[3]
-        # exp(x - inf) = 0: no occupancy for a sequence without a path.
-        log_total = log_total.masked_fill(log_total == -float("inf"), float("inf"))
-        # The frame each sequence's end state starts the backward pass at.
-        end_frame = torch.full((num_states,), -1, dtype=torch.long, device=alpha.device)
-        end_frame.scatter_(0, end, lengths)
-        beta = torch.zeros(num_states, dtype=alpha.dtype, device=alpha.device)
-        beta = beta.masked_fill(end_frame != steps, -float("inf"))
-        gamma = torch.zeros(steps, batch * classes, dtype=alpha.dtype, device=alpha.device)
-        for t in reversed(range(steps)):
-            through = scores[t] + beta[target]
-            gamma[t].scatter_add_(0, column, torch.exp(alpha[t, source] + through
-                                                       - log_total[sequence]))
-            beta = _log_sum_scatter(through, source, num_states)
-            beta = beta.masked_fill(end_frame == t, 0)
-        grad = torch.zeros(frames, batch, classes, dtype=ctx.dtype, device=alpha.device)
-        weight = -grad_loss.to(alpha.dtype)[None, :, None]
-        grad[:steps] = (gamma.view(steps, batch, classes) * weight).to(ctx.dtype)
-        return grad, None, None, None, None, None, None
+        def graph(parts, shared):
+            num_states, _, weights, _, (edges, start, end) = parts
+            return Graph(num_states, edges, weights, start, end, lengths, classes, shared, dtype,
+                         device)
+
+        numerator = graph(fsa, False)
+        denominator = None if den is None else graph(den, len(den[4][1]) == 1)
+        loss, gradient = loss_and_gradient(
+            log_probs.to(dtype), lengths, numerator, denominator, criterion=criterion,
+            am_scale=am_scale, boost=boost,
+            num_cost=torch.as_tensor(num_cost, dtype=dtype, device=device),
+            want_gradient=want_gradient)
+        flags.append(torch.cat([torch.isinf(loss), _nonfinite(log_probs, lengths)[None]]))
+        return loss, gradient
+
+    return compute
 
 
-def fsa_loss(log_probs, seq_lens, fsa, *, batch_first=False, implementation="auto",
+def _check_parameters(criterion, den_fsa, am_scale, boost, num_cost, batch):
+    """Checks the criterion and its parameters; returns num_cost as a float64
+    numpy array [B]."""
+    if criterion not in _CRITERIA:
+        raise ValueError("criterion must be one of %s, got %r" % (", ".join(_CRITERIA), criterion))
+    if criterion == "full-sum":
+        given = [name for name, value, default in (
+            ("den_fsa", den_fsa, None), ("am_scale", am_scale, 1.0), ("boost", boost, 0.0),
+            ("num_cost", num_cost, None)) if value is not default and value != default]
+        if given:
+            raise ValueError("%s applies to criteria mmi, bmmi and smbr, not full-sum"
+                             % " and ".join(given))
+        return numpy.zeros(batch)
+    if den_fsa is None:
+        raise ValueError("criterion %r needs den_fsa, the denominator graph (e.g. "
+                         "sprintrt.torch.label_lm_denominator)" % criterion)
+    if not isinstance(am_scale, (int, float)) or not math.isfinite(am_scale) or am_scale <= 0:
+        raise ValueError("am_scale must be a finite number > 0, got %r" % (am_scale,))
+    if not isinstance(boost, (int, float)) or not math.isfinite(boost) or boost < 0:
+        raise ValueError("boost must be a finite number >= 0, got %r" % (boost,))
+    if boost != 0 and criterion != "bmmi":
+        raise ValueError("boost applies to criterion bmmi only, not %s" % criterion)
+    if num_cost is None:
+        return numpy.zeros(batch)
+    cost = _host_array(num_cost, "num_cost")
+    if cost.shape != (batch,) or cost.dtype.kind not in "iuf":
+        raise ValueError("num_cost must be B = %d numbers, got shape %s of %s"
+                         % (batch, list(cost.shape), cost.dtype))
+    b = _first(~numpy.isfinite(cost))
+    if b is not None:
+        raise ValueError("num_cost[%d] is %s (must be finite)" % (b, cost[b]))
+    return cost.astype(numpy.float64)
+
+
+def fsa_loss(log_probs, seq_lens, fsa, *, den_fsa=None, criterion="full-sum", am_scale=1.0,
+             boost=0.0, num_cost=None, batch_first=False, implementation="auto",
              num_threads=None):
-    """The full-sum loss [B] of each sequence (see the module's docstring),
-    of ``log_probs``' dtype, on its device; ``inf`` for a sequence without a
+    """The loss [B] of each sequence (see the module's docstring), of
+    ``log_probs``' dtype, on its device; ``inf`` for a sequence without a
     path of nonzero probability.
 
     ``log_probs``: float tensor (T, B, D), or (B, T, D) with
     ``batch_first=True``, of log-probabilities (any scores: they need not be
     normalized); only the first ``seq_lens[b]`` frames of sequence b are
     read. ``seq_lens``: B lengths in [0, T] (a tensor on any device, a numpy
-    array or a list). ``fsa``: a WeightedFsa (sprintrt's, i6_models' or any
-    4-tuple ``(num_states, edges [4, E], weights [E], start_end_states
-    [2, B])``; int32 edges are read as uint32 values). ``implementation``:
-    ``"auto"``, ``"kernel"`` (CPU only) or ``"torch"`` (see the module's
-    docstring). ``num_threads``: the kernel's threads (default
-    ``torch.get_num_threads()``).
+    array or a list). ``fsa``: the numerators, a WeightedFsa (sprintrt's,
+    i6_models' or any 4-tuple ``(num_states, edges [4, E], weights [E],
+    start_end_states [2, B])``; int32 edges are read as uint32 values).
 
-    The gradient with respect to ``log_probs`` is ``-occupancy *
-    grad_loss`` (zero in the padding frames). Bad arguments raise
+    ``criterion``: ``"full-sum"`` (-log Z of ``fsa``), ``"mmi"``, ``"bmmi"``
+    or ``"smbr"`` (docs/sequence-training.md), which need ``den_fsa``: a
+    WeightedFsa of one sequence (one graph for every sequence of the batch,
+    read in place, e.g. ``label_lm_denominator``) or of B (one per sequence,
+    e.g. ``hypotheses_denominator`` per segment joined by ``join_graphs``).
+    ``am_scale`` (KAPPA, > 0) scales log_probs in both; ``boost`` (B >= 0)
+    is bmmi's; ``num_cost`` [B] is the cost every numerator path of
+    sequence b pays (e.g. ``lm_scale * LabelLm.cost(labels)``, which makes
+    MMI over a label LM non-negative; it does not change any gradient).
+
+    ``implementation``: ``"auto"``, ``"kernel"`` (CPU only) or ``"torch"``
+    (see the module's docstring). ``num_threads``: the kernel's threads
+    (default ``torch.get_num_threads()``).
+
+    The gradient with respect to ``log_probs`` is the loss's true gradient
+    times ``grad_loss`` (zero in the padding frames). Bad arguments raise
     ``ValueError`` or ``TypeError`` naming the argument and what is wrong."""
     if not isinstance(log_probs, torch.Tensor):
         raise TypeError("log_probs must be a torch.Tensor, got %s" % type(log_probs).__name__)
@@ -410,22 +465,35 @@ def fsa_loss(log_probs, seq_lens, fsa, *, batch_first=False, implementation="aut
     frames, batch, classes = time_major.shape
     shape = tuple(log_probs.shape)
     lengths = _check_lengths(seq_lens, batch, frames, shape, batch_first)
+    cost = _check_parameters(criterion, den_fsa, am_scale, boost, num_cost, batch)
+    numerator = _fsa_structure(fsa, "fsa", (batch,), shape, batch_first)
+    denominator = None
+    if den_fsa is not None:
+        denominator = _fsa_structure(den_fsa, "den_fsa", (1, batch))
     if implementation == "kernel":
         if num_threads is None:
             num_threads = torch.get_num_threads()
         if not isinstance(num_threads, int) or num_threads < 1:
             raise ValueError("num_threads must be a positive int, got %r" % (num_threads,))
-        # The binding checks the FSA's values and log_probs' (no torch
+        # The binding checks the FSAs' values and log_probs' (no torch
         # operations, which are slow here when their threads compete with the
         # kernel's).
-        structure = _fsa_structure(fsa, batch, None, shape, batch_first)
-        loss = _KernelFsaLoss.apply(time_major, lengths, structure, num_threads)
+        compute = _kernel_compute(lengths, numerator, denominator, criterion, float(am_scale),
+                                  float(boost), cost, num_threads)
+        loss = _PrecomputedGradientLoss.apply(time_major, compute)
+        skipped = numpy.flatnonzero(numpy.isinf(loss.detach().numpy())).tolist()
     else:
-        num_states, edges, weights, start_end = _fsa_structure(fsa, batch, log_probs.device,
-                                                               shape, batch_first)
-        edges, start, end = _check_fsa_values(num_states, edges, weights, start_end, batch,
-                                              classes)
-        _check_finite(time_major.detach(), lengths)
-        loss = _TorchFsaLoss.apply(time_major, lengths, num_states, edges, weights, start, end)
-    _count_and_warn(loss)
+        parts = [numerator + (_check_fsa_values("fsa", *numerator, classes),)]
+        if denominator is not None:
+            parts.append(denominator + (_check_fsa_values("den_fsa", *denominator, classes),))
+        flags = []
+        compute = _torch_compute(lengths, parts[0], parts[1] if len(parts) > 1 else None,
+                                 classes, criterion, float(am_scale), float(boost), cost, flags)
+        loss = _PrecomputedGradientLoss.apply(time_major, compute)
+        # The call's one read from the device.
+        host_flags = flags[0].cpu().numpy()
+        if host_flags[-1]:
+            _raise_nonfinite(time_major, lengths)
+        skipped = numpy.flatnonzero(host_flags[:-1]).tolist()
+    _count_and_warn(skipped, batch)
     return loss

@@ -1,9 +1,12 @@
 """sprintrt for PyTorch: a Sprint loss as an autograd function, ``sprint_loss``,
-and the full-sum loss over batch FSAs, ``fsa_loss`` (from ``sprintrt.fsa_loss``,
-whose docstring says how its gradient relates to the convention below); the
-batch FSAs themselves come from ``FsaBuilder`` (``sprintrt.fsa_builder``) in
-i6_models' layouts ``WeightedFsa`` and ``WeightedFsaV2``
-(``sprintrt.fsa_layouts``).
+and the full-sum loss over batch FSAs with the lattice-free sequence criteria
+(MMI, boosted MMI, sMBR against a denominator graph), ``fsa_loss`` (from
+``sprintrt.fsa_loss``, whose docstring says how its gradient relates to the
+convention below); the batch FSAs themselves come from ``FsaBuilder``
+(``sprintrt.fsa_builder``) in i6_models' layouts ``WeightedFsa`` and
+``WeightedFsaV2`` (``sprintrt.fsa_layouts``), the denominators from
+``label_lm_denominator`` and ``hypotheses_denominator``
+(``sprintrt.denominators``).
 
 Import it explicitly (``import sprintrt.torch``); ``import sprintrt`` does
 not import PyTorch.
@@ -24,11 +27,13 @@ to anything else computed from them is not the loss's.
 import torch
 
 from . import SprintInstancePool
+from .denominators import LabelLm, hypotheses_denominator, join_graphs, label_lm_denominator
 from .fsa_builder import FsaBuilder
 from .fsa_layouts import WeightedFsa, WeightedFsaV2
 from .fsa_loss import fsa_loss, fsa_loss_stats, lengths_numpy
 
-__all__ = ["FsaBuilder", "SprintLoss", "WeightedFsa", "WeightedFsaV2", "fsa_loss", "fsa_loss_stats",
+__all__ = ["FsaBuilder", "LabelLm", "SprintLoss", "WeightedFsa", "WeightedFsaV2", "fsa_loss",
+           "fsa_loss_stats", "hypotheses_denominator", "join_graphs", "label_lm_denominator",
            "sprint_loss"]
 
 

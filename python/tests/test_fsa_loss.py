@@ -404,8 +404,8 @@ def test_bad_arguments_raise_value_errors_naming_them(implementation):
         loss(log_probs=lp[:, :, :3].contiguous())
     edges = fsa.edges.clone()
     edges[3, 8] = 4
-    with pytest.raises(ValueError, match="fsa.edges: edge 8 belongs to sequence 4, but the batch "
-                                         "has 4 sequences"):
+    with pytest.raises(ValueError, match="fsa.edges: edge 8 belongs to sequence 4, but fsa has 4 "
+                                         "sequences"):
         loss(automaton=replaced(fsa, edges=edges))
     edges = fsa.edges.clone()
     edges[1, 8] = 2

@@ -1,0 +1,197 @@
+#include "denominator_binding.hpp"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/corpus.hpp"
+#include "sim/ctc_topology.hpp"
+#include "sim/hmm_topology.hpp"
+#include "sim/label_acceptor.hpp"
+#include "sim/label_lm.hpp"
+#include "sim/wfsa.hpp"
+#include "sprintrt/error.hpp"
+
+namespace sprintrt::python {
+
+namespace {
+
+namespace py = pybind11;
+
+using label_sequences = std::vector<std::vector<int64_t>>;
+
+/// The topology sprint-sim's options `--*.topology`, `--*.blank-index` and
+/// `--*.hmm-*` describe; throws `ValueError`.
+std::unique_ptr<sim::topology> make_topology(const std::string& name, int64_t blank_index,
+                                             const py::dict& hmm) {
+  if (name == "ctc") {
+    if (blank_index < 0 || blank_index > UINT32_MAX)
+      throw py::value_error("blank_index must be a class index >= 0, got " +
+                            std::to_string(blank_index));
+    if (!hmm.empty())
+      throw py::value_error("the hmm_* options apply to topology 'hmm' only");
+    return std::make_unique<sim::ctc_topology>(static_cast<uint32_t>(blank_index));
+  }
+  if (name != "hmm")
+    throw py::value_error("topology must be 'ctc' or 'hmm', got '" + name + "'");
+  sim::hmm_options options;
+  for (const auto& [key, value] : hmm) {
+    const auto option = key.cast<std::string>();
+    if (option == "silence_index") {
+      if (!value.is_none())
+        options.silence_index = value.cast<uint32_t>();
+      continue;
+    }
+    float* cost = option == "loop_cost"            ? &options.loop_cost
+                  : option == "forward_cost"       ? &options.forward_cost
+                  : option == "silence_loop_cost"  ? &options.silence_loop_cost
+                  : option == "silence_entry_cost" ? &options.silence_entry_cost
+                  : option == "silence_exit_cost"  ? &options.silence_exit_cost
+                                                   : nullptr;
+    if (cost == nullptr)
+      throw py::value_error("unknown HMM option '" + option +
+                            "' (loop_cost, forward_cost, silence_index, silence_loop_cost, "
+                            "silence_entry_cost, silence_exit_cost)");
+    *cost = value.cast<float>();
+  }
+  auto topology = sim::hmm_topology::make(options);
+  if (!topology)
+    throw py::value_error(error_message(topology.error()));
+  return std::make_unique<sim::hmm_topology>(std::move(*topology));
+}
+
+/// `labels` as label ids; throws `ValueError` naming `owner` for a negative
+/// or too large one.
+std::vector<uint32_t> to_labels(const std::vector<int64_t>& labels, const std::string& owner) {
+  std::vector<uint32_t> out;
+  out.reserve(labels.size());
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] < 0 || labels[i] >= UINT32_MAX)
+      throw py::value_error(owner + ": label number " + std::to_string(i + 1) + " is " +
+                            std::to_string(labels[i]) + ", not a label index >= 0");
+    out.push_back(static_cast<uint32_t>(labels[i]));
+  }
+  return out;
+}
+
+/// `graph`, expanded from `acceptor`, as a dict of the batch FSA layout's
+/// arrays of one sequence.
+py::dict graph_arrays(const sim::topology& topology, const sim::label_acceptor& acceptor,
+                      const std::string& owner) {
+  auto expanded = topology.expand(owner, acceptor);
+  if (!expanded)
+    throw py::value_error(error_message(expanded.error()));
+  const sim::wfsa graph = sim::single_ended(*expanded);
+  const auto count = static_cast<py::ssize_t>(graph.edges.size());
+  py::array_t<int64_t> edges({py::ssize_t{4}, count});
+  py::array_t<double> weights(count);
+  auto e = edges.mutable_unchecked<2>();
+  auto w = weights.mutable_unchecked<1>();
+  for (py::ssize_t i = 0; i < count; ++i) {
+    const auto& edge = graph.edges[static_cast<size_t>(i)];
+    e(0, i) = edge.from;
+    e(1, i) = edge.to;
+    e(2, i) = edge.emission;
+    e(3, i) = 0;
+    w(i) = edge.weight;
+  }
+  py::dict out;
+  out["num_states"] = graph.num_states();
+  out["edges"] = edges;
+  out["weights"] = weights;
+  return out;
+}
+
+/// A label n-gram estimated from label sequences (sim::label_lm).
+class label_lm_binding {
+public:
+  label_lm_binding(const label_sequences& sequences, uint32_t order, double smoothing) {
+    std::string text;
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      text += "s" + std::to_string(i) + "\t";
+      for (const uint32_t label : to_labels(sequences[i], "label sequence " + std::to_string(i)))
+        text += std::to_string(label) + " ";
+      text += "\n";
+    }
+    auto segments = sim::corpus::from_string(text, "label_sequences");
+    if (!segments)
+      throw py::value_error(error_message(segments.error()));
+    auto lm = sim::label_lm::estimate(*segments, sim::label_lm_options{order, smoothing});
+    if (!lm)
+      throw py::value_error(error_message(lm.error()));
+    lm_.emplace(std::move(*lm));
+  }
+
+  std::vector<uint32_t> vocabulary() const { return lm_->vocabulary(); }
+
+  double cost(const std::vector<int64_t>& labels) const {
+    return lm_->cost(to_labels(labels, "labels"));
+  }
+
+  py::dict graph(double lm_scale, const std::string& topology, int64_t blank_index,
+                 const py::dict& hmm) const {
+    if (!std::isfinite(lm_scale) || lm_scale < 0)
+      throw py::value_error("lm_scale must be a finite number >= 0, got " +
+                            std::to_string(lm_scale));
+    const auto expansion = make_topology(topology, blank_index, hmm);
+    return graph_arrays(*expansion, lm_->acceptor(lm_scale), "label-lm");
+  }
+
+private:
+  std::optional<sim::label_lm> lm_;
+};
+
+py::dict hypotheses_graph(const label_sequences& hypotheses, const std::vector<double>& costs,
+                          double lm_scale, const std::string& topology, int64_t blank_index,
+                          const py::dict& hmm) {
+  if (costs.size() != hypotheses.size())
+    throw py::value_error("costs has " + std::to_string(costs.size()) + " entries for " +
+                          std::to_string(hypotheses.size()) + " hypotheses");
+  if (hypotheses.empty())
+    throw py::value_error("hypotheses is empty (a denominator needs at least one)");
+  if (!std::isfinite(lm_scale) || lm_scale < 0)
+    throw py::value_error("lm_scale must be a finite number >= 0, got " + std::to_string(lm_scale));
+  std::vector<sim::hypothesis> list;
+  for (size_t i = 0; i < hypotheses.size(); ++i) {
+    const std::string owner = "hypothesis " + std::to_string(i);
+    if (!std::isfinite(costs[i]))
+      throw py::value_error(owner + ": cost " + std::to_string(costs[i]) +
+                            " is not a finite number");
+    list.push_back({to_labels(hypotheses[i], owner), costs[i]});
+    for (size_t j = 0; j < i; ++j)
+      if (list[j].labels == list[i].labels)
+        throw py::value_error(owner + " repeats hypothesis " + std::to_string(j));
+  }
+  const auto expansion = make_topology(topology, blank_index, hmm);
+  return graph_arrays(*expansion, sim::hypotheses_acceptor(list, lm_scale), "hypotheses");
+}
+
+} // namespace
+
+void bind_denominators(py::module_& m) {
+  py::class_<label_lm_binding>(m, "LabelLm",
+                               "The label n-gram of sprint-sim's label-lm denominator "
+                               "(docs/sequence-training.md), estimated from label sequences.")
+      .def(py::init<const label_sequences&, uint32_t, double>(), py::arg("label_sequences"),
+           py::arg("order") = 2, py::arg("smoothing") = 1.0)
+      .def_property_readonly("vocabulary", &label_lm_binding::vocabulary,
+                             "The labels of the sequences, ascending.")
+      .def("cost", &label_lm_binding::cost, py::arg("labels"),
+           "-log P_LM(labels), the end symbol included; inf for probability 0.")
+      .def("graph", &label_lm_binding::graph, py::arg("lm_scale"), py::arg("topology"),
+           py::arg("blank_index"), py::arg("hmm"),
+           "The n-gram composed with the topology, costs times lm_scale, as a dict "
+           "(num_states, edges int64 [4, E], weights float64 [E]) of one sequence with start "
+           "state 0 and final state num_states - 1.");
+  m.def("hypotheses_graph", &hypotheses_graph, py::arg("hypotheses"), py::arg("costs"),
+        py::arg("lm_scale"), py::arg("topology"), py::arg("blank_index"), py::arg("hmm"),
+        "The graph of the hypotheses (distinct label sequences, each with a cost times "
+        "lm_scale) composed with the topology, as LabelLm.graph gives it.");
+}
+
+} // namespace sprintrt::python

@@ -1,0 +1,383 @@
+"""The torch implementation of ``fsa_loss``: forward-backward over a batch
+FSA (and the sequence criteria's denominators) in torch operations, for any
+device.
+
+Layout. Every graph is laid out once per call on the host (numpy), then
+moved to the device: its edges grouped by target state (forward), by source
+state (backward) and by emitted column (occupancies), each group padded to
+the width of its bucket (groups of similar size share a bucket, so a few
+wide groups do not pad every other). A frame's recursion is then one gather
+and one ``logsumexp`` over the padded last axis per bucket: a few large
+kernels, no scatter, deterministic on every device (no atomic adds).
+
+Groups. A graph runs for G groups of sequences at once: a batch FSA is one
+group whose states and columns span the whole batch (columns b * D + k); a
+denominator shared by the batch is B groups over the same states and the
+columns k of each sequence's frame. ``alpha`` is [T + 1, G, S + 1]: column S
+is a pad state that stays -inf, and the pad edge (id E) scores -inf.
+
+The recursions (frames t = 0 .. T-1, s_e(t) the score of edge e at frame t,
+-inf from frame seq_lens[b] on):
+
+    alpha[t + 1, q] = logsumexp over e into q of alpha[t, from(e)] + s_e(t)
+    beta[t, q] = logsumexp over e out of q of s_e(t) + beta[t + 1, to(e)],
+                 and 0 at sequence b's end state at t = seq_lens[b]
+    occupancy of e at t = exp(alpha[t, from] + s_e(t) + beta[t + 1, to] - log Z)
+
+and for sMBR the expectation semiring of docs/sequence-training.md (the same
+as sim/sequence_engine.cpp): conditional expected accuracies of prefixes and
+suffixes, carried beside alpha and beta.
+
+Host synchronisation: none in the frame loops; the caller reads one small
+tensor back per call (fsa_loss.py).
+"""
+
+import numpy
+import torch
+
+__all__ = ["Graph", "frame_pass", "best_path"]
+
+# Scores are gathered for this many (frame, group, edge) entries at a time.
+_CHUNK_ENTRIES = 1 << 22
+# A bucket holds groups whose size is within this factor of each other.
+_BUCKET_RATIO = 4
+
+
+class _Bucket:
+    """Groups (states or columns) of similar size: ``rows`` [R] the groups'
+    ids, ``ids`` [R, W] their members (edge ids) padded with the pad edge,
+    ``states`` [R, W] the state each member's edge comes from (incoming)
+    or goes to (outgoing), if given. Reads and writes along the last axis
+    of [..., E + 1] and [..., S + 1] tensors."""
+
+    def __init__(self, rows, ids, states, total_rows, device):
+        self.width = ids.shape[1]
+        self.shape = (len(rows), self.width)
+        # Whether the rows are all groups 0 .. total_rows-1 in order: a
+        # slice is written instead of an index.
+        self.full = len(rows) == total_rows and bool((rows == numpy.arange(total_rows)).all())
+        self.rows = torch.from_numpy(rows).to(device)
+        self.flat_ids = torch.from_numpy(ids.reshape(-1)).to(device)
+        self.flat_states = None
+        if states is not None:
+            self.flat_states = torch.from_numpy(states.reshape(-1)).to(device)
+
+    def edges_of(self, values):
+        """``values`` [..., E + 1] at the members: [..., R, W]."""
+        return values.index_select(-1, self.flat_ids).view(*values.shape[:-1], *self.shape)
+
+    def gather(self, values):
+        """``values`` [..., S + 1] at the members' states: [..., R, W]."""
+        return values.index_select(-1, self.flat_states).view(*values.shape[:-1], *self.shape)
+
+    def put(self, out, values):
+        """Writes ``values`` [..., R] into ``out`` [..., rows]."""
+        if self.full:
+            out[..., :self.shape[0]] = values
+        else:
+            out[..., self.rows] = values
+
+
+def _buckets(keys, num_keys, pad, device, states=None):
+    """The ids 0 .. len(keys)-1 grouped by ``keys`` (numpy int64, each in
+    [0, num_keys)), in id order within a group, as ``_Bucket``s of groups
+    within a factor ``_BUCKET_RATIO`` in size; ``states`` (numpy [len(keys)
+    + 1], the pad last) gives each id's state. Keys without ids are in no
+    bucket."""
+    order = numpy.argsort(keys, kind="stable")
+    counts = numpy.bincount(keys, minlength=num_keys)
+    begins = numpy.concatenate(([0], numpy.cumsum(counts)[:-1]))
+    used = numpy.nonzero(counts)[0]
+    if len(used) == 0:
+        return []
+    level = numpy.floor(numpy.log(counts[used]) / numpy.log(_BUCKET_RATIO)).astype(numpy.int64)
+    buckets = []
+    for value in numpy.unique(level):
+        rows = used[level == value]
+        width = int(counts[rows].max())
+        slot = numpy.arange(width)
+        ids = numpy.full((len(rows), width), pad, dtype=numpy.int64)
+        valid = slot[None, :] < counts[rows][:, None]
+        ids[valid] = order[(begins[rows][:, None] + slot[None, :])[valid]]
+        buckets.append(_Bucket(rows, ids, None if states is None else states[ids], num_keys,
+                               device))
+    return buckets
+
+
+class Graph:
+    """One graph laid out for the frame loop (see the module's docstring).
+
+    ``edges`` numpy int64 [4, E] (from, to, emission, sequence), ``weights``
+    numpy [E], ``start``/``end`` numpy int64 [N]: the checked batch FSA with
+    N sequences. ``shared``: one graph (N = 1) run for every sequence of the
+    batch (G = B groups, columns D) instead of N = B sequences in one group
+    (columns B * D). ``lengths``: numpy int64 [B]."""
+
+    def __init__(self, num_states, edges, weights, start, end, lengths, classes, shared, dtype,
+                 device):
+        batch = len(lengths)
+        count = edges.shape[1]
+        self.shared = shared
+        self.groups = batch if shared else 1
+        self.num_states = num_states
+        self.classes = classes
+        self.columns = classes if shared else batch * classes
+        pad_state = num_states
+        source = numpy.append(edges[0], pad_state)
+        target = numpy.append(edges[1], pad_state)
+        column = edges[2] if shared else edges[3] * classes + edges[2]
+        self.source = torch.from_numpy(source).to(device)
+        self.target = torch.from_numpy(target).to(device)
+        self.column = torch.from_numpy(numpy.append(column, 0)).to(device)
+        self.weight = torch.from_numpy(
+            numpy.append(numpy.asarray(weights, dtype=numpy.float64), numpy.inf)).to(device, dtype)
+        self.incoming = _buckets(edges[1], num_states, count, device, source)
+        self.outgoing = _buckets(edges[0], num_states, count, device, target)
+        self.by_column = _buckets(column, self.columns, count, device)
+        # Per group and edge: the frame from which the edge scores -inf.
+        if shared:
+            live = lengths[:, None]
+        else:
+            live = numpy.append(lengths[edges[3]], 0)[None, :]
+        self.live = torch.from_numpy(live).to(device)
+        # Sequence b's group and start and end states.
+        groups = numpy.arange(batch) if shared else numpy.zeros(batch, dtype=numpy.int64)
+        starts = numpy.repeat(start, batch) if shared else start
+        ends = numpy.repeat(end, batch) if shared else end
+        self.group_of = torch.from_numpy(groups).to(device)
+        self.start = torch.from_numpy(starts).to(device)
+        self.end = torch.from_numpy(ends).to(device)
+        self.lengths = torch.from_numpy(lengths).to(device)
+        # The frame at which the backward pass starts in each end state.
+        end_frame = numpy.full((self.groups, num_states + 1), -1, dtype=numpy.int64)
+        end_frame[groups, ends] = lengths
+        self.end_frame = torch.from_numpy(end_frame).to(device)
+        self.end_frames = set(int(n) for n in lengths)
+        # Per group and edge, the sequence whose log Z normalizes it.
+        self.sequence_of = torch.from_numpy(
+            numpy.arange(batch)[:, None] if shared else numpy.append(edges[3], 0)[None, :]
+        ).to(device)
+
+    def chunks(self, frames, reverse=False):
+        """Frame ranges [t0, t1) of at most ``_CHUNK_ENTRIES`` scores each."""
+        size = max(1, _CHUNK_ENTRIES // max(1, self.groups * len(self.column)))
+        ranges = [(t, min(t + size, frames)) for t in range(0, frames, size)]
+        return reversed(ranges) if reverse else ranges
+
+    def scores(self, values, t0, t1):
+        """s_e(t) for frames t0 .. t1-1: [t1 - t0, G, E + 1] from ``values``
+        [T, B, D] (already scaled), -inf where the sequence has ended."""
+        frames = values[t0:t1].reshape(t1 - t0, self.groups, self.columns)
+        scores = frames.index_select(2, self.column) - self.weight
+        frame = torch.arange(t0, t1, device=values.device)[:, None, None]
+        return scores.masked_fill(frame >= self.live, -float("inf"))
+
+    def gather(self, values, t0, t1):
+        """``values`` [T, B, D] at each edge's column: [t1 - t0, G, E + 1]."""
+        frames = values[t0:t1].reshape(t1 - t0, self.groups, self.columns)
+        return frames.index_select(2, self.column)
+
+
+def _log_sum(values):
+    """logsumexp over the last axis; -inf where every value is -inf. A few
+    pairwise ``logaddexp`` (one kernel each) for a narrow axis."""
+    width = values.shape[-1]
+    if width > 4:
+        return torch.logsumexp(values, -1)
+    total = values[..., 0]
+    for i in range(1, width):
+        total = torch.logaddexp(total, values[..., i])
+    return total
+
+
+def _safe(log_total):
+    """``log_total`` with -inf replaced by 0, for subtracting."""
+    return log_total.masked_fill(log_total == -float("inf"), 0)
+
+
+def best_path(graph, values, steps):
+    """The emissions of a best path of each sequence (Viterbi; ties: the
+    first best incoming edge in edge order, as sim/sequence_engine.cpp), int64
+    [steps, B], -1 from frame seq_lens[b] on; and whether the sequence has a
+    path of finite score (bool [B]; its row is all -1 otherwise)."""
+    device = values.device
+    neg_inf = -float("inf")
+    score = torch.full((graph.groups, graph.num_states + 1), neg_inf, dtype=values.dtype,
+                       device=device)
+    score[graph.group_of, graph.start] = 0
+    pad_edge = len(graph.column) - 1
+    best = torch.full((steps, graph.groups, graph.num_states + 1), pad_edge, dtype=torch.long,
+                      device=device)
+    # The best score at each sequence's end state after its last frame.
+    final = score[graph.group_of, graph.end].masked_fill(graph.lengths != 0, neg_inf)
+    for t0, t1 in graph.chunks(steps):
+        chunk = graph.scores(values, t0, t1)
+        for t in range(t0, t1):
+            s = chunk[t - t0]
+            new = torch.full_like(score, neg_inf)
+            for bucket in graph.incoming:
+                top, at = torch.max(bucket.gather(score) + bucket.edges_of(s), dim=-1)
+                bucket.put(new, top)
+                ids = bucket.flat_ids.view(bucket.shape)
+                bucket.put(best[t], ids.gather(1, at.t()).t())
+            score = new
+            final = torch.where(graph.lengths == t + 1, score[graph.group_of, graph.end], final)
+    state = graph.end.clone()
+    path = torch.full((steps, len(graph.end)), -1, dtype=torch.long, device=device)
+    emission = graph.column % graph.classes
+    for t in reversed(range(steps)):
+        edge = best[t][graph.group_of, state]
+        active = (t < graph.lengths) & (final > neg_inf)
+        path[t] = torch.where(active, emission[edge], path[t])
+        state = torch.where(active, graph.source[edge], state)
+    return path, final > neg_inf
+
+
+def frame_pass(graph, values, steps, *, want_gradient, accuracy=None):
+    """Forward (and, with ``want_gradient``, backward) over ``graph`` scored
+    with ``values`` [T, B, D] (already scaled and boosted). Returns (log Z
+    [B], occupancy [steps, B, D] or None, expected accuracy [B] or None,
+    accuracy gradient [steps, B, D] or None).
+
+    ``accuracy``: None, or [T, B, D] with 1 at each frame's reference column
+    (sMBR): then also the expected accuracy E[A] and sum over the paths with
+    e_t = k of P(pi) (A(pi) - E[A]) (its derivative by values[t, b, k])."""
+    device, dtype = values.device, values.dtype
+    neg_inf = -float("inf")
+    groups, states = graph.groups, graph.num_states + 1
+    alpha = torch.full((steps + 1, groups, states), neg_inf, dtype=dtype, device=device)
+    alpha[0, graph.group_of, graph.start] = 0
+    alpha_acc = None
+    if accuracy is not None:
+        alpha_acc = torch.zeros(steps + 1, groups, states, dtype=dtype, device=device)
+    for t0, t1 in graph.chunks(steps):
+        chunk = graph.scores(values, t0, t1)
+        hits = graph.gather(accuracy, t0, t1) if accuracy is not None else None
+        for t in range(t0, t1):
+            s = chunk[t - t0]
+            for bucket in graph.incoming:
+                candidates = bucket.gather(alpha[t]) + bucket.edges_of(s)
+                total = _log_sum(candidates)
+                bucket.put(alpha[t + 1], total)
+                if alpha_acc is not None:
+                    share = torch.exp(candidates - _safe(total)[..., None])
+                    gained = bucket.gather(alpha_acc[t]) + bucket.edges_of(hits[t - t0])
+                    bucket.put(alpha_acc[t + 1], (share * gained).sum(-1))
+    log_total = alpha[graph.lengths, graph.group_of, graph.end]
+    expected = None
+    if alpha_acc is not None:
+        expected = alpha_acc[graph.lengths, graph.group_of, graph.end]
+    if not want_gradient:
+        return log_total, None, expected, None
+    batch = len(graph.end)
+    # exp(x - inf) = 0: no occupancy for a sequence without a path.
+    norm = log_total.masked_fill(log_total == neg_inf, float("inf"))[graph.sequence_of]
+    occupancy = torch.zeros(steps, groups, graph.columns, dtype=dtype, device=device)
+    covariance = None
+    if accuracy is not None:
+        covariance = torch.zeros(steps, groups, graph.columns, dtype=dtype, device=device)
+        mean = expected[graph.sequence_of]
+        beta_acc = torch.zeros(groups, states, dtype=dtype, device=device)
+    beta = torch.zeros(groups, states, dtype=dtype, device=device)
+    beta = beta.masked_fill(graph.end_frame != steps, neg_inf)
+    for t0, t1 in graph.chunks(steps, reverse=True):
+        chunk = graph.scores(values, t0, t1)
+        hits = graph.gather(accuracy, t0, t1) if accuracy is not None else None
+        # Edge posteriors of the chunk's frames, summed by column after it.
+        posterior = torch.empty_like(chunk)
+        weighted = torch.empty_like(chunk) if accuracy is not None else None
+        for t in reversed(range(t0, t1)):
+            through = chunk[t - t0] + beta.index_select(1, graph.target)
+            torch.exp(alpha[t].index_select(1, graph.source) + through - norm,
+                      out=posterior[t - t0])
+            if accuracy is not None:
+                hit = hits[t - t0]
+                paths = (alpha_acc[t].index_select(1, graph.source) + hit
+                         + beta_acc.index_select(1, graph.target))
+                torch.mul(posterior[t - t0], paths - mean, out=weighted[t - t0])
+            new = torch.full_like(beta, neg_inf)
+            if accuracy is not None:
+                new_acc = torch.zeros_like(beta_acc)
+            for bucket in graph.outgoing:
+                candidates = bucket.edges_of(through)
+                total = _log_sum(candidates)
+                bucket.put(new, total)
+                if accuracy is not None:
+                    share = torch.exp(candidates - _safe(total)[..., None])
+                    gained = bucket.edges_of(hit) + bucket.gather(beta_acc)
+                    bucket.put(new_acc, (share * gained).sum(-1))
+            beta = new
+            if accuracy is not None:
+                beta_acc = new_acc
+            if t in graph.end_frames:
+                ends = graph.end_frame == t
+                beta = beta.masked_fill(ends, 0)
+                if accuracy is not None:
+                    beta_acc = beta_acc.masked_fill(ends, 0)
+        for bucket in graph.by_column:
+            bucket.put(occupancy[t0:t1], bucket.edges_of(posterior).sum(-1))
+            if accuracy is not None:
+                bucket.put(covariance[t0:t1], bucket.edges_of(weighted).sum(-1))
+    shape = (steps, batch, graph.classes)
+    return (log_total, occupancy.view(shape), expected,
+            covariance.view(shape) if covariance is not None else None)
+
+
+def loss_and_gradient(values, lengths, numerator, denominator, *, criterion, am_scale, boost,
+                      num_cost, want_gradient):
+    """The criterion's loss [B] and, with ``want_gradient``, its gradient
+    [T, B, D] with respect to ``values`` [T, B, D] (log_probs in the compute
+    dtype): docs/sequence-training.md's definitions for ``mmi``, ``bmmi``
+    and ``smbr``, -log Z for ``full-sum``. ``numerator``/``denominator``:
+    ``Graph``s (the denominator None for ``full-sum``); ``lengths`` numpy
+    int64 [B]; ``num_cost`` [B] on the device (numerator paths pay it).
+
+    A sequence whose numerator (or denominator) has no path of finite score
+    gets loss inf and a zero gradient; a sequence of 0 frames gets loss 0
+    under every criterion if its numerator has the empty path (nothing to
+    tell apart), inf otherwise."""
+    frames, batch, classes = values.shape
+    steps = int(lengths.max()) if batch else 0
+    device = values.device
+    inf = float("inf")
+    values = values[:steps]
+    if criterion == "full-sum":
+        log_total, occupancy, _, _ = frame_pass(numerator, values, steps,
+                                                want_gradient=want_gradient)
+        loss, gradient = -log_total, (None if occupancy is None else -occupancy)
+        skipped = log_total == -inf
+    else:
+        scaled = values * am_scale
+        hits = None
+        if criterion != "mmi":
+            path, has_path = best_path(numerator, scaled, steps)
+            hits = torch.zeros_like(scaled)
+            hits.scatter_(2, path.clamp(min=0)[..., None], (path >= 0)[..., None].to(scaled.dtype))
+        if criterion == "smbr":
+            log_den, _, expected, covariance = frame_pass(
+                denominator, scaled, steps, want_gradient=want_gradient, accuracy=hits)
+            loss = -expected
+            gradient = None if covariance is None else covariance * -am_scale
+            skipped = ~has_path | (log_den == -inf)
+        else:
+            log_num, occ_num, _, _ = frame_pass(numerator, scaled, steps,
+                                                want_gradient=want_gradient)
+            den_values = scaled - boost * hits if criterion == "bmmi" else scaled
+            log_den, occ_den, _, _ = frame_pass(denominator, den_values, steps,
+                                                want_gradient=want_gradient)
+            loss = log_den - (log_num - num_cost)
+            gradient = None if occ_den is None else (occ_den - occ_num) * am_scale
+            skipped = (log_num == -inf) | (log_den == -inf)
+            if criterion == "bmmi":
+                skipped = skipped | ~has_path
+        empty = torch.from_numpy(lengths == 0).to(device)
+        has_empty = numerator.start == numerator.end
+        loss = torch.where(empty, torch.full_like(loss, inf).masked_fill(has_empty, 0), loss)
+        skipped = torch.where(empty, ~has_empty, skipped)
+    loss = loss.masked_fill(skipped, inf)
+    if gradient is None:
+        return loss, None
+    gradient = gradient.masked_fill(skipped[None, :, None], 0)
+    if steps < frames:
+        gradient = torch.cat([gradient, gradient.new_zeros(frames - steps, batch, classes)])
+    return loss, gradient

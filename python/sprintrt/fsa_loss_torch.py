@@ -8,13 +8,15 @@ state (backward) and by emitted column (occupancies), each group padded to
 the width of its bucket (groups of similar size share a bucket, so a few
 wide groups do not pad every other). A frame's recursion is then one gather
 and one ``logsumexp`` over the padded last axis per bucket: a few large
-kernels, no scatter, deterministic on every device (no atomic adds).
+kernels, no scatter, deterministic on every device (no atomic adds). Both
+passes keep their tables ([T + 1, G, S]), so that the edge posteriors and
+their sums by column are a few kernels per chunk of frames, not per frame.
 
 Groups. A graph runs for G groups of sequences at once: a batch FSA is one
 group whose states and columns span the whole batch (columns b * D + k); a
 denominator shared by the batch is B groups over the same states and the
-columns k of each sequence's frame. ``alpha`` is [T + 1, G, S + 1]: column S
-is a pad state that stays -inf, and the pad edge (id E) scores -inf.
+columns k of each sequence's frame. ``alpha`` and ``beta`` are
+[T + 1, G, S]; the pad edge (id E) scores -inf, from and to state 0.
 
 The recursions (frames t = 0 .. T-1, s_e(t) the score of edge e at frame t,
 -inf from frame seq_lens[b] on):
@@ -41,60 +43,94 @@ __all__ = ["Graph", "frame_pass", "best_path"]
 _CHUNK_ENTRIES = 1 << 22
 # A bucket holds groups whose size is within this factor of each other.
 _BUCKET_RATIO = 4
+# What a bucket's own kernels per frame cost, in padded entries.
+_BUCKET_ENTRIES = 8192
+# Up to this many members, a bucket log-adds its slots pairwise.
+_PAIRWISE_WIDTH = 8
 
 
 class _Bucket:
     """Groups (states or columns) of similar size: ``rows`` [R] the groups'
     ids, ``ids`` [R, W] their members (edge ids) padded with the pad edge,
     ``states`` [R, W] the state each member's edge comes from (incoming)
-    or goes to (outgoing), if given. Reads and writes along the last axis
-    of [..., E + 1] and [..., S + 1] tensors."""
+    or goes to (outgoing), if given. Reads [..., E + 1] and [..., S]
+    tensors into [..., W, R] (the members' slot w of every group side by
+    side: each slot a contiguous plane, which element-wise kernels run
+    through fastest) and writes [..., R] results into [..., rows]."""
 
     def __init__(self, rows, ids, states, total_rows, device):
         self.width = ids.shape[1]
-        self.shape = (len(rows), self.width)
-        # Whether the rows are all groups 0 .. total_rows-1 in order: a
-        # slice is written instead of an index.
+        self.shape = (self.width, len(rows))
+        # Whether the rows are all groups 0 .. total_rows-1 in order: the
+        # result is then written whole, without an index.
         self.full = len(rows) == total_rows and bool((rows == numpy.arange(total_rows)).all())
         self.rows = torch.from_numpy(rows).to(device)
-        self.flat_ids = torch.from_numpy(ids.reshape(-1)).to(device)
+        self.ids = torch.from_numpy(numpy.ascontiguousarray(ids.T)).to(device)
+        self.flat_ids = self.ids.view(-1)
         self.flat_states = None
         if states is not None:
-            self.flat_states = torch.from_numpy(states.reshape(-1)).to(device)
+            self.flat_states = torch.from_numpy(numpy.ascontiguousarray(states.T).reshape(-1)).to(
+                device)
 
     def edges_of(self, values):
-        """``values`` [..., E + 1] at the members: [..., R, W]."""
-        return values.index_select(-1, self.flat_ids).view(*values.shape[:-1], *self.shape)
+        """``values`` [..., E + 1] at the members: [..., W, R]."""
+        return _select(values, self.flat_ids).view(*values.shape[:-1], *self.shape)
 
     def gather(self, values):
-        """``values`` [..., S + 1] at the members' states: [..., R, W]."""
-        return values.index_select(-1, self.flat_states).view(*values.shape[:-1], *self.shape)
+        """``values`` [..., S] at the members' states: [..., W, R]."""
+        return _select(values, self.flat_states).view(*values.shape[:-1], *self.shape)
 
     def put(self, out, values):
         """Writes ``values`` [..., R] into ``out`` [..., rows]."""
         if self.full:
-            out[..., :self.shape[0]] = values
+            out.copy_(values)
         else:
             out[..., self.rows] = values
+
+
+def _select(values, index):
+    """``values.index_select(-1, index)``, through a 1-d or 2-d view of a
+    contiguous tensor: index_select's kernels for those are the fast ones."""
+    if not values.is_contiguous() or values.dim() == 0:
+        return values.index_select(-1, index)
+    rows = values.numel() // max(1, values.shape[-1])
+    if rows == 1:
+        flat = values.reshape(-1).index_select(0, index)
+    else:
+        flat = values.view(rows, values.shape[-1]).index_select(1, index)
+    return flat.view(*values.shape[:-1], len(index))
 
 
 def _buckets(keys, num_keys, pad, device, states=None):
     """The ids 0 .. len(keys)-1 grouped by ``keys`` (numpy int64, each in
     [0, num_keys)), in id order within a group, as ``_Bucket``s of groups
     within a factor ``_BUCKET_RATIO`` in size; ``states`` (numpy [len(keys)
-    + 1], the pad last) gives each id's state. Keys without ids are in no
-    bucket."""
+    + 1], the pad last) gives each id's state. Keys without ids join the
+    narrowest bucket (all pad: -inf, or 0 in sums), so that every key is in
+    a bucket and one bucket often holds them all."""
     order = numpy.argsort(keys, kind="stable")
     counts = numpy.bincount(keys, minlength=num_keys)
     begins = numpy.concatenate(([0], numpy.cumsum(counts)[:-1]))
-    used = numpy.nonzero(counts)[0]
-    if len(used) == 0:
-        return []
-    level = numpy.floor(numpy.log(counts[used]) / numpy.log(_BUCKET_RATIO)).astype(numpy.int64)
-    buckets = []
+    level = numpy.floor(numpy.log(numpy.maximum(counts, 1)) /
+                        numpy.log(_BUCKET_RATIO)).astype(numpy.int64)
+    used = counts > 0
+    if used.any():
+        level[~used] = level[used].min()
+    # Adjacent levels share a bucket when padding the narrower costs less
+    # than a bucket's own kernels would.
+    groups = []
     for value in numpy.unique(level):
-        rows = used[level == value]
-        width = int(counts[rows].max())
+        rows = numpy.nonzero(level == value)[0]
+        width = max(1, int(counts[rows].max()))
+        if groups:
+            last_rows, last_width = groups[-1]
+            apart = len(last_rows) * last_width + len(rows) * width + _BUCKET_ENTRIES
+            if (len(last_rows) + len(rows)) * width <= apart:
+                groups[-1] = (numpy.sort(numpy.concatenate((last_rows, rows))), width)
+                continue
+        groups.append((rows, width))
+    buckets = []
+    for rows, width in groups:
         slot = numpy.arange(width)
         ids = numpy.full((len(rows), width), pad, dtype=numpy.int64)
         valid = slot[None, :] < counts[rows][:, None]
@@ -122,9 +158,9 @@ class Graph:
         self.num_states = num_states
         self.classes = classes
         self.columns = classes if shared else batch * classes
-        pad_state = num_states
-        source = numpy.append(edges[0], pad_state)
-        target = numpy.append(edges[1], pad_state)
+        # The pad edge (id E) scores -inf; its states are any real state.
+        source = numpy.append(edges[0], 0)
+        target = numpy.append(edges[1], 0)
         column = edges[2] if shared else edges[3] * classes + edges[2]
         self.source = torch.from_numpy(source).to(device)
         self.target = torch.from_numpy(target).to(device)
@@ -134,12 +170,6 @@ class Graph:
         self.incoming = _buckets(edges[1], num_states, count, device, source)
         self.outgoing = _buckets(edges[0], num_states, count, device, target)
         self.by_column = _buckets(column, self.columns, count, device)
-        # Per group and edge: the frame from which the edge scores -inf.
-        if shared:
-            live = lengths[:, None]
-        else:
-            live = numpy.append(lengths[edges[3]], 0)[None, :]
-        self.live = torch.from_numpy(live).to(device)
         # Sequence b's group and start and end states.
         groups = numpy.arange(batch) if shared else numpy.zeros(batch, dtype=numpy.int64)
         starts = numpy.repeat(start, batch) if shared else start
@@ -149,7 +179,7 @@ class Graph:
         self.end = torch.from_numpy(ends).to(device)
         self.lengths = torch.from_numpy(lengths).to(device)
         # The frame at which the backward pass starts in each end state.
-        end_frame = numpy.full((self.groups, num_states + 1), -1, dtype=numpy.int64)
+        end_frame = numpy.full((self.groups, num_states), -1, dtype=numpy.int64)
         end_frame[groups, ends] = lengths
         self.end_frame = torch.from_numpy(end_frame).to(device)
         self.end_frames = set(int(n) for n in lengths)
@@ -166,28 +196,62 @@ class Graph:
 
     def scores(self, values, t0, t1):
         """s_e(t) for frames t0 .. t1-1: [t1 - t0, G, E + 1] from ``values``
-        [T, B, D] (already scaled), -inf where the sequence has ended."""
-        frames = values[t0:t1].reshape(t1 - t0, self.groups, self.columns)
-        scores = frames.index_select(2, self.column) - self.weight
-        frame = torch.arange(t0, t1, device=values.device)[:, None, None]
-        return scores.masked_fill(frame >= self.live, -float("inf"))
+        [T, B, D] (scaled, and -inf where the sequence has ended: see
+        ``mask_ended``)."""
+        return self.gather(values, t0, t1).sub_(self.weight)
 
     def gather(self, values, t0, t1):
         """``values`` [T, B, D] at each edge's column: [t1 - t0, G, E + 1]."""
-        frames = values[t0:t1].reshape(t1 - t0, self.groups, self.columns)
-        return frames.index_select(2, self.column)
+        frames = values[t0:t1].reshape((t1 - t0) * self.groups, self.columns)
+        return frames.index_select(1, self.column).view(t1 - t0, self.groups, -1)
 
 
-def _log_sum(values):
-    """logsumexp over the last axis; -inf where every value is -inf. A few
-    pairwise ``logaddexp`` (one kernel each) for a narrow axis."""
-    width = values.shape[-1]
-    if width > 4:
-        return torch.logsumexp(values, -1)
-    total = values[..., 0]
-    for i in range(1, width):
-        total = torch.logaddexp(total, values[..., i])
-    return total
+class _ChunkScores:
+    """A graph's edge scores by chunk of frames, computed once for the
+    passes over them when all frames are one chunk (the usual case), else
+    again for each pass (their memory is the chunk's bound)."""
+
+    def __init__(self, graph, values, steps):
+        self.graph = graph
+        self.values = values
+        self.ranges = graph.chunks(steps)
+        self.cached = None
+        if len(self.ranges) == 1:
+            self.cached = graph.scores(values, *self.ranges[0])
+
+    def __call__(self, t0, t1):
+        if self.cached is not None:
+            return self.cached
+        return self.graph.scores(self.values, t0, t1)
+
+
+def mask_ended(values, lengths):
+    """``values`` [T, B, D] with -inf from frame ``lengths[b]`` (a tensor
+    [B]) of each sequence b on: every edge scores -inf there."""
+    frames = torch.arange(values.shape[0], device=values.device)
+    return values.masked_fill((frames[:, None] >= lengths)[..., None], -float("inf"))
+
+
+def _log_sum(values, out=None):
+    """logsumexp of ``values`` [..., W, R] over its slots W (into ``out``
+    [..., R] if given); -inf where every value is -inf. For a few slots, a
+    tree of pairwise ``logaddexp`` over whole planes: about log2(W)
+    kernels."""
+    width = values.shape[-2]
+    if width > _PAIRWISE_WIDTH:
+        return torch.logsumexp(values, -2, out=out)
+    while width > 2:
+        half = width // 2
+        pairs = torch.logaddexp(values[..., :half, :], values[..., half:2 * half, :])
+        if width % 2:
+            first = pairs[..., 0, :]
+            torch.logaddexp(first, values[..., width - 1, :], out=first)
+        values, width = pairs, half
+    if width == 1:
+        return values[..., 0, :].clone() if out is None else out.copy_(values[..., 0, :])
+    if out is None:
+        return torch.logaddexp(values[..., 0, :], values[..., 1, :])
+    return torch.logaddexp(values[..., 0, :], values[..., 1, :], out=out)
 
 
 def _safe(log_total):
@@ -202,24 +266,23 @@ def best_path(graph, values, steps):
     path of finite score (bool [B]; its row is all -1 otherwise)."""
     device = values.device
     neg_inf = -float("inf")
-    score = torch.full((graph.groups, graph.num_states + 1), neg_inf, dtype=values.dtype,
+    score = torch.full((graph.groups, graph.num_states), neg_inf, dtype=values.dtype,
                        device=device)
     score[graph.group_of, graph.start] = 0
     pad_edge = len(graph.column) - 1
-    best = torch.full((steps, graph.groups, graph.num_states + 1), pad_edge, dtype=torch.long,
+    best = torch.full((steps, graph.groups, graph.num_states), pad_edge, dtype=torch.long,
                       device=device)
     # The best score at each sequence's end state after its last frame.
     final = score[graph.group_of, graph.end].masked_fill(graph.lengths != 0, neg_inf)
     for t0, t1 in graph.chunks(steps):
         chunk = graph.scores(values, t0, t1)
+        edge_scores = [bucket.edges_of(chunk) for bucket in graph.incoming]
         for t in range(t0, t1):
-            s = chunk[t - t0]
-            new = torch.full_like(score, neg_inf)
-            for bucket in graph.incoming:
-                top, at = torch.max(bucket.gather(score) + bucket.edges_of(s), dim=-1)
+            new = torch.empty_like(score)
+            for bucket, scores in zip(graph.incoming, edge_scores):
+                top, at = torch.max(bucket.gather(score) + scores[t - t0], dim=-2)
                 bucket.put(new, top)
-                ids = bucket.flat_ids.view(bucket.shape)
-                bucket.put(best[t], ids.gather(1, at.t()).t())
+                bucket.put(best[t], bucket.ids.gather(0, at))
             score = new
             final = torch.where(graph.lengths == t + 1, score[graph.group_of, graph.end], final)
     state = graph.end.clone()
@@ -233,9 +296,42 @@ def best_path(graph, values, steps):
     return path, final > neg_inf
 
 
+def _recursion(graph, buckets, scores, table, acc, hits, reverse):
+    """Fills ``table`` [steps + 1, G, S] (alpha forward, beta with
+    ``reverse``) from its first (last) row, and with ``acc`` (same shape,
+    sMBR) the conditional expected accuracies beside it, ``hits`` [T, B, D]
+    the reference's columns. ``buckets``: the graph's incoming (outgoing)
+    edges by state; ``scores``: its ``_ChunkScores``."""
+    for t0, t1 in (reversed(scores.ranges) if reverse else scores.ranges):
+        chunk = scores(t0, t1)
+        # Each bucket's edge scores for the chunk, gathered once.
+        edge_scores = [bucket.edges_of(chunk) for bucket in buckets]
+        edge_hits = None
+        if acc is not None:
+            gathered = graph.gather(hits, t0, t1)
+            edge_hits = [bucket.edges_of(gathered) for bucket in buckets]
+        for t in (reversed(range(t0, t1)) if reverse else range(t0, t1)):
+            previous, current = (t + 1, t) if reverse else (t, t + 1)
+            for i, bucket in enumerate(buckets):
+                candidates = bucket.gather(table[previous]).add_(edge_scores[i][t - t0])
+                out = table[current] if bucket.full else None
+                total = _log_sum(candidates, out=out)
+                if not bucket.full:
+                    bucket.put(table[current], total)
+                if acc is not None:
+                    share = torch.exp(candidates - _safe(total)[..., None, :])
+                    gained = bucket.gather(acc[previous]).add_(edge_hits[i][t - t0])
+                    bucket.put(acc[current], (share * gained).sum(-2))
+            if reverse and t in graph.end_frames:
+                ends = graph.end_frame == t
+                table[t].masked_fill_(ends, 0)
+                if acc is not None:
+                    acc[t].masked_fill_(ends, 0)
+
+
 def frame_pass(graph, values, steps, *, want_gradient, accuracy=None):
     """Forward (and, with ``want_gradient``, backward) over ``graph`` scored
-    with ``values`` [T, B, D] (already scaled and boosted). Returns (log Z
+    with ``values`` [T, B, D] (already scaled, boosted and ``mask_ended``). Returns (log Z
     [B], occupancy [steps, B, D] or None, expected accuracy [B] or None,
     accuracy gradient [steps, B, D] or None).
 
@@ -244,83 +340,44 @@ def frame_pass(graph, values, steps, *, want_gradient, accuracy=None):
     e_t = k of P(pi) (A(pi) - E[A]) (its derivative by values[t, b, k])."""
     device, dtype = values.device, values.dtype
     neg_inf = -float("inf")
-    groups, states = graph.groups, graph.num_states + 1
+    groups, states = graph.groups, graph.num_states
+    smbr = accuracy is not None
     alpha = torch.full((steps + 1, groups, states), neg_inf, dtype=dtype, device=device)
     alpha[0, graph.group_of, graph.start] = 0
-    alpha_acc = None
-    if accuracy is not None:
-        alpha_acc = torch.zeros(steps + 1, groups, states, dtype=dtype, device=device)
-    for t0, t1 in graph.chunks(steps):
-        chunk = graph.scores(values, t0, t1)
-        hits = graph.gather(accuracy, t0, t1) if accuracy is not None else None
-        for t in range(t0, t1):
-            s = chunk[t - t0]
-            for bucket in graph.incoming:
-                candidates = bucket.gather(alpha[t]) + bucket.edges_of(s)
-                total = _log_sum(candidates)
-                bucket.put(alpha[t + 1], total)
-                if alpha_acc is not None:
-                    share = torch.exp(candidates - _safe(total)[..., None])
-                    gained = bucket.gather(alpha_acc[t]) + bucket.edges_of(hits[t - t0])
-                    bucket.put(alpha_acc[t + 1], (share * gained).sum(-1))
+    alpha_acc = torch.zeros_like(alpha) if smbr else None
+    scores = _ChunkScores(graph, values, steps)
+    _recursion(graph, graph.incoming, scores, alpha, alpha_acc, accuracy, reverse=False)
     log_total = alpha[graph.lengths, graph.group_of, graph.end]
-    expected = None
-    if alpha_acc is not None:
-        expected = alpha_acc[graph.lengths, graph.group_of, graph.end]
+    expected = alpha_acc[graph.lengths, graph.group_of, graph.end] if smbr else None
     if not want_gradient:
         return log_total, None, expected, None
-    batch = len(graph.end)
+    beta = torch.full_like(alpha, neg_inf)
+    beta[steps].masked_fill_(graph.end_frame == steps, 0)
+    beta_acc = torch.zeros_like(alpha) if smbr else None
+    _recursion(graph, graph.outgoing, scores, beta, beta_acc, accuracy, reverse=True)
     # exp(x - inf) = 0: no occupancy for a sequence without a path.
     norm = log_total.masked_fill(log_total == neg_inf, float("inf"))[graph.sequence_of]
     occupancy = torch.zeros(steps, groups, graph.columns, dtype=dtype, device=device)
-    covariance = None
-    if accuracy is not None:
-        covariance = torch.zeros(steps, groups, graph.columns, dtype=dtype, device=device)
+    covariance = torch.zeros_like(occupancy) if smbr else None
+    if smbr:
         mean = expected[graph.sequence_of]
-        beta_acc = torch.zeros(groups, states, dtype=dtype, device=device)
-    beta = torch.zeros(groups, states, dtype=dtype, device=device)
-    beta = beta.masked_fill(graph.end_frame != steps, neg_inf)
-    for t0, t1 in graph.chunks(steps, reverse=True):
-        chunk = graph.scores(values, t0, t1)
-        hits = graph.gather(accuracy, t0, t1) if accuracy is not None else None
-        # Edge posteriors of the chunk's frames, summed by column after it.
-        posterior = torch.empty_like(chunk)
-        weighted = torch.empty_like(chunk) if accuracy is not None else None
-        for t in reversed(range(t0, t1)):
-            through = chunk[t - t0] + beta.index_select(1, graph.target)
-            torch.exp(alpha[t].index_select(1, graph.source) + through - norm,
-                      out=posterior[t - t0])
-            if accuracy is not None:
-                hit = hits[t - t0]
-                paths = (alpha_acc[t].index_select(1, graph.source) + hit
-                         + beta_acc.index_select(1, graph.target))
-                torch.mul(posterior[t - t0], paths - mean, out=weighted[t - t0])
-            new = torch.full_like(beta, neg_inf)
-            if accuracy is not None:
-                new_acc = torch.zeros_like(beta_acc)
-            for bucket in graph.outgoing:
-                candidates = bucket.edges_of(through)
-                total = _log_sum(candidates)
-                bucket.put(new, total)
-                if accuracy is not None:
-                    share = torch.exp(candidates - _safe(total)[..., None])
-                    gained = bucket.edges_of(hit) + bucket.gather(beta_acc)
-                    bucket.put(new_acc, (share * gained).sum(-1))
-            beta = new
-            if accuracy is not None:
-                beta_acc = new_acc
-            if t in graph.end_frames:
-                ends = graph.end_frame == t
-                beta = beta.masked_fill(ends, 0)
-                if accuracy is not None:
-                    beta_acc = beta_acc.masked_fill(ends, 0)
+    for t0, t1 in scores.ranges:
+        # Edge posteriors of the chunk's frames, summed by column.
+        forward = _select(alpha[t0:t1], graph.source)
+        backward = _select(beta[t0 + 1:t1 + 1], graph.target)
+        posterior = forward.add_(scores(t0, t1)).add_(backward).sub_(norm).exp_()
+        if smbr:
+            paths = (_select(alpha_acc[t0:t1], graph.source)
+                     .add_(graph.gather(accuracy, t0, t1))
+                     .add_(_select(beta_acc[t0 + 1:t1 + 1], graph.target)).sub_(mean))
+            weighted = paths.mul_(posterior)
         for bucket in graph.by_column:
-            bucket.put(occupancy[t0:t1], bucket.edges_of(posterior).sum(-1))
-            if accuracy is not None:
-                bucket.put(covariance[t0:t1], bucket.edges_of(weighted).sum(-1))
-    shape = (steps, batch, graph.classes)
+            bucket.put(occupancy[t0:t1], bucket.edges_of(posterior).sum(-2))
+            if smbr:
+                bucket.put(covariance[t0:t1], bucket.edges_of(weighted).sum(-2))
+    shape = (steps, len(graph.end), graph.classes)
     return (log_total, occupancy.view(shape), expected,
-            covariance.view(shape) if covariance is not None else None)
+            covariance.view(shape) if smbr else None)
 
 
 def loss_and_gradient(values, lengths, numerator, denominator, *, criterion, am_scale, boost,
@@ -340,7 +397,7 @@ def loss_and_gradient(values, lengths, numerator, denominator, *, criterion, am_
     steps = int(lengths.max()) if batch else 0
     device = values.device
     inf = float("inf")
-    values = values[:steps]
+    values = mask_ended(values[:steps], numerator.lengths)
     if criterion == "full-sum":
         log_total, occupancy, _, _ = frame_pass(numerator, values, steps,
                                                 want_gradient=want_gradient)

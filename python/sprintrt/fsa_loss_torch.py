@@ -43,8 +43,9 @@ __all__ = ["Graph", "frame_pass", "best_path"]
 _CHUNK_ENTRIES = 1 << 22
 # A bucket holds groups whose size is within this factor of each other.
 _BUCKET_RATIO = 4
-# What a bucket's own kernels per frame cost, in padded entries.
-_BUCKET_ENTRIES = 8192
+# What a bucket's own kernels per frame cost, in padded entries (buckets
+# read per frame).
+_BUCKET_ENTRIES = 32768
 # Up to this many members, a bucket log-adds its slots pairwise.
 _PAIRWISE_WIDTH = 8
 
@@ -90,22 +91,25 @@ class _Bucket:
 
 def _select(values, index):
     """``values.index_select(-1, index)``, through a 1-d or 2-d view of a
-    contiguous tensor: index_select's kernels for those are the fast ones."""
+    contiguous tensor: index_select along the only axis, or ``gather`` with
+    the index broadcast over the rows, are the fast kernels for these."""
     if not values.is_contiguous() or values.dim() == 0:
         return values.index_select(-1, index)
     rows = values.numel() // max(1, values.shape[-1])
     if rows == 1:
         flat = values.reshape(-1).index_select(0, index)
     else:
-        flat = values.view(rows, values.shape[-1]).index_select(1, index)
+        flat = values.view(rows, values.shape[-1]).gather(1, index.expand(rows, len(index)))
     return flat.view(*values.shape[:-1], len(index))
 
 
-def _buckets(keys, num_keys, pad, device, states=None):
+def _buckets(keys, num_keys, pad, device, states=None, overhead=_BUCKET_ENTRIES):
     """The ids 0 .. len(keys)-1 grouped by ``keys`` (numpy int64, each in
     [0, num_keys)), in id order within a group, as ``_Bucket``s of groups
-    within a factor ``_BUCKET_RATIO`` in size; ``states`` (numpy [len(keys)
-    + 1], the pad last) gives each id's state. Keys without ids join the
+    within a factor ``_BUCKET_RATIO`` in size, adjacent ones merged where the
+    padding costs fewer entries than ``overhead`` (what one more bucket
+    costs); ``states`` (numpy [len(keys) + 1], the pad last) gives each id's
+    state. Keys without ids join the
     narrowest bucket (all pad: -inf, or 0 in sums), so that every key is in
     a bucket and one bucket often holds them all."""
     order = numpy.argsort(keys, kind="stable")
@@ -124,7 +128,7 @@ def _buckets(keys, num_keys, pad, device, states=None):
         width = max(1, int(counts[rows].max()))
         if groups:
             last_rows, last_width = groups[-1]
-            apart = len(last_rows) * last_width + len(rows) * width + _BUCKET_ENTRIES
+            apart = len(last_rows) * last_width + len(rows) * width + overhead
             if (len(last_rows) + len(rows)) * width <= apart:
                 groups[-1] = (numpy.sort(numpy.concatenate((last_rows, rows))), width)
                 continue
@@ -169,7 +173,9 @@ class Graph:
             numpy.append(numpy.asarray(weights, dtype=numpy.float64), numpy.inf)).to(device, dtype)
         self.incoming = _buckets(edges[1], num_states, count, device, source)
         self.outgoing = _buckets(edges[0], num_states, count, device, target)
-        self.by_column = _buckets(column, self.columns, count, device)
+        # Summed once per chunk of frames, not per frame: no padding is
+        # worth saving a bucket.
+        self.by_column = _buckets(column, self.columns, count, device, overhead=0)
         # Sequence b's group and start and end states.
         groups = numpy.arange(batch) if shared else numpy.zeros(batch, dtype=numpy.int64)
         starts = numpy.repeat(start, batch) if shared else start
@@ -202,8 +208,8 @@ class Graph:
 
     def gather(self, values, t0, t1):
         """``values`` [T, B, D] at each edge's column: [t1 - t0, G, E + 1]."""
-        frames = values[t0:t1].reshape((t1 - t0) * self.groups, self.columns)
-        return frames.index_select(1, self.column).view(t1 - t0, self.groups, -1)
+        frames = values[t0:t1].reshape(t1 - t0, self.groups, self.columns)
+        return _select(frames.contiguous(), self.column)
 
 
 class _ChunkScores:

@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""Lattice-free MMI in sprintrt.torch.fsa_loss, forward and backward, on the CPU.
+
+A batch of ``--batch`` sequences of ``--frames`` frames and ``--dim`` classes
+(log_softmax of N(0, 2) logits), each with a random label sequence of
+``--min-labels``..``--max-labels`` labels in 1..D-1 (blank 0). The numerators
+are sprint-sim's CTC FSAs of those label sequences (as in fsa_loss.py); the
+denominator is ``label_lm_denominator`` of a label bigram estimated on them,
+with the CTC topology: one graph shared by the batch. One sample of a method
+is its loss (summed over the batch) plus ``backward()``:
+
+- ``mmi-kernel-1``, ``mmi-kernel-N``: ``criterion="mmi"`` with the kernel on
+  1 and ``--threads`` threads;
+- ``numerator-kernel-N``: the full-sum over the numerators alone (the
+  kernel, ``--threads`` threads): the part of MMI that is not the
+  denominator;
+- ``mmi-torch``: ``criterion="mmi"`` with the torch implementation;
+- ``ctc_loss``: ``torch.nn.functional.ctc_loss`` on the same batch
+  (``torch.set_num_threads(--threads)``).
+
+The methods run interleaved after one warm-up round; the figures are medians
+over ``--repeat`` rounds. Edge-frames per second: the numerators' edges times
+T over the numerator's time, and the denominator's edges times T times B
+over MMI's time less the numerator's (both kernels on ``--threads``).
+
+Peak memory: each implementation runs one batch in a fresh interpreter,
+which samples its resident set every 0.5 ms during the batch and reports
+the peak's growth over the resident set before it (the inputs and a first
+batch done, the allocator's free memory returned) against the size
+of the inputs (log_probs and its gradient).
+
+Prints a table, or one JSON line with ``--json``. Usage:
+
+    lf_mmi.py [--batch 32 --frames 300 --dim 80 --threads 2 --repeat 10 --json]
+"""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.path.join(HERE, "..", "..", "build")
+sys.path.insert(0, HERE)
+
+from fsa_loss import weighted_fsa  # noqa: E402 (the script's own directory)
+
+
+def make_batch(args):
+    """(log_probs [T, B, D] requiring grad, lengths, numerators, labels,
+    label counts, denominator)."""
+    import torch
+
+    import sprintrt
+    from sprintrt.torch import label_lm_denominator
+
+    generator = torch.Generator().manual_seed(20261203)
+    counts = torch.randint(args.min_labels, args.max_labels + 1, (args.batch,),
+                           generator=generator)
+    labels = [torch.randint(1, args.dim, (int(n),), generator=generator) for n in counts]
+    names = ["seq-%d" % b for b in range(args.batch)]
+    with tempfile.TemporaryDirectory() as directory:
+        corpus = os.path.join(directory, "corpus.txt")
+        with open(corpus, "w") as out:
+            for name, seq in zip(names, labels):
+                out.write("%s\t%s\n" % (name, " ".join(str(int(x)) for x in seq)))
+        pool = sprintrt.SprintInstancePool(
+            {"sprintExecPath": args.sprint_sim,
+             "sprintConfigStr": ["--*.corpus=" + corpus, "--*.topology=ctc"]})
+        numerators = weighted_fsa(*pool.get_automata_for_batch(names))
+    denominator = label_lm_denominator([seq.tolist() for seq in labels], args.dim, order=2)
+    logits = torch.randn(args.frames, args.batch, args.dim, generator=generator) * 2.0
+    log_probs = logits.log_softmax(2).detach().requires_grad_()
+    lengths = torch.full((args.batch,), args.frames, dtype=torch.long)
+    return log_probs, lengths, numerators, labels, counts, denominator
+
+
+def resident_bytes():
+    """This process's resident set now (/proc/self/statm)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize()
+
+
+def peak_memory(args):
+    """In this (fresh) interpreter: the peak growth of the resident set over
+    one LF-MMI batch with ``args.peak_of`` (sampled every 0.5 ms from
+    the resident set after the allocator returned its free memory), in
+    bytes, beside the inputs' bytes."""
+    import ctypes
+    import threading
+
+    import torch
+
+    from sprintrt.torch import fsa_loss
+
+    torch.set_num_threads(args.threads)
+    log_probs, lengths, numerators, _, _, denominator = make_batch(args)
+    # A first batch: the libraries' own buffers exist before the peak.
+    fsa_loss(log_probs, lengths, numerators, den_fsa=denominator, criterion="mmi",
+             implementation=args.peak_of, num_threads=args.threads).sum().backward()
+    log_probs.grad = torch.zeros_like(log_probs)
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    before = resident_bytes()
+    peak = [before]
+    done = threading.Event()
+
+    def sample():
+        while not done.wait(0.0005):
+            peak[0] = max(peak[0], resident_bytes())
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    loss = fsa_loss(log_probs, lengths, numerators, den_fsa=denominator, criterion="mmi",
+                    implementation=args.peak_of, num_threads=args.threads).sum()
+    loss.backward()
+    done.set()
+    sampler.join()
+    peak[0] = max(peak[0], resident_bytes())
+    inputs = 2 * log_probs.numel() * log_probs.element_size()
+    print(json.dumps({"growth": peak[0] - before, "inputs": inputs}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--frames", type=int, default=300)
+    parser.add_argument("--dim", type=int, default=80)
+    parser.add_argument("--min-labels", type=int, default=20)
+    parser.add_argument("--max-labels", type=int, default=60)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--sprint-sim", default=os.environ.get(
+        "SPRINTRT_SPRINT_SIM", os.path.join(BUILD, "tools", "sprint-sim", "sprint-sim")))
+    parser.add_argument("--peak-of", choices=("kernel", "torch"), help=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    args = parser.parse_args()
+    if args.repeat < 10:
+        parser.error("--repeat must be at least 10")
+    if args.peak_of:
+        return peak_memory(args)
+    import torch
+
+    from sprintrt.torch import fsa_loss
+
+    torch.set_num_threads(args.threads)
+    log_probs, lengths, numerators, labels, counts, denominator = make_batch(args)
+    targets = torch.cat(labels)
+
+    def mmi(implementation, threads):
+        return lambda: fsa_loss(log_probs, lengths, numerators, den_fsa=denominator,
+                                criterion="mmi", implementation=implementation,
+                                num_threads=threads).sum()
+
+    methods = {
+        "mmi-kernel-1": mmi("kernel", 1),
+        "mmi-kernel-%d" % args.threads: mmi("kernel", args.threads),
+        "numerator-kernel-%d" % args.threads: lambda: fsa_loss(
+            log_probs, lengths, numerators, implementation="kernel",
+            num_threads=args.threads).sum(),
+        "mmi-torch": mmi("torch", None),
+        "ctc_loss": lambda: torch.nn.functional.ctc_loss(
+            log_probs, targets, lengths, counts, blank=0, reduction="sum"),
+    }
+    losses = {}
+    for name, method in methods.items():  # the warm-up round
+        loss = method()
+        loss.backward()
+        losses[name] = float(loss)
+        log_probs.grad = None
+    kernel_loss = losses["mmi-kernel-1"]
+    for name in ("mmi-kernel-%d" % args.threads, "mmi-torch"):
+        if not abs(losses[name] - kernel_loss) <= 1e-4 * abs(kernel_loss):
+            sys.exit("%s's loss %r differs from the kernel's %r" % (name, losses[name],
+                                                                   kernel_loss))
+    samples = {name: [] for name in methods}
+    order = list(methods)
+    for round_ in range(args.repeat):
+        for name in order[round_ % len(order):] + order[:round_ % len(order)]:
+            start = time.perf_counter()
+            loss = methods[name]()
+            loss.backward()
+            samples[name].append((time.perf_counter() - start) * 1e3)
+            log_probs.grad = None
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    ratios = {name: medians[name] / medians["ctc_loss"] for name in medians}
+    numerator_ms = medians["numerator-kernel-%d" % args.threads]
+    denominator_ms = medians["mmi-kernel-%d" % args.threads] - numerator_ms
+    num_edges = int(numerators[1].shape[1])
+    den_edges = int(denominator[1].shape[1])
+    edge_frames = {
+        "numerator_per_s": num_edges * args.frames / (numerator_ms / 1e3),
+        "denominator_per_s": (den_edges * args.frames * args.batch / (denominator_ms / 1e3)
+                              if denominator_ms > 0 else None)}
+    peaks = {}
+    for implementation in ("kernel", "torch"):
+        run = subprocess.run([sys.executable, __file__, "--peak-of", implementation] +
+                             [a for a in sys.argv[1:] if a != "--json"],
+                             capture_output=True, text=True, check=True)
+        peaks[implementation] = json.loads(run.stdout.strip().splitlines()[-1])
+    result = {"batch": args.batch, "frames": args.frames, "dim": args.dim,
+              "labels": [int(counts.min()), int(counts.max())], "threads": args.threads,
+              "numerator_edges": num_edges, "denominator_states": int(denominator[0]),
+              "denominator_edges": den_edges, "repeat": args.repeat, "median_ms": medians,
+              "ratio_to_ctc_loss": ratios, "edge_frames": edge_frames, "peak_memory": peaks,
+              "samples_ms": samples, "loss": losses, "torch": torch.__version__}
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print("LF-MMI forward+backward: B=%d T=%d D=%d, %d-%d labels, numerators %d edges, bigram "
+          "denominator %d states %d edges, median of %d"
+          % (args.batch, args.frames, args.dim, counts.min(), counts.max(), num_edges,
+             int(denominator[0]), den_edges, args.repeat))
+    for name in methods:
+        print("  %-20s %9.2f ms   %5.2fx ctc_loss" % (name, medians[name], ratios[name]))
+    print("  edge-frames/s: numerator %.3g, denominator %s"
+          % (edge_frames["numerator_per_s"],
+             "%.3g" % edge_frames["denominator_per_s"] if edge_frames["denominator_per_s"]
+             else "n/a"))
+    for implementation, peak in peaks.items():
+        print("  peak memory (%s): +%.1f MB over one batch, inputs %.1f MB (%.1fx)"
+              % (implementation, peak["growth"] / 1e6, peak["inputs"] / 1e6,
+                 peak["growth"] / peak["inputs"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

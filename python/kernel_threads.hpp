@@ -19,6 +19,13 @@
 
 namespace sprintrt::python {
 
+/// The kernels' integer and float inputs: C-contiguous, converted from any
+/// dtype numpy can cast.
+using int64_array =
+    pybind11::array_t<int64_t, pybind11::array::c_style | pybind11::array::forcecast>;
+using double_array =
+    pybind11::array_t<double, pybind11::array::c_style | pybind11::array::forcecast>;
+
 /// log_probs [T, B, D], float32, contiguous along D: element (t, b, k) at
 /// t * frame_stride + b * sequence_stride + k.
 struct frames_view {

@@ -28,9 +28,6 @@ namespace {
 
 namespace py = pybind11;
 
-using int64_array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
-using double_array = py::array_t<double, py::array::c_style | py::array::forcecast>;
-
 /// One thread's workspace.
 struct worker {
   worker() { engine.set_warn_on_skip(false); } // fsa_loss warns once per call

@@ -50,6 +50,51 @@ def weighted_fsa(edges, weights, start_end_states):
             torch.from_numpy(numpy.ascontiguousarray(start_end_states).view(numpy.int32)))
 
 
+def ctc_numerators(labels, sprint_sim):
+    """sprint-sim's CTC FSAs of the label sequences ``labels`` (tensors), one
+    segment each, exported through a pool of its children, as a WeightedFsa
+    tuple."""
+    import sprintrt
+
+    names = ["seq-%d" % b for b in range(len(labels))]
+    with tempfile.TemporaryDirectory() as directory:
+        corpus = os.path.join(directory, "corpus.txt")
+        with open(corpus, "w") as out:
+            for name, seq in zip(names, labels):
+                out.write("%s\t%s\n" % (name, " ".join(str(int(x)) for x in seq)))
+        pool = sprintrt.SprintInstancePool(
+            {"sprintExecPath": sprint_sim,
+             "sprintConfigStr": ["--*.corpus=" + corpus, "--*.topology=ctc"]})
+        return weighted_fsa(*pool.get_automata_for_batch(names))
+
+
+def warm_up(methods, log_probs):
+    """One round of every method (a loss and its ``backward()``); returns
+    each one's loss as a float."""
+    losses = {}
+    for name, method in methods.items():
+        loss = method()
+        loss.backward()
+        losses[name] = float(loss)
+        log_probs.grad = None
+    return losses
+
+
+def interleaved(methods, log_probs, repeat):
+    """``repeat`` rounds of every method, each round in an order rotated by
+    one; returns the samples (ms) and their medians by method."""
+    samples = {name: [] for name in methods}
+    order = list(methods)
+    for round_ in range(repeat):
+        for name in order[round_ % len(order):] + order[:round_ % len(order)]:
+            start = time.perf_counter()
+            loss = methods[name]()
+            loss.backward()
+            samples[name].append((time.perf_counter() - start) * 1e3)
+            log_probs.grad = None
+    return samples, {name: statistics.median(values) for name, values in samples.items()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--batch", type=int, default=32)
@@ -67,10 +112,8 @@ def main():
     args = parser.parse_args()
     if args.repeat < 10:
         parser.error("--repeat must be at least 10")
-    import numpy
     import torch
 
-    import sprintrt
     from sprintrt.torch import fsa_loss
 
     torch.set_num_threads(args.threads)
@@ -78,16 +121,7 @@ def main():
     counts = torch.randint(args.min_labels, args.max_labels + 1, (args.batch,),
                            generator=generator)
     labels = [torch.randint(1, args.dim, (int(n),), generator=generator) for n in counts]
-    names = ["seq-%d" % b for b in range(args.batch)]
-    with tempfile.TemporaryDirectory() as directory:
-        corpus = os.path.join(directory, "corpus.txt")
-        with open(corpus, "w") as out:
-            for name, seq in zip(names, labels):
-                out.write("%s\t%s\n" % (name, " ".join(str(int(x)) for x in seq)))
-        pool = sprintrt.SprintInstancePool(
-            {"sprintExecPath": args.sprint_sim,
-             "sprintConfigStr": ["--*.corpus=" + corpus, "--*.topology=ctc"]})
-        fsa = weighted_fsa(*pool.get_automata_for_batch(names))
+    fsa = ctc_numerators(labels, args.sprint_sim)
     logits = torch.randn(args.frames, args.batch, args.dim, generator=generator) * 2.0
     log_probs = logits.log_softmax(2).detach().requires_grad_()
     lengths = torch.full((args.batch,), args.frames, dtype=torch.long)
@@ -107,25 +141,11 @@ def main():
     methods = {"kernel": kernel, "ctc_loss": ctc_loss}
     if not args.no_torch_implementation:
         methods["torch"] = torch_implementation
-    losses = {}
-    for name, method in methods.items():  # the warm-up round
-        loss = method()
-        loss.backward()
-        losses[name] = float(loss)
-        log_probs.grad = None
+    losses = warm_up(methods, log_probs)
     for name, loss in losses.items():
         if not abs(loss - losses["ctc_loss"]) <= 1e-4 * abs(losses["ctc_loss"]):
             sys.exit("%s's loss %r differs from ctc_loss's %r" % (name, loss, losses["ctc_loss"]))
-    samples = {name: [] for name in methods}
-    order = list(methods)
-    for round_ in range(args.repeat):
-        for name in order[round_ % len(order):] + order[:round_ % len(order)]:
-            start = time.perf_counter()
-            loss = methods[name]()
-            loss.backward()
-            samples[name].append((time.perf_counter() - start) * 1e3)
-            log_probs.grad = None
-    medians = {name: statistics.median(values) for name, values in samples.items()}
+    samples, medians = interleaved(methods, log_probs, args.repeat)
     ratios = {name: medians[name] / medians["ctc_loss"] for name in medians}
     result = {"batch": args.batch, "frames": args.frames, "dim": args.dim,
               "labels": [int(counts.min()), int(counts.max())], "threads": args.threads,

@@ -38,17 +38,14 @@ import argparse
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
-import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.join(HERE, "..", "..", "build")
 sys.path.insert(0, HERE)
 
-from fsa_loss import weighted_fsa  # noqa: E402 (the script's own directory)
+from fsa_loss import ctc_numerators, interleaved, warm_up  # noqa: E402 (the script's own directory)
 
 
 def make_batch(args):
@@ -56,23 +53,13 @@ def make_batch(args):
     label counts, denominator)."""
     import torch
 
-    import sprintrt
     from sprintrt.torch import label_lm_denominator
 
     generator = torch.Generator().manual_seed(20261203)
     counts = torch.randint(args.min_labels, args.max_labels + 1, (args.batch,),
                            generator=generator)
     labels = [torch.randint(1, args.dim, (int(n),), generator=generator) for n in counts]
-    names = ["seq-%d" % b for b in range(args.batch)]
-    with tempfile.TemporaryDirectory() as directory:
-        corpus = os.path.join(directory, "corpus.txt")
-        with open(corpus, "w") as out:
-            for name, seq in zip(names, labels):
-                out.write("%s\t%s\n" % (name, " ".join(str(int(x)) for x in seq)))
-        pool = sprintrt.SprintInstancePool(
-            {"sprintExecPath": args.sprint_sim,
-             "sprintConfigStr": ["--*.corpus=" + corpus, "--*.topology=ctc"]})
-        numerators = weighted_fsa(*pool.get_automata_for_batch(names))
+    numerators = ctc_numerators(labels, args.sprint_sim)
     denominator = label_lm_denominator([seq.tolist() for seq in labels], args.dim, order=2)
     logits = torch.randn(args.frames, args.batch, args.dim, generator=generator) * 2.0
     log_probs = logits.log_softmax(2).detach().requires_grad_()
@@ -166,27 +153,13 @@ def main():
         "ctc_loss": lambda: torch.nn.functional.ctc_loss(
             log_probs, targets, lengths, counts, blank=0, reduction="sum"),
     }
-    losses = {}
-    for name, method in methods.items():  # the warm-up round
-        loss = method()
-        loss.backward()
-        losses[name] = float(loss)
-        log_probs.grad = None
+    losses = warm_up(methods, log_probs)
     kernel_loss = losses["mmi-kernel-1"]
     for name in ("mmi-kernel-%d" % args.threads, "mmi-torch"):
         if not abs(losses[name] - kernel_loss) <= 1e-4 * abs(kernel_loss):
             sys.exit("%s's loss %r differs from the kernel's %r" % (name, losses[name],
                                                                    kernel_loss))
-    samples = {name: [] for name in methods}
-    order = list(methods)
-    for round_ in range(args.repeat):
-        for name in order[round_ % len(order):] + order[:round_ % len(order)]:
-            start = time.perf_counter()
-            loss = methods[name]()
-            loss.backward()
-            samples[name].append((time.perf_counter() - start) * 1e3)
-            log_probs.grad = None
-    medians = {name: statistics.median(values) for name, values in samples.items()}
+    samples, medians = interleaved(methods, log_probs, args.repeat)
     ratios = {name: medians[name] / medians["ctc_loss"] for name in medians}
     numerator_ms = medians["numerator-kernel-%d" % args.threads]
     denominator_ms = medians["mmi-kernel-%d" % args.threads] - numerator_ms

@@ -388,10 +388,13 @@ def make_losses(args, train_set, classes):
         if criterion == "ctc":
             ctc = sprintrt.torch.fsa_loss(log_probs, lengths, fsa).sum()
             return ctc, ctc
-        sequence = sprintrt.torch.fsa_loss(
-            log_probs, lengths, fsa, den_fsa=den,
-            criterion="mmi" if criterion == "lf-mmi" else "smbr",
-            num_cost=lm.costs(labels, lm_scale=args.lm_scale)).sum()
+        if criterion == "lf-mmi":
+            sequence = sprintrt.torch.fsa_loss(
+                log_probs, lengths, fsa, den_fsa=den, criterion="mmi",
+                num_cost=lm.costs(labels, lm_scale=args.lm_scale)).sum()
+        else:
+            sequence = sprintrt.torch.fsa_loss(log_probs, lengths, fsa, den_fsa=den,
+                                               criterion="smbr").sum()
         if not args.ctc_smoothing:
             return sequence, sequence
         ctc = sprintrt.torch.fsa_loss(log_probs, lengths, fsa).sum()

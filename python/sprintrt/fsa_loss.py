@@ -55,9 +55,11 @@ Implementations:
   once, a few large kernels per frame and no scatter (fsa_loss_torch.py), so
   bit-for-bit deterministic on any device; it runs wherever torch runs, in
   the input's dtype (float16 and bfloat16 in float32). The FSAs are laid out
-  on the host (pass them on the CPU, where ``FsaBuilder`` makes them); the
-  only read back from the device is one small tensor per call (which
-  sequences were skipped, and whether log_probs held NaN or +inf).
+  on the host (pass them on the CPU, where ``FsaBuilder`` makes them) and
+  uploaded before the frame loops; the only read back from the device is
+  one small tensor per call (which sequences were skipped, and whether
+  log_probs held NaN or +inf), besides ``seq_lens`` and ``num_cost`` if
+  they are given on the device.
 * ``"auto"`` (the default): the kernel for CPU tensors, except float64 ones,
   which take the torch implementation, exact in float64; the torch
   implementation on any other device.
@@ -71,6 +73,7 @@ stay within it, and the ranges of different sequences do not overlap.
 
 import logging
 import math
+import numbers
 import threading
 
 import numpy
@@ -288,11 +291,11 @@ def _check_lengths(seq_lens, batch, frames, log_probs_shape, batch_first):
 
 def _nonfinite(log_probs, lengths):
     """A 0-d bool tensor on log_probs' device: whether a frame ``lengths``
-    covers holds NaN or +inf (read back with the call's other flags)."""
-    frames = log_probs.shape[0]
-    valid = torch.arange(frames)[:, None] < torch.from_numpy(lengths)[None, :]
-    bad = ~(log_probs < float("inf")) & valid.to(log_probs.device)[:, :, None]
-    return bad.any()
+    (on that device) covers holds NaN or +inf (read back with the call's
+    other flags)."""
+    frames = torch.arange(log_probs.shape[0], device=log_probs.device)
+    valid = frames[:, None] < lengths[None, :]
+    return (~(log_probs < float("inf")) & valid[:, :, None]).any()
 
 
 def _raise_nonfinite(log_probs, lengths):
@@ -325,8 +328,12 @@ class _PrecomputedGradientLoss(torch.autograd.Function):
         return scaled.to(grad_loss.dtype), None
 
 
-def _kernel_compute(lengths, fsa, den, criterion, am_scale, boost, num_cost, num_threads):
-    """The kernel's compute function for ``_PrecomputedGradientLoss``."""
+def _kernel_compute(lengths, fsa, den, criterion, am_scale, boost, num_cost, num_threads,
+                    skipped):
+    """The kernel's compute function for ``_PrecomputedGradientLoss``; it
+    extends ``skipped`` with the sequences of loss inf (read from the
+    kernel's float64 losses: a half-precision loss may overflow, and numpy
+    has no bfloat16)."""
     num_states, edges, weights, start_end = fsa
 
     def compute(log_probs, want_gradient):
@@ -345,6 +352,7 @@ def _kernel_compute(lengths, fsa, den, criterion, am_scale, boost, num_cost, num
                 num_states, _kernel_array(den_edges), den_weights, _kernel_array(den_start_end),
                 den_states, num_cost, criterion, am_scale, boost, num_threads)
             gradient = torch.from_numpy(gradient)
+        skipped.extend(numpy.flatnonzero(numpy.isinf(loss)).tolist())
         return torch.from_numpy(loss), gradient.to(log_probs.dtype) if want_gradient else None
 
     return compute
@@ -372,10 +380,17 @@ def _torch_compute(lengths, fsa, den, classes, criterion, am_scale, boost, num_c
             am_scale=am_scale, boost=boost,
             num_cost=torch.as_tensor(num_cost, dtype=dtype, device=device),
             want_gradient=want_gradient)
-        flags.append(torch.cat([torch.isinf(loss), _nonfinite(log_probs, lengths)[None]]))
+        flags.append(torch.cat([torch.isinf(loss),
+                                _nonfinite(log_probs, numerator.lengths)[None]]))
         return loss, gradient
 
     return compute
+
+
+def _is_number(value):
+    """Whether ``value`` is a real number (a Python or numpy scalar, not a
+    bool)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, numpy.bool_))
 
 
 def _check_parameters(criterion, den_fsa, am_scale, boost, num_cost, batch):
@@ -384,9 +399,10 @@ def _check_parameters(criterion, den_fsa, am_scale, boost, num_cost, batch):
     if criterion not in _CRITERIA:
         raise ValueError("criterion must be one of %s, got %r" % (", ".join(_CRITERIA), criterion))
     if criterion == "full-sum":
-        given = [name for name, value, default in (
-            ("den_fsa", den_fsa, None), ("am_scale", am_scale, 1.0), ("boost", boost, 0.0),
-            ("num_cost", num_cost, None)) if value is not default and value != default]
+        given = [name for name, given in (
+            ("den_fsa", den_fsa is not None), ("am_scale", _is_number(am_scale) and am_scale != 1),
+            ("boost", _is_number(boost) and boost != 0), ("num_cost", num_cost is not None))
+            if given]
         if given:
             raise ValueError("%s applies to criteria mmi, bmmi and smbr, not full-sum"
                              % " and ".join(given))
@@ -394,12 +410,15 @@ def _check_parameters(criterion, den_fsa, am_scale, boost, num_cost, batch):
     if den_fsa is None:
         raise ValueError("criterion %r needs den_fsa, the denominator graph (e.g. "
                          "sprintrt.torch.label_lm_denominator)" % criterion)
-    if not isinstance(am_scale, (int, float)) or not math.isfinite(am_scale) or am_scale <= 0:
+    if not _is_number(am_scale) or not math.isfinite(am_scale) or am_scale <= 0:
         raise ValueError("am_scale must be a finite number > 0, got %r" % (am_scale,))
-    if not isinstance(boost, (int, float)) or not math.isfinite(boost) or boost < 0:
+    if not _is_number(boost) or not math.isfinite(boost) or boost < 0:
         raise ValueError("boost must be a finite number >= 0, got %r" % (boost,))
     if boost != 0 and criterion != "bmmi":
         raise ValueError("boost applies to criterion bmmi only, not %s" % criterion)
+    if num_cost is not None and criterion == "smbr":
+        raise ValueError("num_cost applies to criteria mmi and bmmi, not smbr (the expected "
+                         "accuracy does not depend on it)")
     if num_cost is None:
         return numpy.zeros(batch)
     cost = _host_array(num_cost, "num_cost")
@@ -478,10 +497,10 @@ def fsa_loss(log_probs, seq_lens, fsa, *, den_fsa=None, criterion="full-sum", am
         # The binding checks the FSAs' values and log_probs' (no torch
         # operations, which are slow here when their threads compete with the
         # kernel's).
+        skipped = []
         compute = _kernel_compute(lengths, numerator, denominator, criterion, float(am_scale),
-                                  float(boost), cost, num_threads)
+                                  float(boost), cost, num_threads, skipped)
         loss = _PrecomputedGradientLoss.apply(time_major, compute)
-        skipped = numpy.flatnonzero(numpy.isinf(loss.detach().numpy())).tolist()
     else:
         parts = [numerator + (_check_fsa_values("fsa", *numerator, classes),)]
         if denominator is not None:

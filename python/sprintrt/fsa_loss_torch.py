@@ -414,8 +414,9 @@ def loss_and_gradient(values, lengths, numerator, denominator, *, criterion, am_
         hits = None
         if criterion != "mmi":
             path, has_path = best_path(numerator, scaled, steps)
-            hits = torch.zeros_like(scaled)
-            hits.scatter_(2, path.clamp(min=0)[..., None], (path >= 0)[..., None].to(scaled.dtype))
+            # 1 at each frame's best-path column (none where path is -1).
+            columns = torch.arange(classes, device=device)
+            hits = (path[..., None] == columns).to(scaled.dtype)
         if criterion == "smbr":
             log_den, _, expected, covariance = frame_pass(
                 denominator, scaled, steps, want_gradient=want_gradient, accuracy=hits)
@@ -433,7 +434,7 @@ def loss_and_gradient(values, lengths, numerator, denominator, *, criterion, am_
             skipped = (log_num == -inf) | (log_den == -inf)
             if criterion == "bmmi":
                 skipped = skipped | ~has_path
-        empty = torch.from_numpy(lengths == 0).to(device)
+        empty = numerator.lengths == 0
         has_empty = numerator.start == numerator.end
         loss = torch.where(empty, torch.full_like(loss, inf).masked_fill(has_empty, 0), loss)
         skipped = torch.where(empty, ~has_empty, skipped)

@@ -244,7 +244,8 @@ def test_equals_sprint_sim_with_a_label_lm_denominator(corpus, criterion, implem
     x = lp.clone().requires_grad_()
     loss = fsa_loss(x, lengths, num, den_fsa=den, criterion=criterion, am_scale=0.9,
                     boost=0.4 if criterion == "bmmi" else 0.0,
-                    num_cost=lm.costs(sequences, lm_scale=0.7), implementation=implementation)
+                    num_cost=None if criterion == "smbr" else lm.costs(sequences, lm_scale=0.7),
+                    implementation=implementation)
     loss.sum().backward()
     torch.testing.assert_close(loss.double(), torch.from_numpy(want_loss).double(),
                                rtol=1e-5, atol=1e-5)
@@ -399,6 +400,15 @@ def test_bad_arguments_raise_value_errors_naming_them():
             loss(num_cost=[0, math.nan, 0, 0])
         with pytest.raises(ValueError, match="num_cost must be B = 4 numbers"):
             loss(num_cost=[0, 0])
+        with pytest.raises(ValueError, match="num_cost applies to criteria mmi and bmmi, not smbr"):
+            loss(criterion="smbr", num_cost=[0, 0, 0, 0])
+        with pytest.raises(ValueError, match="num_cost applies to criteria mmi, bmmi and smbr, "
+                                             "not full-sum"):
+            loss(criterion="full-sum", den_fsa=None, num_cost=numpy.zeros(4))
+        with pytest.raises(ValueError, match="am_scale must be a finite number > 0, got True"):
+            loss(am_scale=True)
+        # numpy scalars are numbers.
+        torch.testing.assert_close(loss(am_scale=numpy.float32(0.5)), loss(am_scale=0.5))
     with pytest.raises(ValueError, match="the denominator emits class 5, but num_labels is 5"):
         label_lm_denominator([[1, 2], [5]], 5)
     with pytest.raises(ValueError, match="topology must be 'ctc' or 'hmm'"):
@@ -407,3 +417,41 @@ def test_bad_arguments_raise_value_errors_naming_them():
         label_lm_denominator([[1, 2]], 5, topology="hmm", hmm_options={"loop": 1})
     with pytest.raises(ValueError, match="hypothesis 1 repeats hypothesis 0"):
         hypotheses_denominator([[1, 2], [1, 2]], 5)
+
+
+def test_half_precision_inputs_on_the_kernel_name_their_skipped_sequences():
+    # numpy has no bfloat16: the skipped sequences come from the kernel's
+    # float64 losses, not from the returned tensor.
+    lp, lengths, num = tiny_batch()
+    den = tiny_denominator()
+    want = fsa_loss(lp.float(), lengths, num, den_fsa=den, criterion="mmi",
+                    implementation="kernel")
+    before = sprintrt.torch.fsa_loss_stats()["skipped"]
+    for dtype in (torch.bfloat16, torch.float16):
+        got = fsa_loss(lp.to(dtype), lengths, num, den_fsa=den, criterion="mmi",
+                       implementation="kernel")
+        assert got.dtype == dtype
+        assert torch.isinf(got).tolist() == torch.isinf(want).tolist()
+    assert sprintrt.torch.fsa_loss_stats()["skipped"] - before == 2 * int(torch.isinf(want).sum())
+
+
+@pytest.mark.parametrize("criterion", CRITERIA)
+def test_frames_in_many_chunks_give_the_same_bits_as_one(monkeypatch, criterion):
+    # The torch implementation recomputes a chunk's scores per pass when the
+    # frames do not fit in one chunk; chunks of one frame must change nothing.
+    import sprintrt.fsa_loss_torch as layout
+
+    lp, lengths, num = tiny_batch()
+    den = tiny_denominator()
+
+    def run():
+        x = lp.clone().requires_grad_()
+        loss = fsa_loss(x, lengths, num, den_fsa=den, criterion=criterion,
+                        boost=0.3 if criterion == "bmmi" else 0.0, implementation="torch")
+        loss.sum().backward()
+        return loss.detach(), x.grad
+
+    want = run()
+    monkeypatch.setattr(layout, "_CHUNK_ENTRIES", 1)
+    got = run()
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])

@@ -43,8 +43,10 @@ struct criterion_inputs {
   const double* numerator_cost = nullptr;
   batch_fsa numerator;
   batch_fsa denominator;
-  /// The denominator of every sequence when `denominator` has one sequence.
+  /// The denominator of every sequence when `denominator` has one sequence,
+  /// and its highest emission.
   const sim::wfsa* shared = nullptr;
+  uint32_t shared_max_emission = 0;
   sim::sequence_kind kind = sim::sequence_kind::mmi;
   sim::sequence_scales scales;
 };
@@ -91,12 +93,14 @@ std::string run_sequence(worker& w, const criterion_inputs& in, int64_t b, doubl
   if (!numerator)
     return "fsa, sequence " + text(b) + ": " + error_message(numerator.error());
   const sim::wfsa* denominator = in.shared;
+  uint32_t den_max_emission = in.shared_max_emission;
   if (denominator == nullptr) {
     sequence_wfsa(in.denominator, b, w.denominator);
     denominator = &w.denominator;
+    den_max_emission = max_emission(w.denominator);
   }
   const std::string name = "sequence " + text(b) + " of log_probs";
-  const sim::sequence_segment segment{name, &*numerator, denominator, max_emission(*denominator),
+  const sim::sequence_segment segment{name, &*numerator, denominator, den_max_emission,
                                       in.numerator_cost[b]};
   const Eigen::Map<sim::row_matrix_f, 0, Eigen::OuterStride<>> out{
       gradient + b * x.classes, length, x.classes, Eigen::OuterStride<>{x.batch * x.classes}};
@@ -164,6 +168,7 @@ py::tuple sequence_loss_cpu(const py::array& log_probs, const int64_array& seq_l
   if (graphs == 1) {
     sequence_wfsa(in.denominator, 0, shared);
     in.shared = &shared;
+    in.shared_max_emission = max_emission(shared);
   }
 
   py::array_t<double> loss(batch);

@@ -37,7 +37,7 @@ tensor back per call (fsa_loss.py).
 import numpy
 import torch
 
-__all__ = ["Graph", "frame_pass", "best_path"]
+__all__ = ["Graph", "loss_and_gradient"]
 
 # Scores are gathered for this many (frame, group, edge) entries at a time.
 _CHUNK_ENTRIES = 1 << 22
@@ -157,7 +157,6 @@ class Graph:
                  device):
         batch = len(lengths)
         count = edges.shape[1]
-        self.shared = shared
         self.groups = batch if shared else 1
         self.num_states = num_states
         self.classes = classes
@@ -194,11 +193,10 @@ class Graph:
             numpy.arange(batch)[:, None] if shared else numpy.append(edges[3], 0)[None, :]
         ).to(device)
 
-    def chunks(self, frames, reverse=False):
+    def chunks(self, frames):
         """Frame ranges [t0, t1) of at most ``_CHUNK_ENTRIES`` scores each."""
         size = max(1, _CHUNK_ENTRIES // max(1, self.groups * len(self.column)))
-        ranges = [(t, min(t + size, frames)) for t in range(0, frames, size)]
-        return reversed(ranges) if reverse else ranges
+        return [(t, min(t + size, frames)) for t in range(0, frames, size)]
 
     def scores(self, values, t0, t1):
         """s_e(t) for frames t0 .. t1-1: [t1 - t0, G, E + 1] from ``values``

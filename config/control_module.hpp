@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// sprintrt's own child-side module, `sprintrt_control` (python/sprintrt_control.py):
+/// sprintrt's own child-side module, `sprintrt_control` (python/child/sprintrt_control.py):
 /// what RASR's PythonControl loads when the options name no other module,
 /// and where its file is found.
 

@@ -56,18 +56,18 @@ TEST_CASE("without SPRINTRT_CONTROL_DIR the first candidate with the module is c
 
 TEST_CASE("the module choice follows which of pymodPath and pymodName are given") {
   const auto lookup =
-      environment_lookup({"SPRINTRT_CONTROL_DIR=" SPRINTRT_TEST_DATA "/../../python"});
+      environment_lookup({"SPRINTRT_CONTROL_DIR=" SPRINTRT_TEST_DATA "/../../python/child"});
   const auto choice = [&](std::string_view json) {
     auto chosen = choose_pymod(options(json), lookup);
     REQUIRE(chosen);
     return chosen->path + " " + chosen->name;
   };
   CHECK(choice(R"({"sprintExecPath": "/s"})") == SPRINTRT_TEST_DATA
-        "/../../python sprintrt_control");
+        "/../../python/child sprintrt_control");
   CHECK(choice(R"({"sprintExecPath": "/s", "pymodPath": ""})") == SPRINTRT_TEST_DATA
-        "/../../python sprintrt_control");
+        "/../../python/child sprintrt_control");
   CHECK(choice(R"({"sprintExecPath": "/s", "pymodName": "sprintrt_control"})") == SPRINTRT_TEST_DATA
-        "/../../python sprintrt_control");
+        "/../../python/child sprintrt_control");
   CHECK(choice(R"({"sprintExecPath": "/s", "pymodPath": "/r"})") == "/r returnn.sprint.control");
   CHECK(choice(R"({"sprintExecPath": "/s", "pymodName": "SprintControl"})") == " SprintControl");
   CHECK(choice(R"({"sprintExecPath": "/s", "pymodPath": "/r", "pymodName": "SprintControl"})") ==

@@ -18,8 +18,8 @@ sprint_options options(std::string_view json) {
   return *opts;
 }
 
-/// The source tree's python directory, which has sprintrt_control.py.
-const std::string control_dir = SPRINTRT_TEST_DATA "/../../python";
+/// The source tree's child module directory, which has sprintrt_control.py.
+const std::string control_dir = SPRINTRT_TEST_DATA "/../../python/child";
 
 /// A fixed environment: CONF_DIR, LOG_DIR, A and SPRINTRT_CONTROL_DIR are
 /// set, nothing else.

@@ -7,18 +7,10 @@
 // and B=32 segments of skewed lengths (300 down to 20 frames, D=50).
 
 #include <cmath>
-#include <memory>
 #include <random>
-#include <stdexcept>
-#include <string>
-#include <vector>
 
-#include "sprintrt/pool_client.hpp"
-#include "tools/bench/bench_support.hpp"
-#include "tools/bench/bench_world.hpp"
 #include "tools/bench/benchmarks.hpp"
-#include "tools/bench/figure_table.hpp"
-#include "tools/bench/subprocess_json.hpp"
+#include "tools/bench/child_program.hpp"
 
 namespace sprintrt::bench {
 
@@ -28,7 +20,7 @@ namespace {
 struct ctc_rig {
   ctc_rig(const std::vector<int64_t>& lengths, size_t dim,
           const std::vector<std::vector<uint32_t>>& labels, const std::string& prefix) {
-    std::vector<sim::corpus_entry> entries;
+    std::vector<criterion::corpus_entry> entries;
     std::vector<std::string> tags;
     for (size_t b = 0; b < lengths.size(); ++b) {
       tags.push_back(prefix + std::to_string(b));
@@ -36,7 +28,7 @@ struct ctc_rig {
     }
     corpus = std::make_unique<bench_corpus>(write_corpus(entries));
     data = random_batch(lengths, tags, dim, 7);
-    criterion = std::make_unique<sim::criterion>(load_criterion(corpus->path));
+    serial_criterion = std::make_unique<sim::corpus_criterion>(load_criterion(corpus->path));
     for (size_t b = 0; b < lengths.size(); ++b) {
       const auto frames = static_cast<size_t>(lengths[b]);
       auto slice = segment_slice(data.log_posteriors, b, frames);
@@ -44,7 +36,7 @@ struct ctc_rig {
       for (size_t t = 0; t < frames; ++t)
         std::copy(slice.row(t), slice.row(t) + dim, segments.back().row(t).data());
     }
-    error_signal = sim::row_matrix_f(data.log_posteriors.shape()[0], dim);
+    error_signal = criterion::row_matrix_f(data.log_posteriors.shape()[0], dim);
     expected.resize(lengths.size());
     serial();
   }
@@ -52,8 +44,8 @@ struct ctc_rig {
   void serial() {
     for (size_t b = 0; b < segments.size(); ++b)
       expected[b] = static_cast<float>(
-          unwrap(criterion->loss_and_error_signal(data.tags[b], segments[b],
-                                                  error_signal.topRows(segments[b].rows())),
+          unwrap(serial_criterion->loss_and_error_signal(data.tags[b], segments[b],
+                                                         error_signal.topRows(segments[b].rows())),
                  "criterion")
               .loss);
   }
@@ -79,9 +71,9 @@ struct ctc_rig {
 
   std::unique_ptr<bench_corpus> corpus;
   batch data;
-  std::unique_ptr<sim::criterion> criterion;
-  std::vector<sim::row_matrix_f> segments;
-  sim::row_matrix_f error_signal;
+  std::unique_ptr<sim::corpus_criterion> serial_criterion;
+  std::vector<criterion::row_matrix_f> segments;
+  criterion::row_matrix_f error_signal;
   std::vector<float> expected;
   std::vector<std::unique_ptr<pool_client>> pools;
   std::vector<tensor> reuse;
@@ -145,22 +137,17 @@ std::string workers_name(const batch_spec& spec, size_t workers) {
 // Registers the serial run and the pools; returns the serial one's name.
 std::string register_batch(const batch_spec& spec, const std::vector<size_t>& workers) {
   const std::string serial = "sim/criterion_serial/" + spec.shape;
-  add_benchmark(serial,
-                [spec](benchmark::State& state) {
-                  auto& rig = rig_of(spec);
-                  time_manually(state, [&] { rig.serial(); });
-                })
-      ->UseManualTime()
-      ->Unit(benchmark::kMillisecond);
+  add_benchmark(serial, benchmark::kMillisecond, timing::manual, [spec](bench_state& state) {
+    auto& rig = rig_of(spec);
+    time_manually(state, [&] { rig.serial(); });
+  });
   for (size_t n : workers)
-    add_benchmark(workers_name(spec, n),
-                  [spec, n](benchmark::State& state) {
+    add_benchmark(workers_name(spec, n), benchmark::kMillisecond, timing::manual,
+                  [spec, n](bench_state& state) {
                     auto& rig = rig_of(spec);
                     rig.pool(n);
                     time_manually(state, [&] { rig.through(n); });
-                  })
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond);
+                  });
   declare_figure("CTC batch (" + spec.text +
                      ") through 1 worker, against the in-process serial "
                      "criterion",
@@ -168,16 +155,15 @@ std::string register_batch(const batch_spec& spec, const std::vector<size_t>& wo
   return serial;
 }
 
-void torch_ctc(benchmark::State& state, size_t batch, size_t samples) {
-  const auto& s = world().settings();
-  auto outcome =
-      run_script(s.python, "python3-torch", s.scripts + "/torch_ctc.py",
+void torch_ctc(bench_state& state, size_t batch, size_t samples) {
+  const auto result =
+      run_script(state, "python3-torch", "torch_ctc.py",
                  {"--frames", "150", "--batch", std::to_string(batch), "--dim", "28", "--labels",
                   "40", "--threads", "2", "--repeat", std::to_string(samples)});
-  if (!outcome.skipped.empty())
-    return skip(state, outcome.skipped);
-  replay_samples(state, outcome.result.at("samples_ms"), 1e-3);
-  state.SetLabel("torch " + outcome.result.value("torch", std::string{"?"}));
+  if (!result)
+    return;
+  replay_samples(state, result->at("samples_ms"), 1e-3);
+  state.SetLabel("torch " + result->value("torch", std::string{"?"}));
 }
 
 } // namespace
@@ -191,11 +177,11 @@ void register_batch_benchmarks() {
                  ">= 1.8");
   const size_t samples = quick ? 2 : 10;
   const std::string torch = "python/torch_ctc_loss/" + uniform.shape + "/torch_threads:2";
-  add_benchmark(torch, [batch = uniform.lengths.size(),
-                        samples](benchmark::State& state) { torch_ctc(state, batch, samples); })
-      ->UseManualTime()
-      ->Iterations(static_cast<benchmark::IterationCount>(samples))
-      ->Unit(benchmark::kMillisecond);
+  add_benchmark(torch, benchmark::kMillisecond, timing::manual,
+                [batch = uniform.lengths.size(), samples](bench_state& state) {
+                  torch_ctc(state, batch, samples);
+                })
+      ->Iterations(static_cast<benchmark::IterationCount>(samples));
   declare_figure("CTC batch (" + uniform.text +
                      ") through 2 workers, against PyTorch's ctc_loss "
                      "forward and backward on 2 threads",

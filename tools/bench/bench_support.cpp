@@ -4,20 +4,13 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <fstream>
-#include <iterator>
-#include <optional>
-#include <sstream>
 #include <stdexcept>
 
-#include "config/sprint_args.hpp"
+#include "criterion/ctc_topology.hpp"
+#include "criterion/random_posteriors.hpp"
 #include "protocol/messages.hpp"
-#include "sim/ctc_topology.hpp"
-#include "sim/random_posteriors.hpp"
 #include "tools/bench/bench_world.hpp"
 
 namespace sprintrt::bench {
@@ -45,27 +38,30 @@ void check(const caf::error& err, const std::string& what) {
     throw_error(what, err);
 }
 
-benchmark::internal::Benchmark* add_benchmark(const std::string& name,
-                                              std::function<void(benchmark::State&)> body) {
-  return benchmark::RegisterBenchmark(name.c_str(),
-                                      [body](benchmark::State& state) {
-                                        try {
-                                          body(state);
-                                        } catch (const std::exception& e) {
-                                          ++failures;
-                                          state.SkipWithError(e.what());
-                                        }
-                                      })
-      // Beside the mean, median and deviation: the figures' ranges.
-      ->ComputeStatistics("min", minimum)
-      ->ComputeStatistics("max", maximum);
+benchmark::internal::Benchmark* add_benchmark(const std::string& name, benchmark::TimeUnit unit,
+                                              timing clock,
+                                              std::function<void(bench_state&)> body) {
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), [body](bench_state& state) {
+    try {
+      body(state);
+    } catch (const std::exception& e) {
+      ++failures;
+      state.SkipWithError(e.what());
+    }
+  });
+  if (clock == timing::real)
+    b->UseRealTime();
+  if (clock == timing::manual)
+    b->UseManualTime();
+  // Beside the mean, median and deviation: the figures' ranges.
+  return b->Unit(unit)->ComputeStatistics("min", minimum)->ComputeStatistics("max", maximum);
 }
 
 int benchmark_failures() {
   return failures;
 }
 
-void skip(benchmark::State& state, const std::string& reason) {
+void skip(bench_state& state, const std::string& reason) {
   state.SkipWithError(("skipped: " + reason).c_str());
 }
 
@@ -73,12 +69,26 @@ double seconds_since(bench_clock::time_point start) {
   return std::chrono::duration<double>(bench_clock::now() - start).count();
 }
 
-bench_corpus write_corpus(const std::vector<sim::corpus_entry>& segments) {
+std::string shape_name(const size_list& sizes) {
+  std::string name;
+  for (const auto& [letter, n] : sizes)
+    name += (name.empty() ? "" : "/") + letter + ":" + std::to_string(n);
+  return name;
+}
+
+std::string shape_text(const size_list& sizes) {
+  std::string text;
+  for (const auto& [letter, n] : sizes)
+    text += (text.empty() ? "" : ", ") + letter + "=" + std::to_string(n);
+  return text;
+}
+
+bench_corpus write_corpus(const std::vector<criterion::corpus_entry>& segments) {
   auto dir = runtime::temp_directory::make("sprintrt-bench");
   if (!dir)
     throw_error("temporary directory", dir.error());
   std::string path = dir->path() + "/corpus.txt";
-  check(sim::write_corpus_file(path, segments), "corpus file");
+  check(criterion::write_corpus_file(path, segments), "corpus file");
   return {std::move(*dir), std::move(path)};
 }
 
@@ -100,16 +110,9 @@ sprint_options sim_options(const std::string& corpus, size_t instances,
   return opts;
 }
 
-std::vector<std::string> config_words(const sprint_options& opts) {
-  // The benchmarks' options have no variables: nothing can be unset.
-  return unwrap(config::expand_sprint_config(
-                    opts, [](const std::string&) -> std::optional<std::string> { return {}; }),
-                "sprint config");
-}
-
-sim::criterion load_criterion(const std::string& corpus, sim::criterion_kind kind) {
-  return sim::criterion{unwrap(sim::corpus::from_file(corpus), "corpus"),
-                        std::make_shared<sim::ctc_topology>(0), kind};
+sim::corpus_criterion load_criterion(const std::string& corpus, sim::criterion_kind kind) {
+  return sim::corpus_criterion{unwrap(criterion::corpus::from_file(corpus), "corpus"),
+                               std::make_shared<criterion::ctc_topology>(0), kind};
 }
 
 std::vector<uint32_t> alignable_labels(size_t count, size_t dim, size_t frames, std::mt19937& rng) {
@@ -128,7 +131,7 @@ std::vector<uint32_t> alignable_labels(size_t count, size_t dim, size_t frames, 
 
 segment_job make_job(const std::string& name, size_t frames, size_t dim, uint64_t seed) {
   auto lp = matrix_slice::dense(frames, dim);
-  sim::fill_random_log_posteriors(lp.storage->data(), frames, dim, seed);
+  criterion::fill_random_log_posteriors(lp.storage->data(), frames, dim, seed);
   return {name, lp, matrix_slice::dense(frames, dim)};
 }
 
@@ -137,7 +140,7 @@ batch random_batch(const std::vector<int64_t>& lengths, const std::vector<std::s
   const auto frames = static_cast<size_t>(*std::max_element(lengths.begin(), lengths.end()));
   batch b;
   b.log_posteriors = tensor::zeros({frames, tags.size(), dim});
-  sim::fill_random_log_posteriors(b.log_posteriors.data(), frames * tags.size(), dim, seed);
+  criterion::fill_random_log_posteriors(b.log_posteriors.data(), frames * tags.size(), dim, seed);
   b.seq_lengths = lengths;
   b.tags = tags;
   return b;
@@ -163,26 +166,6 @@ size_t reply_bytes(size_t frames, size_t dim) {
   protocol::byte_buffer out;
   check(protocol::encode_loss_reply(out, {}, 0.0, frames, dim, data.data()), "encode_loss_reply");
   return out.size();
-}
-
-double pages_of(size_t request, size_t reply) {
-  constexpr double page = 4096;
-  return std::ceil(static_cast<double>(request) / page) +
-         std::ceil(static_cast<double>(reply) / page);
-}
-
-uint64_t minor_faults(int pid) {
-  if (pid < 0)
-    return 0;
-  std::ifstream in{pid > 0 ? "/proc/" + std::to_string(pid) + "/stat" : "/proc/self/stat"};
-  std::string text{std::istreambuf_iterator<char>{in}, {}};
-  // Fields after the command name, which ends at the last ')': state is
-  // field 3, minflt field 10.
-  std::istringstream fields{text.substr(std::min(text.size(), text.rfind(')') + 1))};
-  std::string field;
-  for (int i = 3; i <= 10 && (fields >> field); ++i) {
-  }
-  return std::strtoull(field.c_str(), nullptr, 10);
 }
 
 void write_fully(int fd, const char* data, size_t n, const std::string& what) {

@@ -2,10 +2,9 @@
 
 /// @file
 /// What the benchmarks of sprintrt-bench share besides their run's state
-/// (bench_world.hpp): errors as exceptions, corpus files and options running
-/// sprint-sim on them, random jobs and batches, message sizes, the timing
-/// step of a manually timed benchmark, page-fault counts, and blocking pipe
-/// I/O for the echo baselines.
+/// (bench_world.hpp): errors as exceptions, registration, timing, shape
+/// names, corpus files and options running sprint-sim on them, random jobs
+/// and batches, message sizes, and blocking fd I/O for the echo baselines.
 
 #include <benchmark/benchmark.h>
 
@@ -15,20 +14,23 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
+#include "criterion/corpus.hpp"
 #include "runtime/temp_directory.hpp"
-#include "sim/corpus.hpp"
-#include "sim/criterion.hpp"
+#include "sim/corpus_criterion.hpp"
 #include "sprintrt/batch.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/segment.hpp"
 
 namespace sprintrt::bench {
+
+using bench_state = benchmark::State;
 
 /// Throws `std::runtime_error` with `what` and the rendered `err`.
 [[noreturn]] void throw_error(const std::string& what, const caf::error& err);
@@ -44,13 +46,16 @@ T unwrap(caf::expected<T> x, const std::string& what) {
   return std::move(*x);
 }
 
-/// Registers `body` as benchmark `name`. An exception thrown by `body`
-/// becomes the benchmark's error (`SkipWithError`), so that one failing
-/// benchmark neither ends the run nor hides the others; main's exit status
-/// counts them (`benchmark_failures`). Repetitions also report their minimum
-/// and maximum ("min", "max" aggregates).
-benchmark::internal::Benchmark* add_benchmark(const std::string& name,
-                                              std::function<void(benchmark::State&)> body);
+/// Which time Google Benchmark reports for a benchmark.
+enum class timing { cpu, real, manual };
+
+/// Registers `body` as benchmark `name`, reported in `unit` and `clock`. An
+/// exception thrown by `body` becomes the benchmark's error
+/// (`SkipWithError`), so that one failing benchmark neither ends the run nor
+/// hides the others; main's exit status counts them (`benchmark_failures`).
+/// Repetitions also report their minimum and maximum ("min", "max").
+benchmark::internal::Benchmark* add_benchmark(const std::string& name, benchmark::TimeUnit unit,
+                                              timing clock, std::function<void(bench_state&)> body);
 
 /// The benchmarks that failed so far (not the skipped ones).
 int benchmark_failures();
@@ -58,7 +63,7 @@ int benchmark_failures();
 /// Marks the benchmark skipped with `reason`: an error whose message starts
 /// with "skipped: ", which scripts/bench/figures.py and the smoke test read
 /// as a figure that could not be measured here (no Python, no PyTorch).
-void skip(benchmark::State& state, const std::string& reason);
+void skip(bench_state& state, const std::string& reason);
 
 /// The steady clock of every manual timing.
 using bench_clock = std::chrono::steady_clock;
@@ -66,24 +71,19 @@ using bench_clock = std::chrono::steady_clock;
 /// Returns the seconds since `start`.
 double seconds_since(bench_clock::time_point start);
 
-/// Runs `body` once per iteration of `state`, reporting its wall time as
-/// the iteration's manual time.
+/// Runs `body` once untimed (buffers and workspaces grow once, as a
+/// worker's do), then once per iteration of `state`.
 template <class Body>
-void time_manually(benchmark::State& state, Body&& body) {
-  for (auto _ : state) {
-    const auto start = bench_clock::now();
+void run_warm(bench_state& state, Body&& body) {
+  body();
+  for (auto _ : state)
     body();
-    state.SetIterationTime(seconds_since(start));
-  }
 }
 
-/// Like `time_manually` for a body that handles `items` things (the
-/// segments of a batch), adding the counter `counter`: the mean time per
-/// item in microseconds, or in milliseconds if `counter` starts with "ms".
-/// (A manual time per item would make Google Benchmark run `items` times
-/// longer than its minimum time.)
+/// Runs `body` once per iteration of `state`, reporting its wall time as the
+/// iteration's manual time; returns the sum of those times in seconds.
 template <class Body>
-void time_per_item(benchmark::State& state, double items, const std::string& counter, Body&& body) {
+double time_manually(bench_state& state, Body&& body) {
   double total = 0;
   for (auto _ : state) {
     const auto start = bench_clock::now();
@@ -92,10 +92,29 @@ void time_per_item(benchmark::State& state, double items, const std::string& cou
     state.SetIterationTime(seconds);
     total += seconds;
   }
-  const double unit = counter.compare(0, 2, "ms") == 0 ? 1e3 : 1e6;
-  state.counters[counter] =
-      benchmark::Counter(total * unit / items, benchmark::Counter::kAvgIterations);
+  return total;
 }
+
+/// Like `time_manually` for a body that handles `items` things (the
+/// segments of a batch), adding the counter `counter`: the mean time per
+/// item in microseconds, or in milliseconds if `counter` starts with "ms".
+/// (A manual time per item would make Google Benchmark run `items` times
+/// longer than its minimum time.)
+template <class Body>
+void time_per_item(bench_state& state, double items, const std::string& counter, Body&& body) {
+  const double unit = counter.compare(0, 2, "ms") == 0 ? 1e3 : 1e6;
+  state.counters[counter] = benchmark::Counter(time_manually(state, body) * unit / items,
+                                               benchmark::Counter::kAvgIterations);
+}
+
+/// Sizes by letter in order, e.g. {{"T", 150}, {"D", 28}}.
+using size_list = std::vector<std::pair<std::string, size_t>>;
+
+/// "T:150/D:28": the sizes as a benchmark's name shows them.
+std::string shape_name(const size_list& sizes);
+
+/// "T=150, D=28": the sizes as a figure's title shows them.
+std::string shape_text(const size_list& sizes);
 
 /// A corpus file in a directory of its own, removed with it.
 struct bench_corpus {
@@ -106,7 +125,7 @@ struct bench_corpus {
 
 /// Writes `segments` as a fresh directory's `corpus.txt` in sprint-sim's
 /// format.
-bench_corpus write_corpus(const std::vector<sim::corpus_entry>& segments);
+bench_corpus write_corpus(const std::vector<criterion::corpus_entry>& segments);
 
 /// sprint-sim's parameter that makes it reply loss 0 and a zero error signal
 /// of full size (the request still decoded and checked): transport figures.
@@ -118,14 +137,10 @@ inline const std::string zero_criterion = "--*.criterion=zero";
 sprint_options sim_options(const std::string& corpus, size_t instances,
                            const std::vector<std::string>& extra = {});
 
-/// The Sprint config words of `opts` as its children get them, for another
-/// parent (a comparison script) to start the same child.
-std::vector<std::string> config_words(const sprint_options& opts);
-
 /// The criterion sprint-sim runs for these options (CTC, blank 0) over the
 /// corpus file `corpus`.
-sim::criterion load_criterion(const std::string& corpus,
-                              sim::criterion_kind kind = sim::criterion_kind::full_sum);
+sim::corpus_criterion load_criterion(const std::string& corpus,
+                                     sim::criterion_kind kind = sim::criterion_kind::full_sum);
 
 /// `count` labels in 1..dim-1 (0 is the blank) that CTC can align in
 /// `frames` frames (one blank between equal neighbours), drawn from `rng`.
@@ -151,14 +166,6 @@ size_t request_bytes(const std::string& segment, size_t frames, size_t dim);
 
 /// The framed size of its reply ("ok", a loss, [frames, dim]).
 size_t reply_bytes(size_t frames, size_t dim);
-
-/// The number of 4 KiB pages that a request and a reply of these framed
-/// sizes span: the page faults of a request that reuses no buffer.
-double pages_of(size_t request, size_t reply);
-
-/// Returns the minor page faults of process `pid` so far (this process for
-/// 0), from /proc/PID/stat; 0 if unknown (also for a negative pid).
-uint64_t minor_faults(int pid = 0);
 
 /// Writes all `n` bytes at `data` to `fd` (retrying after signals); throws
 /// `std::runtime_error` naming `what` and the system error otherwise.

@@ -28,16 +28,11 @@ sprint_runtime& bench_world::runtime() {
   return *runtime_;
 }
 
-pipe_echo& bench_world::cat_echo() {
-  if (!cat_)
-    cat_ = std::make_unique<pipe_echo>(echo_kind::cat, settings_.self);
-  return *cat_;
-}
-
-pipe_echo& bench_world::store_and_forward_echo() {
-  if (!store_and_forward_)
-    store_and_forward_ = std::make_unique<pipe_echo>(echo_kind::store_and_forward, settings_.self);
-  return *store_and_forward_;
+pipe_echo& bench_world::echo(echo_kind kind) {
+  auto& echo = echoes_[static_cast<size_t>(kind)];
+  if (!echo)
+    echo = std::make_unique<pipe_echo>(kind, settings_.self);
+  return *echo;
 }
 
 const sprint_worker_actor& bench_world::direct_worker(const sprint_options& opts) {
@@ -54,9 +49,8 @@ void bench_world::stop() {
   // echo) then ends without a worker noticing.
   if (runtime_)
     runtime_->stop_pools();
-  while (!rigs_.empty())
-    rigs_.pop_back();
-  index_.clear();
+  for (; !order_.empty(); order_.pop_back())
+    rigs_.erase(order_.back());
   // The worker sends its child `exit`; the runtime's shutdown awaits every
   // actor (this worker too) before the io thread reaps what is left.
   if (worker_)
@@ -68,8 +62,8 @@ void bench_world::stop() {
     worker_io_->stop(std::chrono::seconds{5});
   runtime_.reset();
   worker_io_.reset();
-  cat_.reset();
-  store_and_forward_.reset();
+  for (auto& echo : echoes_)
+    echo.reset();
 }
 
 bench_world& world() {

@@ -59,11 +59,8 @@ public:
   /// Returns the runtime, started on first use (2 scheduler threads).
   sprint_runtime& runtime();
 
-  /// Returns the `/bin/cat` echo, started on first use.
-  pipe_echo& cat_echo();
-
-  /// Returns the store-and-forward echo, started on first use.
-  pipe_echo& store_and_forward_echo();
+  /// Returns the echo child of `kind`, started on first use.
+  pipe_echo& echo(echo_kind kind);
 
   /// Returns a sprint worker for `opts` spawned without a pool, on an io
   /// thread of its own (started on first use; `opts` of later calls are
@@ -75,14 +72,12 @@ public:
   /// of creation, before the runtime stops.
   template <class T, class Make>
   T& rig(const std::string& key, Make&& make) {
-    auto found = index_.find(key);
-    if (found != index_.end())
-      return *static_cast<T*>(rigs_[found->second].get());
-    std::unique_ptr<T> made = make();
-    T* raw = made.get();
-    rigs_.emplace_back(made.release(), [](void* p) { delete static_cast<T*>(p); });
-    index_.emplace(key, rigs_.size() - 1);
-    return *raw;
+    auto& slot = rigs_[key];
+    if (!slot) {
+      slot = std::shared_ptr<T>{make()};
+      order_.push_back(key);
+    }
+    return *static_cast<T*>(slot.get());
   }
 
   /// Destroys every rig, stops the direct worker and the runtime (each child
@@ -91,14 +86,13 @@ public:
 
 private:
   bench_settings settings_;
-  std::unique_ptr<pipe_echo> cat_;
-  std::unique_ptr<pipe_echo> store_and_forward_;
+  std::unique_ptr<pipe_echo> echoes_[2];
   // Declared before the runtime: destroyed after it has awaited the worker.
   std::unique_ptr<runtime::io_thread> worker_io_;
   std::unique_ptr<sprint_runtime> runtime_;
   sprint_worker_actor worker_;
-  std::vector<std::unique_ptr<void, void (*)(void*)>> rigs_;
-  std::map<std::string, size_t> index_;
+  std::map<std::string, std::shared_ptr<void>> rigs_;
+  std::vector<std::string> order_;
 };
 
 /// Returns the run's world (main's); only valid while main runs the

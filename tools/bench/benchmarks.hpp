@@ -2,14 +2,22 @@
 
 /// @file
 /// The benchmark families of sprintrt-bench, one registration function per
-/// file (named after it). Each registers its benchmarks with Google
-/// Benchmark under names that say what they measure ("codec/...", "sim/...",
-/// "pool/...", "seqtrain/...", "remote/...", "python/..." and the
-/// "baseline/..." they are compared with) and declares the figures that
-/// pair them (figure_table.hpp). Shapes and counts shrink in quick mode.
+/// file (named after it), and what each family file uses. Each registers
+/// its benchmarks under names that say what they measure ("codec/...",
+/// "sim/...", "pool/...", "seqtrain/...", "remote/...", "python/..." and the
+/// "baseline/..." they are compared with) and declares the figures that pair
+/// them (figure_table.hpp). Shapes and counts shrink in quick mode.
+/// BENCHMARKS.md says what each benchmark measures.
 
 #include <cstddef>
+#include <memory>
+#include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "tools/bench/bench_support.hpp"
+#include "tools/bench/bench_world.hpp"
+#include "tools/bench/figure_table.hpp"
 
 namespace sprintrt::bench {
 
@@ -20,12 +28,10 @@ void register_codec_benchmarks();
 /// log_softmax + exp.
 void register_criterion_benchmarks();
 
-/// The simulated Sprint's MMI, boosted MMI and sMBR over a hypotheses file
-/// and a label n-gram, against its full-sum on the same segment.
+/// The simulated Sprint's MMI, boosted MMI and sMBR against its full-sum.
 void register_sequence_criterion_benchmarks();
 
-/// Small segments through one child: a batch, one tiny segment through the
-/// facade and the worker actor, RETURNN's parent; against the pipe echoes.
+/// Small segments through one child, against the pipe echoes.
 void register_transport_benchmarks();
 
 /// 48 MB segments: throughput, page faults, peak RSS.
@@ -44,12 +50,12 @@ void register_remote_benchmarks();
 void register_python_benchmarks();
 
 /// Registers the store-and-forward pipe echo of a request and a reply of
-/// these framed sizes (once per pair of sizes); returns its name.
+/// these framed sizes; returns its name.
 std::string register_echo(size_t request, size_t reply);
 
 /// `--helper=large-rss FRAMES DIM BATCH`: one large batch in this fresh
 /// process; prints its peak RSS increase as JSON. Returns the exit status.
-int run_large_rss_helper(int argc, char** argv);
+int run_large_rss_helper(const std::vector<std::string>& args);
 
 /// `--helper=remote-echo`: a TCP echo and a published echo pool; prints
 /// their ports, serves until killed. Returns the exit status.

@@ -6,23 +6,18 @@
 // increase for one batch, measured in a fresh process
 // (`--helper=large-rss`), against the input and output tensors.
 
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <memory>
+#include <iterator>
 #include <sstream>
-#include <string>
-#include <vector>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "sprintrt/pool_client.hpp"
-#include "tools/bench/bench_support.hpp"
-#include "tools/bench/bench_world.hpp"
 #include "tools/bench/benchmarks.hpp"
-#include "tools/bench/figure_table.hpp"
+#include "tools/bench/child_program.hpp"
 #include "tools/bench/pool_probes.hpp"
-#include "tools/bench/subprocess_json.hpp"
 
 namespace sprintrt::bench {
 
@@ -48,7 +43,7 @@ std::vector<std::string> large_tags(size_t batch) {
 }
 
 bench_corpus large_corpus(size_t batch) {
-  std::vector<sim::corpus_entry> entries;
+  std::vector<criterion::corpus_entry> entries;
   for (const auto& tag : large_tags(batch))
     entries.push_back({tag, {1, 2, 3}});
   return write_corpus(entries);
@@ -82,6 +77,22 @@ struct large_rig {
   int child_pid = -1;
 };
 
+// The minor page faults of process `pid` so far (this process for 0), from
+// /proc/PID/stat; 0 if unknown (also for a negative pid).
+uint64_t minor_faults(int pid = 0) {
+  if (pid < 0)
+    return 0;
+  std::ifstream in{pid > 0 ? "/proc/" + std::to_string(pid) + "/stat" : "/proc/self/stat"};
+  std::string text{std::istreambuf_iterator<char>{in}, {}};
+  // Fields after the command name, which ends at the last ')': state is
+  // field 3, minflt field 10.
+  std::istringstream fields{text.substr(std::min(text.size(), text.rfind(')') + 1))};
+  std::string field;
+  for (int i = 3; i <= 10 && (fields >> field); ++i) {
+  }
+  return std::strtoull(field.c_str(), nullptr, 10);
+}
+
 // A field of /proc/self/status in kB ("VmRSS", "VmHWM"); 0 if absent.
 double status_kb(const std::string& field) {
   std::ifstream in{"/proc/self/status"};
@@ -96,13 +107,13 @@ double status_kb(const std::string& field) {
   return 0;
 }
 
-void peak_rss(benchmark::State& state, const large_shape& s) {
+void peak_rss(bench_state& state, const large_shape& s) {
   const auto& w = world().settings();
   for (auto _ : state) {
-    auto document = json_of(
-        run_program({w.self, "--helper=large-rss", "--sprint-sim=" + w.sprint_sim,
-                     std::to_string(s.frames), std::to_string(s.dim), std::to_string(s.batch)}),
-        "sprintrt-bench --helper=large-rss");
+    auto document =
+        run_json({w.self, "--helper=large-rss", "--sprint-sim=" + w.sprint_sim,
+                  std::to_string(s.frames), std::to_string(s.dim), std::to_string(s.batch)},
+                 "sprintrt-bench --helper=large-rss");
     if (!document.at("hwm_reset").get<bool>())
       throw std::runtime_error("VmHWM could not be reset (/proc/self/clear_refs)");
     state.SetIterationTime(document.at("batch_s").get<double>());
@@ -111,13 +122,17 @@ void peak_rss(benchmark::State& state, const large_shape& s) {
   }
 }
 
+large_rig& rig_of(const large_shape& s) {
+  return world().rig<large_rig>("large batch", [&] { return std::make_unique<large_rig>(s); });
+}
+
 } // namespace
 
-int run_large_rss_helper(int argc, char** argv) {
+int run_large_rss_helper(const std::vector<std::string>& args) {
   spdlog::set_level(spdlog::level::warn);
-  if (argc != 3)
+  if (args.size() != 3)
     throw std::runtime_error("--helper=large-rss FRAMES DIM BATCH");
-  const large_shape s{std::stoul(argv[0]), std::stoul(argv[1]), std::stoul(argv[2])};
+  const large_shape s{std::stoul(args[0]), std::stoul(args[1]), std::stoul(args[2])};
   auto corpus = large_corpus(s.batch);
   nlohmann::json result;
   {
@@ -151,51 +166,40 @@ int run_large_rss_helper(int argc, char** argv) {
 
 void register_large_benchmarks() {
   const auto s = shape_of(world().settings().quick);
-  const std::string shape = "T:" + std::to_string(s.frames) + "/D:" + std::to_string(s.dim);
-  const std::string text = "T=" + std::to_string(s.frames) + ", D=" + std::to_string(s.dim) +
-                           ", B=" + std::to_string(s.batch);
+  const std::string shape = shape_name({{"T", s.frames}, {"D", s.dim}});
+  const std::string text = shape_text({{"T", s.frames}, {"D", s.dim}, {"B", s.batch}});
   const size_t request = request_bytes(large_prefix + "0", s.frames, s.dim);
   const size_t reply = reply_bytes(s.frames, s.dim);
-  const double pages = pages_of(request, reply);
+  // The 4 KiB pages a request and a reply span: the page faults of a
+  // request that reuses no buffer.
+  const double pages =
+      std::ceil(static_cast<double>(request) / 4096) + std::ceil(static_cast<double>(reply) / 4096);
+  const auto ms = benchmark::kMillisecond;
   const std::string name =
       "pool/large_batch/" + shape + "/B:" + std::to_string(s.batch) + "/criterion:zero";
-  add_benchmark(name,
-                [s, pages](benchmark::State& state) {
-                  auto& rig = world().rig<large_rig>(
-                      "large batch", [&] { return std::make_unique<large_rig>(s); });
-                  const auto parent = minor_faults();
-                  const auto child = minor_faults(rig.child_pid);
-                  time_per_item(state, static_cast<double>(s.batch), "ms_per_segment",
-                                [&] { rig.run_batch(); });
-                  const auto requests = static_cast<double>(state.iterations() * s.batch);
-                  state.counters["parent_faults"] =
-                      static_cast<double>(minor_faults() - parent) / requests;
-                  state.counters["child_faults"] =
-                      static_cast<double>(minor_faults(rig.child_pid) - child) / requests;
-                  state.counters["pages"] = pages;
-                })
-      ->UseManualTime()
-      ->Unit(benchmark::kMillisecond);
+  add_benchmark(name, ms, timing::manual, [s, pages](bench_state& state) {
+    auto& rig = rig_of(s);
+    const auto parent = minor_faults();
+    const auto child = minor_faults(rig.child_pid);
+    time_per_item(state, static_cast<double>(s.batch), "ms_per_segment", [&] { rig.run_batch(); });
+    const auto requests = static_cast<double>(state.iterations() * s.batch);
+    state.counters["parent_faults"] = static_cast<double>(minor_faults() - parent) / requests;
+    state.counters["child_faults"] =
+        static_cast<double>(minor_faults(rig.child_pid) - child) / requests;
+    state.counters["pages"] = pages;
+  });
   const auto echo = register_echo(request, reply);
   const std::string child_work = "sim/child_work/zero/" + shape;
-  add_benchmark(
-      child_work,
-      [s](benchmark::State& state) {
-        auto& rig =
-            world().rig<large_rig>("large batch", [&] { return std::make_unique<large_rig>(s); });
-        child_probe child{rig.corpus.path, make_job(large_prefix + "0", s.frames, s.dim, 5),
-                          sim::criterion_kind::zero};
-        for (auto _ : state)
-          child.serve();
-      })
-      ->UseRealTime()
-      ->Unit(benchmark::kMillisecond);
+  add_benchmark(child_work, ms, timing::real, [s](bench_state& state) {
+    child_probe child{rig_of(s).corpus.path, make_job(large_prefix + "0", s.frames, s.dim, 5),
+                      sim::criterion_kind::zero};
+    for (auto _ : state)
+      child.serve();
+  });
   const std::string rss = "pool/large_batch_peak_rss/" + shape + "/B:" + std::to_string(s.batch);
-  add_benchmark(rss, [s](benchmark::State& state) { peak_rss(state, s); })
-      ->UseManualTime()
+  add_benchmark(rss, ms, timing::manual, [s](bench_state& state) { peak_rss(state, s); })
       ->Iterations(1)
-      ->Repetitions(world().settings().quick ? 1 : 3)
-      ->Unit(benchmark::kMillisecond);
+      ->Repetitions(world().settings().quick ? 1 : 3);
 
   declare_figure("large segments (" + text +
                      ", criterion=zero) through 1 worker, per segment: fraction of the "

@@ -2,10 +2,14 @@
 // flags: --benchmark_filter, --benchmark_repetitions, --benchmark_format,
 // --benchmark_out, ...), with sprintrt's own:
 //   --quick              smaller shapes and counts (the smoke test)
-//   --sprint-sim=PATH    the simulated Sprint [<dir of this program>/../sprint-sim/sprint-sim]
-//   --python=PATH        the Python of the comparison scripts [/usr/bin/python3]
-//   --scripts=DIR        the directory of the comparison scripts [scripts/bench]
-//   --python-module=DIR  the directory holding the Python package sprintrt [build/python]
+//   --sprint-sim=PATH    the simulated Sprint [<dir of this
+//   program>/../sprint-sim/sprint-sim]
+//   --python=PATH        the Python of the comparison scripts
+//   [/usr/bin/python3]
+//   --scripts=DIR        the directory of the comparison scripts
+//   [scripts/bench]
+//   --python-module=DIR  the directory holding the Python package sprintrt
+//   [build/python]
 // The figures (figure_table.hpp) go into the output's context;
 // scripts/bench/figures.py prints them from a JSON output. `--helper=...`
 // runs one of the helper processes the benchmarks start.
@@ -13,18 +17,12 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
-#include <string>
-#include <vector>
 
-#include <benchmark/benchmark.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "runtime/child_spawn.hpp"
-#include "tools/bench/bench_support.hpp"
-#include "tools/bench/bench_world.hpp"
 #include "tools/bench/benchmarks.hpp"
-#include "tools/bench/figure_table.hpp"
 #include "tools/bench/pipe_echo.hpp"
 
 #ifndef SPRINTRT_BENCH_SCRIPTS
@@ -41,33 +39,25 @@ using namespace sprintrt::bench;
 const char* usage = "sprintrt-bench [--quick] [--sprint-sim=PATH] [--python=PATH] "
                     "[--scripts=DIR] [--python-module=DIR] [Google Benchmark's flags]\n";
 
-std::string this_program(const char* argv0) {
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec)
-    self = std::filesystem::absolute(argv0, ec);
-  return self.string();
-}
-
-// The value of `--name=VALUE` in `arg`, if it is that flag.
-bool flag_value(const std::string& arg, const std::string& name, std::string& value) {
-  const std::string prefix = "--" + name + "=";
-  if (arg.compare(0, prefix.size(), prefix) != 0)
-    return false;
-  value = arg.substr(prefix.size());
-  return true;
-}
-
-// Takes sprintrt-bench's flags out of `argv`; returns the arguments left.
+// Takes sprintrt-bench's flags out of `argv` into `s`; returns the arguments
+// left.
 std::vector<std::string> parse_settings(int argc, char** argv, bench_settings& s) {
+  const std::pair<std::string, std::string bench_settings::*> flags[] = {
+      {"--sprint-sim=", &bench_settings::sprint_sim},
+      {"--python=", &bench_settings::python},
+      {"--scripts=", &bench_settings::scripts},
+      {"--python-module=", &bench_settings::python_module}};
   std::vector<std::string> rest;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--quick")
-      s.quick = true;
-    else if (!flag_value(arg, "sprint-sim", s.sprint_sim) && !flag_value(arg, "python", s.python) &&
-             !flag_value(arg, "scripts", s.scripts) &&
-             !flag_value(arg, "python-module", s.python_module))
+    bool known = arg == "--quick";
+    s.quick = s.quick || known;
+    for (const auto& [prefix, member] : flags)
+      if (!known && arg.compare(0, prefix.size(), prefix) == 0) {
+        s.*member = arg.substr(prefix.size());
+        known = true;
+      }
+    if (!known)
       rest.push_back(arg);
   }
   if (s.sprint_sim.empty())
@@ -78,7 +68,8 @@ std::vector<std::string> parse_settings(int argc, char** argv, bench_settings& s
   return rest;
 }
 
-int run_helper(const std::string& mode, int argc, char** argv, const bench_settings& s) {
+int run_helper(const std::string& mode, const std::vector<std::string>& args,
+               const bench_settings& s) {
   if (mode == "pipe-echo")
     return serve_pipe_echo();
   if (mode == "remote-echo")
@@ -86,12 +77,7 @@ int run_helper(const std::string& mode, int argc, char** argv, const bench_setti
   if (mode == "large-rss") {
     bench_world w{s};
     set_world(&w);
-    // Positional arguments only: the flags were read into `s`.
-    std::vector<char*> args;
-    for (int i = 2; i < argc; ++i)
-      if (std::string{argv[i]}.compare(0, 2, "--") != 0)
-        args.push_back(argv[i]);
-    const int status = run_large_rss_helper(static_cast<int>(args.size()), args.data());
+    const int status = run_large_rss_helper(args);
     set_world(nullptr);
     return status;
   }
@@ -103,7 +89,10 @@ int run_helper(const std::string& mode, int argc, char** argv, const bench_setti
 
 int main(int argc, char** argv) {
   bench_settings settings;
-  settings.self = this_program(argv[0]);
+  std::error_code ec;
+  settings.self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec)
+    settings.self = std::filesystem::absolute(argv[0], ec).string();
   settings.scripts = SPRINTRT_BENCH_SCRIPTS;
   settings.python_module = SPRINTRT_BENCH_PYTHON_MODULE;
   // Log lines (warnings only) go to stderr, never into the benchmark output.
@@ -111,8 +100,9 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   try {
     if (argc > 1 && std::string{argv[1]}.compare(0, 9, "--helper=") == 0) {
-      parse_settings(argc, argv, settings);
-      return run_helper(std::string{argv[1]}.substr(9), argc, argv, settings);
+      // Its positional arguments after the flags, which go into `settings`.
+      auto rest = parse_settings(argc - 1, argv + 1, settings);
+      return run_helper(std::string{argv[1]}.substr(9), rest, settings);
     }
     // The figures go into the context only when it is written as JSON (the
     // input of figures.py), not onto the console's first lines.
@@ -137,15 +127,12 @@ int main(int argc, char** argv) {
     }
     bench_world w{settings};
     set_world(&w);
-    register_codec_benchmarks();
-    register_criterion_benchmarks();
-    register_sequence_criterion_benchmarks();
-    register_transport_benchmarks();
-    register_large_benchmarks();
-    register_batch_benchmarks();
-    register_seqtrain_benchmarks();
-    register_remote_benchmarks();
-    register_python_benchmarks();
+    for (auto family :
+         {register_codec_benchmarks, register_criterion_benchmarks,
+          register_sequence_criterion_benchmarks, register_transport_benchmarks,
+          register_large_benchmarks, register_batch_benchmarks, register_seqtrain_benchmarks,
+          register_remote_benchmarks, register_python_benchmarks})
+      family();
     if (json)
       publish_figures();
     benchmark::AddCustomContext("sprintrt_quick", settings.quick ? "true" : "false");

@@ -8,11 +8,11 @@
 /// length-prefixed message whole before it writes the reply, as a Sprint
 /// child does (store and forward).
 
-#include <sys/types.h>
-
 #include <cstddef>
 #include <string>
 #include <vector>
+
+#include "tools/bench/child_program.hpp"
 
 namespace sprintrt::bench {
 
@@ -31,8 +31,7 @@ enum class echo_kind {
 class pipe_echo {
 public:
   /// Starts the child (`self`: this program, for the store-and-forward
-  /// helper) with its stdin and stdout on two fresh pipes, both set to 1
-  /// MiB. Throws `std::runtime_error` if that fails.
+  /// helper). Throws `std::runtime_error` if that fails.
   pipe_echo(echo_kind kind, const std::string& self);
 
   /// Closes the pipes and waits for the child.
@@ -51,9 +50,7 @@ public:
 
 private:
   echo_kind kind_;
-  pid_t pid_ = -1;
-  int to_child_ = -1;
-  int from_child_ = -1;
+  child_program child_;
   std::vector<char> out_;
   std::vector<char> in_;
 };

@@ -48,9 +48,7 @@ const sim::service_options& default_service_options() {
 
 child_probe::child_probe(const std::string& corpus, const segment_job& job,
                          sim::criterion_kind kind)
-    : job_(job), criterion_(load_criterion(corpus, kind)),
-      error_signal_(job.log_posteriors.rows, job.log_posteriors.cols),
-      request_(std::make_shared<protocol::byte_buffer>()),
+    : request_(std::make_shared<protocol::byte_buffer>()),
       service_(load_criterion(corpus, kind), default_service_options()) {
   const auto& lp = job.log_posteriors;
   protocol::byte_buffer framed;
@@ -59,17 +57,7 @@ child_probe::child_probe(const std::string& corpus, const segment_job& job,
         "encode_loss_command");
   // The child decodes the pickle without its length prefix.
   request_->append(framed.bytes().subspan(4));
-  compute();
   serve();
-}
-
-double child_probe::compute() {
-  const auto& lp = job_.log_posteriors;
-  Eigen::Map<const sim::row_matrix_f, 0, Eigen::OuterStride<>> input{
-      lp.row(0), static_cast<Eigen::Index>(lp.rows), static_cast<Eigen::Index>(lp.cols),
-      Eigen::OuterStride<>(static_cast<Eigen::Index>(lp.row_stride))};
-  return unwrap(criterion_.loss_and_error_signal(job_.segment, input, error_signal_), "criterion")
-      .loss;
 }
 
 void child_probe::serve() {
@@ -96,16 +84,6 @@ void scoped_request(caf::scoped_actor& self, const sprint_worker_actor& worker,
   self->request(worker, caf::infinite, compute_atom::value, job)
       .receive([](double) {}, [&](caf::error& err) { error = std::move(err); });
   check(error, "scoped request");
-}
-
-worker_stats stats_of(caf::scoped_actor& self, const sprint_worker_actor& worker) {
-  worker_stats result;
-  caf::error error;
-  self->request(worker, caf::infinite, stats_atom::value)
-      .receive([&](worker_stats& stats) { result = stats; },
-               [&](caf::error& err) { error = std::move(err); });
-  check(error, "stats");
-  return result;
 }
 
 worker_stats first_worker(const pool_client& client) {

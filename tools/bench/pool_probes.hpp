@@ -12,7 +12,7 @@
 #include <caf/fwd.hpp>
 
 #include "protocol/byte_buffer.hpp"
-#include "sim/criterion.hpp"
+#include "sim/corpus_criterion.hpp"
 #include "sim/sprint_service.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/worker_interface.hpp"
@@ -22,22 +22,16 @@ namespace sprintrt::bench {
 /// What the child does for one request, run in this process.
 class child_probe {
 public:
-  /// Prepares `job`'s request as the child receives it, a criterion and a
-  /// service over `corpus` computing `kind`; runs both once (warm-up).
+  /// Prepares `job`'s request as the child receives it and a service over
+  /// `corpus` computing `kind`; serves it once (warm-up).
   child_probe(const std::string& corpus, const segment_job& job,
               sim::criterion_kind kind = sim::criterion_kind::full_sum);
-
-  /// Runs sim::criterion alone on the job; returns the loss.
-  double compute();
 
   /// Runs the whole service: unpickle the request, check and compute,
   /// encode the reply (into a reused buffer).
   void serve();
 
 private:
-  const segment_job job_;
-  sim::criterion criterion_;
-  sim::row_matrix_f error_signal_;
   std::shared_ptr<protocol::byte_buffer> request_;
   sim::sprint_service service_;
   protocol::byte_buffer reply_;
@@ -51,9 +45,6 @@ void event_based_requests(caf::actor_system& system, const sprint_worker_actor& 
 /// One compute request from a scoped actor, waiting for the reply.
 void scoped_request(caf::scoped_actor& self, const sprint_worker_actor& worker,
                     const segment_job& job);
-
-/// Returns the counters of `worker`.
-worker_stats stats_of(caf::scoped_actor& self, const sprint_worker_actor& worker);
 
 /// Returns the counters of the first worker of `client`'s pool.
 worker_stats first_worker(const pool_client& client);

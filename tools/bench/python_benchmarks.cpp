@@ -8,28 +8,23 @@
 // Both sides come from one script run, so the C++ side is a counter of the
 // Python benchmark (cpp_ms), not a benchmark of its own.
 
-#include <string>
-
-#include "tools/bench/bench_support.hpp"
-#include "tools/bench/bench_world.hpp"
 #include "tools/bench/benchmarks.hpp"
-#include "tools/bench/figure_table.hpp"
-#include "tools/bench/subprocess_json.hpp"
+#include "tools/bench/child_program.hpp"
 
 namespace sprintrt::bench {
 
 namespace {
 
-void module_batch(benchmark::State& state, size_t rounds, size_t per_round) {
+void module_batch(bench_state& state, size_t rounds, size_t per_round) {
   const auto& s = world().settings();
-  auto outcome =
-      run_script(s.python, "python3-numpy", s.scripts + "/python_module.py",
+  const auto result =
+      run_script(state, "python3-numpy", "python_module.py",
                  {"--module-dir", s.python_module, "--sprint-sim", s.sprint_sim, "--rounds",
                   std::to_string(rounds), "--per-round", std::to_string(per_round)});
-  if (!outcome.skipped.empty())
-    return skip(state, outcome.skipped);
-  const auto& python = outcome.result.at("python_ms");
-  const auto& cpp = outcome.result.at("cpp_ms");
+  if (!result)
+    return;
+  const auto& python = result->at("python_ms");
+  const auto& cpp = result->at("cpp_ms");
   size_t i = 0;
   double cpp_ms = 0;
   for (auto _ : state) {
@@ -38,7 +33,7 @@ void module_batch(benchmark::State& state, size_t rounds, size_t per_round) {
     ++i;
   }
   state.counters["cpp_ms"] = benchmark::Counter(cpp_ms, benchmark::Counter::kAvgIterations);
-  state.SetLabel("Python " + outcome.result.value("python", std::string{"?"}));
+  state.SetLabel("Python " + result->value("python", std::string{"?"}));
 }
 
 } // namespace
@@ -48,11 +43,9 @@ void register_python_benchmarks() {
   const size_t rounds = world().settings().quick ? 1 : 6;
   const size_t per_round = world().settings().quick ? 2 : 5;
   const std::string name = "python/module_batch/B:64/T:150/D:28/L:40/workers:2";
-  add_benchmark(name, [rounds, per_round](
-                          benchmark::State& state) { module_batch(state, rounds, per_round); })
-      ->UseManualTime()
-      ->Iterations(static_cast<benchmark::IterationCount>(rounds * per_round))
-      ->Unit(benchmark::kMillisecond);
+  add_benchmark(name, benchmark::kMillisecond, timing::manual,
+                [rounds, per_round](bench_state& state) { module_batch(state, rounds, per_round); })
+      ->Iterations(static_cast<benchmark::IterationCount>(rounds * per_round));
   declare_figure("CTC batch (B=64, T=150, D=28) through the Python module, 2 workers, against "
                  "the same batch through pool_client::compute (C++)",
                  "ms/batch", name, name + "@cpp_ms", "value/baseline", "<= 1.05", "ratio", true);

@@ -13,38 +13,24 @@
 //   the caller's slice.
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <iostream>
-#include <memory>
-#include <stdexcept>
-#include <string>
 #include <thread>
-#include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "sprintrt/pool_client.hpp"
 #include "sprintrt/remote_interface.hpp"
-#include "tools/bench/bench_support.hpp"
-#include "tools/bench/bench_world.hpp"
 #include "tools/bench/benchmarks.hpp"
-#include "tools/bench/figure_table.hpp"
-
-extern char** environ;
+#include "tools/bench/child_program.hpp"
 
 namespace sprintrt::bench {
 
@@ -54,14 +40,21 @@ namespace {
   throw std::runtime_error(what + ": " + std::strerror(errno));
 }
 
+// 127.0.0.1 at `port` (0: any).
+sockaddr_in loopback(uint16_t port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  return addr;
+}
+
 // Listens on 127.0.0.1 (any port); returns the socket and the port.
 std::pair<int, uint16_t> listen_loopback() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     fail_errno("socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  auto addr = loopback(0);
   socklen_t len = sizeof addr;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 1) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
@@ -90,33 +83,15 @@ void serve_tcp_echo(int listener) {
 
 // The helper process and the connection to its TCP echo.
 struct remote_rig {
-  remote_rig() {
-    int out[2];
-    if (::pipe2(out, O_CLOEXEC) != 0)
-      fail_errno("pipe2");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    std::string self = world().settings().self;
-    std::string mode = "--helper=remote-echo";
-    char* argv[] = {self.data(), mode.data(), nullptr};
-    const int rc = ::posix_spawn(&pid, self.c_str(), &actions, nullptr, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(out[1]);
-    if (rc != 0) {
-      ::close(out[0]);
-      throw std::runtime_error("cannot start the remote echo: " + std::string{std::strerror(rc)});
-    }
+  remote_rig() : child(spawn_program({world().settings().self, "--helper=remote-echo"})) {
     uint16_t ports[2] = {0, 0};
-    const bool got = read_fully(out[0], reinterpret_cast<char*>(ports), sizeof ports, "ports");
-    ::close(out[0]);
+    const bool got =
+        read_fully(child.from_child, reinterpret_cast<char*>(ports), sizeof ports, "ports");
+    ::close(child.from_child);
     if (!got || ports[0] == 0 || ports[1] == 0)
       throw std::runtime_error("the remote echo could not listen or publish its pool");
     conn = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(ports[0]);
+    auto addr = loopback(ports[0]);
     if (::connect(conn, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
       fail_errno("connect to the TCP echo");
     sprint_options opts;
@@ -130,13 +105,11 @@ struct remote_rig {
     client.reset();
     if (conn >= 0)
       ::close(conn);
-    if (pid > 0) {
-      ::kill(pid, SIGTERM);
-      ::waitpid(pid, nullptr, 0);
-    }
+    ::kill(child.pid, SIGTERM);
+    reap(child.pid);
   }
 
-  pid_t pid = -1;
+  child_program child;
   int conn = -1;
   std::unique_ptr<pool_client> client;
 };
@@ -181,43 +154,30 @@ void register_remote_benchmarks() {
   const size_t bytes = frames * dim * sizeof(float);
   const std::string shape = "MB:" + std::to_string(megabytes);
   const std::string tcp = "baseline/tcp_echo/" + shape;
-  add_benchmark(tcp,
-                [bytes](benchmark::State& state) {
-                  auto& r = rig();
-                  std::vector<char> out(bytes, 1);
-                  std::vector<char> in(bytes);
-                  auto round_trip = [&] {
-                    uint64_t size = bytes;
-                    write_fully(r.conn, reinterpret_cast<const char*>(&size), sizeof size,
-                                "TCP echo");
-                    write_fully(r.conn, out.data(), bytes, "TCP echo");
-                    if (!read_fully(r.conn, in.data(), bytes, "TCP echo"))
-                      throw std::runtime_error("the TCP echo closed the connection");
-                  };
-                  round_trip();
-                  for (auto _ : state)
-                    round_trip();
-                })
-      ->UseRealTime()
-      ->Unit(benchmark::kMillisecond);
+  add_benchmark(tcp, benchmark::kMillisecond, timing::real, [bytes](bench_state& state) {
+    auto& r = rig();
+    std::vector<char> out(bytes, 1);
+    std::vector<char> in(bytes);
+    run_warm(state, [&] {
+      uint64_t size = bytes;
+      write_fully(r.conn, reinterpret_cast<const char*>(&size), sizeof size, "TCP echo");
+      write_fully(r.conn, out.data(), bytes, "TCP echo");
+      if (!read_fully(r.conn, in.data(), bytes, "TCP echo"))
+        throw std::runtime_error("the TCP echo closed the connection");
+    });
+  });
   const std::string remote = "remote/pool_echo/" + shape;
-  add_benchmark(remote,
-                [frames, bytes](benchmark::State& state) {
-                  auto& r = rig();
-                  segment_job job{"bench", matrix_slice::dense(frames, dim),
-                                  matrix_slice::dense(frames, dim)};
-                  std::fill(job.log_posteriors.storage->begin(), job.log_posteriors.storage->end(),
-                            -1.5f);
-                  unwrap(r.client->compute_segment(job), "remote pool");
-                  for (auto _ : state)
-                    unwrap(r.client->compute_segment(job), "remote pool");
-                  if ((*job.error_signal.storage)[bytes / sizeof(float) - 1] != -1.5f)
-                    throw std::runtime_error("the remote pool's echo came back wrong");
-                })
-      ->UseRealTime()
-      ->Unit(benchmark::kMillisecond);
+  add_benchmark(remote, benchmark::kMillisecond, timing::real, [frames, bytes](bench_state& state) {
+    auto& r = rig();
+    segment_job job{"bench", matrix_slice::dense(frames, dim), matrix_slice::dense(frames, dim)};
+    std::fill(job.log_posteriors.storage->begin(), job.log_posteriors.storage->end(), -1.5f);
+    run_warm(state, [&] { unwrap(r.client->compute_segment(job), "remote pool"); });
+    if ((*job.error_signal.storage)[bytes / sizeof(float) - 1] != -1.5f)
+      throw std::runtime_error("the remote pool's echo came back wrong");
+  });
   declare_figure("a " + std::to_string(megabytes) +
-                     " MB segment to a remote pool and its error signal back over loopback: "
+                     " MB segment to a remote pool and its error signal back "
+                     "over loopback: "
                      "fraction of a raw TCP echo's throughput",
                  "ms/segment", remote, tcp, "baseline/value", ">= 0.5");
 }

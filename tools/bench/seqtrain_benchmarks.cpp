@@ -12,18 +12,11 @@
 //   perfect overlap, max(trainer time, Sprint time / workers).
 
 #include <chrono>
-#include <memory>
-#include <string>
-#include <vector>
 
-#include "sim/random_posteriors.hpp"
-#include "sprintrt/pool_client.hpp"
+#include "criterion/random_posteriors.hpp"
 #include "sprintrt/seqtrain_client.hpp"
 #include "sprintrt/sim_worker.hpp"
-#include "tools/bench/bench_support.hpp"
-#include "tools/bench/bench_world.hpp"
 #include "tools/bench/benchmarks.hpp"
-#include "tools/bench/figure_table.hpp"
 
 namespace sprintrt::bench {
 
@@ -38,7 +31,8 @@ struct epoch_data {
     for (size_t b = 0; b < sequences / per_batch; ++b) {
       forward_sequences f;
       f.data.log_posteriors = tensor::zeros({frames, per_batch, dim});
-      sim::fill_random_log_posteriors(f.data.log_posteriors.data(), frames * per_batch, dim, b);
+      criterion::fill_random_log_posteriors(f.data.log_posteriors.data(), frames * per_batch, dim,
+                                            b);
       seqtrain_batch layout{frames, per_batch, {}};
       for (size_t j = 0; j < per_batch; ++j) {
         const size_t seq = b * per_batch + j;
@@ -52,8 +46,8 @@ struct epoch_data {
     }
   }
 
-  std::vector<sim::corpus_entry> corpus_entries() const {
-    std::vector<sim::corpus_entry> entries;
+  std::vector<criterion::corpus_entry> corpus_entries() const {
+    std::vector<criterion::corpus_entry> entries;
     for (const auto& f : forwards)
       for (const auto& tag : f.data.tags)
         entries.push_back({tag, {1, 2, 3, 4}});
@@ -145,7 +139,7 @@ struct overlap_rig {
   uint64_t epochs = 0;
 };
 
-void overlap(benchmark::State& state, const overlap_spec& s, bool children, size_t delay) {
+void overlap(bench_state& state, const overlap_spec& s, bool children, size_t delay) {
   auto& rig = world().rig<overlap_rig>(children ? "overlap children" : "overlap in-process",
                                        [&] { return std::make_unique<overlap_rig>(s, children); });
   seqtrain_client sched{world().runtime(), rig.pool, {delay}};
@@ -153,16 +147,11 @@ void overlap(benchmark::State& state, const overlap_spec& s, bool children, size
   rig.data.epoch(sched, ++rig.epochs, work); // warm-up
   double wait = 0;
   double busy = 0;
-  double elapsed = 0;
-  for (auto _ : state) {
-    const auto start = bench_clock::now();
+  const double elapsed = time_manually(state, [&] {
     const auto stats = rig.data.epoch(sched, ++rig.epochs, work);
-    const double epoch = seconds_since(start);
-    state.SetIterationTime(epoch);
-    elapsed += epoch;
     wait += static_cast<double>(stats.trainer_wait_ns) * 1e-9;
     busy += static_cast<double>(stats.worker_busy_ns) * 1e-9;
-  }
+  });
   const double batches = static_cast<double>(rig.data.forwards.size());
   const double trainer_ms = batches * static_cast<double>(s.trainer.count());
   const double sprint_ms =
@@ -185,21 +174,18 @@ void register_seqtrain_benchmarks() {
   };
   const std::string scheduled = "seqtrain/scheduler_epoch/" + shape;
   const std::string straight = "baseline/pool_client_compute/" + shape;
-  const auto per = static_cast<double>(sequences);
-  add_benchmark(scheduled,
-                [cost, per](benchmark::State& state) {
-                  auto& rig = cost();
-                  time_per_item(state, per, "us_per_sequence", [&] { rig.scheduled(); });
-                })
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
-  add_benchmark(straight,
-                [cost, per](benchmark::State& state) {
-                  auto& rig = cost();
-                  time_per_item(state, per, "us_per_sequence", [&] { rig.straight(); });
-                })
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
+  for (const auto& name : {scheduled, straight})
+    add_benchmark(
+        name, benchmark::kMicrosecond, timing::manual,
+        [cost, per = static_cast<double>(sequences), name, scheduled](bench_state& state) {
+          auto& rig = cost();
+          time_per_item(state, per, "us_per_sequence", [&] {
+            if (name == scheduled)
+              rig.scheduled();
+            else
+              rig.straight();
+          });
+        });
   declare_figure("the seqtrain scheduler per sequence (T=100, D=40, batches of 2, 1 in-process "
                  "sim worker, zero delay, criterion=zero), against the same batches straight to "
                  "the pool",
@@ -214,10 +200,8 @@ void register_seqtrain_benchmarks() {
                                (children ? "children" : "in_process") +
                                "/seqs:" + std::to_string(s.sequences) +
                                "/workers:2/forward_delay:" + std::to_string(delay);
-      add_benchmark(name, [s, children,
-                           delay](benchmark::State& state) { overlap(state, s, children, delay); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMillisecond);
+      add_benchmark(name, benchmark::kMillisecond, timing::manual,
+                    [=](bench_state& state) { overlap(state, s, children, delay); });
       declare_figure(std::string{"seqtrain epoch over 2 "} +
                          (children ? "sprint-sim children" : "in-process workers") +
                          (delay == none ? ", no look-ahead" : ", default forward delay") +

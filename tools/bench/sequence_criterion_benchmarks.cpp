@@ -6,26 +6,17 @@
 
 #include <cmath>
 #include <fstream>
-#include <memory>
 #include <random>
 #include <set>
-#include <stdexcept>
-#include <string>
-#include <vector>
 
-#include "sim/criterion.hpp"
-#include "sim/ctc_topology.hpp"
-#include "sim/denominator.hpp"
-#include "sim/random_posteriors.hpp"
-#include "tools/bench/bench_support.hpp"
+#include "criterion/ctc_topology.hpp"
+#include "criterion/denominator.hpp"
+#include "criterion/random_posteriors.hpp"
 #include "tools/bench/benchmarks.hpp"
-#include "tools/bench/figure_table.hpp"
 
 namespace sprintrt::bench {
 
 namespace {
-
-using sim::row_matrix_f;
 
 // One segment of a character-like inventory (40 labels and the blank), with a
 // reference short enough for CTC at any one or two labels changed.
@@ -39,15 +30,6 @@ constexpr size_t corpus_size = 20;
 constexpr uint32_t seed = 20240601;
 
 const std::string segment = "bench";
-
-std::vector<sim::corpus_entry> corpus_entries() {
-  std::mt19937 rng{seed};
-  std::vector<sim::corpus_entry> entries;
-  for (size_t i = 0; i < corpus_size; ++i)
-    entries.push_back({i == 0 ? segment : segment + "-" + std::to_string(i),
-                       alignable_labels(labels, dim, frames, rng)});
-  return entries;
-}
 
 // The hypotheses file's lines for `reference`: `hypotheses` distinct
 // sequences, each the reference with one or two labels changed (never to the
@@ -68,10 +50,10 @@ std::string hypotheses_text(const std::vector<uint32_t>& reference) {
     }
     if (!seen.insert(h).second)
       continue;
-    std::string line = segment + "\t";
+    text += segment + "\t";
     for (size_t i = 0; i < h.size(); ++i)
-      line += (i == 0 ? "" : " ") + std::to_string(h[i]);
-    text += line + "\n";
+      text += (i == 0 ? "" : " ") + std::to_string(h[i]);
+    text += "\n";
   }
   return text;
 }
@@ -82,48 +64,49 @@ enum class denominator_kind { none, file, label_lm };
 // The criterion sprint-sim would build for `kind` over the corpus (see
 // sim/sprint_sim_config.cpp's make_criterion_spec): CTC with blank 0, scales
 // 1, the boost `boost`, the denominator read or estimated once.
-sim::criterion make_criterion(sim::criterion_kind kind, denominator_kind source, double boost) {
-  const auto entries = corpus_entries();
+sim::corpus_criterion make_criterion(sim::criterion_kind kind, denominator_kind source,
+                                     double boost) {
+  std::mt19937 rng{seed};
+  std::vector<criterion::corpus_entry> entries;
+  for (size_t i = 0; i < corpus_size; ++i)
+    entries.push_back({i == 0 ? segment : segment + "-" + std::to_string(i),
+                       alignable_labels(labels, dim, frames, rng)});
   auto files = write_corpus(entries);
-  auto segments = unwrap(sim::corpus::from_file(files.path), "corpus");
-  auto topology = std::make_shared<sim::ctc_topology>(0);
+  auto segments = unwrap(criterion::corpus::from_file(files.path), "corpus");
+  auto topology = std::make_shared<criterion::ctc_topology>(0);
   sim::criterion_spec spec{kind};
   if (const auto sequence = sim::to_sequence_kind(kind)) {
     spec.scales.boost = boost;
-    if (const auto problem = sim::check_scales(*sequence, spec.scales); !problem.empty())
+    if (const auto problem = criterion::check_scales(*sequence, spec.scales); !problem.empty())
       throw std::runtime_error("scales: " + problem);
-    sim::denominator_options options;
+    criterion::denominator_options options;
     options.lm.order = 2;
-    if (source == denominator_kind::label_lm) {
-      options.source = std::string{sim::denominator_options::label_lm_value};
-    } else {
+    options.source = std::string{criterion::denominator_options::label_lm_value};
+    if (source == denominator_kind::file) {
       options.source = files.dir.path() + "/hypotheses.txt";
       std::ofstream out{options.source};
       out << hypotheses_text(entries.front().labels);
       if (!out.flush())
         throw std::runtime_error("cannot write " + options.source);
     }
-    spec.competitors = std::make_shared<const sim::denominator>(unwrap(
-        sim::denominator::make(options, segments, *topology, spec.scales.lm), "denominator"));
+    spec.competitors = std::make_shared<const criterion::denominator>(unwrap(
+        criterion::denominator::make(options, segments, *topology, spec.scales.lm), "denominator"));
   }
-  return sim::criterion{std::move(segments), std::move(topology), std::move(spec)};
+  return sim::corpus_criterion{std::move(segments), std::move(topology), std::move(spec)};
 }
 
-void sequence_criterion(benchmark::State& state, sim::criterion_kind kind, denominator_kind source,
+void sequence_criterion(bench_state& state, sim::criterion_kind kind, denominator_kind source,
                         double boost) {
   auto c = make_criterion(kind, source, boost);
-  row_matrix_f lp(frames, dim);
-  sim::fill_random_log_posteriors(lp.data(), frames, dim, uint64_t{seed});
-  row_matrix_f error_signal(frames, dim);
-  auto once = [&] {
+  criterion::row_matrix_f lp(frames, dim);
+  criterion::fill_random_log_posteriors(lp.data(), frames, dim, uint64_t{seed});
+  criterion::row_matrix_f error_signal(frames, dim);
+  run_warm(state, [&] { // the FSA is cached and the workspaces grow once
     auto result = unwrap(c.loss_and_error_signal(segment, lp, error_signal), "criterion");
     if (result.skipped || !std::isfinite(result.loss))
       throw std::runtime_error("the benchmark segment was skipped");
     benchmark::DoNotOptimize(result.loss);
-  };
-  once(); // the FSA is cached and the workspaces grow once, as a worker's do
-  for (auto _ : state)
-    once();
+  });
   if (c.spec().competitors) {
     const auto view = unwrap(c.spec().competitors->lookup(segment), "denominator");
     state.counters["den_states"] = static_cast<double>(view.graph->num_states());
@@ -134,17 +117,9 @@ void sequence_criterion(benchmark::State& state, sim::criterion_kind kind, denom
 } // namespace
 
 void register_sequence_criterion_benchmarks() {
-  const std::string shape =
-      "T:" + std::to_string(frames) + "/D:" + std::to_string(dim) + "/L:" + std::to_string(labels);
-  const std::string text = "T=" + std::to_string(frames) + ", D=" + std::to_string(dim) +
-                           ", L=" + std::to_string(labels);
-  // The baseline is the same criterion with `full-sum` on the same segment
-  // (as sprint-sim runs it by default), so that the ratio is what a sequence
-  // criterion costs a child per request against what it replaces.
-  const std::string baseline = "sim/sequence/full_sum/" + shape;
-  add_benchmark(baseline, [](benchmark::State& state) {
-    sequence_criterion(state, sim::criterion_kind::full_sum, denominator_kind::none, 0);
-  })->Unit(benchmark::kMicrosecond);
+  const size_list sizes{{"T", frames}, {"D", dim}, {"L", labels}};
+  const std::string file = " over " + std::to_string(hypotheses) + " hypotheses from a file";
+  const std::string lm = " over a label 2-gram of " + std::to_string(corpus_size) + " segments";
   struct variant {
     sim::criterion_kind kind;
     denominator_kind source;
@@ -152,9 +127,11 @@ void register_sequence_criterion_benchmarks() {
     std::string name;
     std::string title;
   };
-  const std::string file = " over " + std::to_string(hypotheses) + " hypotheses from a file";
-  const std::string lm = " over a label 2-gram of " + std::to_string(corpus_size) + " segments";
+  // The baseline, first, is the same criterion with `full-sum` on the same
+  // segment (as sprint-sim runs it by default), so that the ratio is what a
+  // sequence criterion costs a child per request against what it replaces.
   const std::vector<variant> variants{
+      {sim::criterion_kind::full_sum, denominator_kind::none, 0, "full_sum", ""},
       {sim::criterion_kind::mmi, denominator_kind::file, 0, "mmi/hypotheses", "mmi" + file},
       {sim::criterion_kind::smbr, denominator_kind::file, 0, "smbr/hypotheses", "smbr" + file},
       {sim::criterion_kind::bmmi, denominator_kind::file, 0.5, "bmmi/hypotheses",
@@ -162,13 +139,16 @@ void register_sequence_criterion_benchmarks() {
       {sim::criterion_kind::mmi, denominator_kind::label_lm, 0, "mmi/label_lm", "mmi" + lm},
       {sim::criterion_kind::smbr, denominator_kind::label_lm, 0, "smbr/label_lm", "smbr" + lm},
   };
+  const std::string baseline = "sim/sequence/full_sum/" + shape_name(sizes);
   for (const auto& v : variants) {
-    const std::string name = "sim/sequence/" + v.name + "/" + shape;
-    add_benchmark(name, [v](benchmark::State& state) {
+    const std::string name = "sim/sequence/" + v.name + "/" + shape_name(sizes);
+    add_benchmark(name, benchmark::kMicrosecond, timing::cpu, [v](bench_state& state) {
       sequence_criterion(state, v.kind, v.source, v.boost);
-    })->Unit(benchmark::kMicrosecond);
-    declare_figure("sim::criterion " + v.title + ", against its full-sum (CTC, " + text + ")",
-                   "us/segment", name, baseline);
+    });
+    if (name != baseline)
+      declare_figure("sim::criterion " + v.title + ", against its full-sum (CTC, " +
+                         shape_text(sizes) + ")",
+                     "us/segment", name, baseline);
   }
 }
 

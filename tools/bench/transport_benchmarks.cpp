@@ -7,18 +7,14 @@
 // child's own work measured in this process; and RETURNN's Python parent
 // (scripts/bench/returnn_parent.py) on the same batches and child.
 
+#include <optional>
+
 #include <caf/scoped_actor.hpp>
 
-#include <memory>
-#include <string>
-#include <vector>
-
-#include "tools/bench/bench_support.hpp"
-#include "tools/bench/bench_world.hpp"
+#include "config/sprint_args.hpp"
 #include "tools/bench/benchmarks.hpp"
-#include "tools/bench/figure_table.hpp"
+#include "tools/bench/child_program.hpp"
 #include "tools/bench/pool_probes.hpp"
-#include "tools/bench/subprocess_json.hpp"
 
 namespace sprintrt::bench {
 
@@ -39,7 +35,7 @@ size_t small_batch_size() {
 // criterion=zero: it would compute a real CTC loss, still valid).
 bench_corpus& corpus() {
   return world().rig<bench_corpus>("transport corpus", [] {
-    std::vector<sim::corpus_entry> entries{{tiny_segment, {1}}};
+    std::vector<criterion::corpus_entry> entries{{tiny_segment, {1}}};
     for (size_t i = 0; i < small_batch_size(); ++i)
       entries.push_back({small_prefix + std::to_string(i), {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}});
     return std::make_unique<bench_corpus>(write_corpus(entries));
@@ -83,12 +79,7 @@ pool_client& tiny_client() {
   });
 }
 
-std::string echo_name(size_t request, size_t reply) {
-  return "baseline/pipe_echo/store_and_forward/request:" + std::to_string(request) +
-         "/reply:" + std::to_string(reply);
-}
-
-void returnn_parent(benchmark::State& state, size_t batches) {
+void returnn_parent(bench_state& state, size_t batches) {
   const auto& s = world().settings();
   const size_t b = small_batch_size();
   std::vector<std::string> args{"--sprint-exec",
@@ -104,112 +95,103 @@ void returnn_parent(benchmark::State& state, size_t batches) {
                                 "--tag-prefix",
                                 small_prefix,
                                 "--"};
-  for (auto& word : config_words(sim_options(corpus().path, 1, {zero_criterion})))
+  // The Sprint config words as the children get them (the options have no
+  // variables: nothing can be unset), for the script to start the same child.
+  const auto opts = sim_options(corpus().path, 1, {zero_criterion});
+  for (auto& word :
+       unwrap(config::expand_sprint_config(
+                  opts, [](const std::string&) -> std::optional<std::string> { return {}; }),
+              "sprint config"))
     args.push_back(std::move(word));
-  auto outcome = run_script(s.python, "python3-numpy", s.scripts + "/returnn_parent.py", args);
-  if (!outcome.skipped.empty())
-    return skip(state, outcome.skipped);
-  replay_samples(state, outcome.result.at("samples_us"), 1e-6);
-  state.SetLabel("Python " + outcome.result.value("python", std::string{"?"}) + ", NumPy " +
-                 outcome.result.value("numpy", std::string{"?"}));
+  const auto result = run_script(state, "python3-numpy", "returnn_parent.py", args);
+  if (!result)
+    return;
+  replay_samples(state, result->at("samples_us"), 1e-6);
+  state.SetLabel("Python " + result->value("python", std::string{"?"}) + ", NumPy " +
+                 result->value("numpy", std::string{"?"}));
+}
+
+// The child's own work for one request in this process.
+void child_work(bench_state& state, const segment_job& job, sim::criterion_kind kind) {
+  child_probe child{corpus().path, job, kind};
+  for (auto _ : state)
+    child.serve();
 }
 
 } // namespace
 
 std::string register_echo(size_t request, size_t reply) {
-  const auto name = echo_name(request, reply);
-  add_benchmark(name,
-                [request, reply](benchmark::State& state) {
-                  auto& echo = world().store_and_forward_echo();
-                  echo.round_trip(request - 4, reply - 4); // sizes its buffers
-                  for (auto _ : state)
-                    echo.round_trip(request - 4, reply - 4);
-                })
-      ->UseRealTime()
-      ->Unit(request > (1 << 20) ? benchmark::kMillisecond : benchmark::kMicrosecond);
+  const auto name = "baseline/pipe_echo/store_and_forward/request:" + std::to_string(request) +
+                    "/reply:" + std::to_string(reply);
+  add_benchmark(name, request > (1 << 20) ? benchmark::kMillisecond : benchmark::kMicrosecond,
+                timing::real, [request, reply](bench_state& state) {
+                  auto& echo = world().echo(echo_kind::store_and_forward);
+                  run_warm(state, [&] { echo.round_trip(request - 4, reply - 4); });
+                });
   return name;
 }
 
 void register_transport_benchmarks() {
+  const auto us = benchmark::kMicrosecond;
   const size_t b = small_batch_size();
-  const std::string small_shape = "T:" + std::to_string(small_frames) +
-                                  "/D:" + std::to_string(small_dim) + "/B:" + std::to_string(b);
-  const std::string small_text = "T=" + std::to_string(small_frames) +
-                                 ", D=" + std::to_string(small_dim) + ", B=" + std::to_string(b);
+  const size_list small_sizes{{"T", small_frames}, {"D", small_dim}, {"B", b}};
+  const std::string small_shape = shape_name(small_sizes);
   const std::string small_batch = "pool/small_batch/" + small_shape + "/criterion:zero";
-  add_benchmark(small_batch,
-                [b](benchmark::State& state) {
-                  auto& rig = small();
-                  const auto before = first_worker(rig.client);
-                  time_per_item(state, static_cast<double>(b), "us_per_segment",
-                                [&] { rig.run_batch(); });
-                  state.counters["worker_busy_us"] = busy_us(before, first_worker(rig.client));
-                })
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
+  add_benchmark(small_batch, us, timing::manual, [b](bench_state& state) {
+    auto& rig = small();
+    const auto before = first_worker(rig.client);
+    time_per_item(state, static_cast<double>(b), "us_per_segment", [&] { rig.run_batch(); });
+    state.counters["worker_busy_us"] = busy_us(before, first_worker(rig.client));
+  });
   const auto small_echo = register_echo(request_bytes(small_prefix + "0", small_frames, small_dim),
                                         reply_bytes(small_frames, small_dim));
-  const std::string child_work =
-      "sim/child_work/zero/T:" + std::to_string(small_frames) + "/D:" + std::to_string(small_dim);
-  add_benchmark(child_work, [](benchmark::State& state) {
-    child_probe child{corpus().path, make_job(small_prefix + "0", small_frames, small_dim, 3),
-                      sim::criterion_kind::zero};
-    for (auto _ : state)
-      child.serve();
-  })->Unit(benchmark::kMicrosecond);
-  declare_figure("1-worker batch of small segments (" + small_text +
+  const std::string small_work =
+      "sim/child_work/zero/" + shape_name({{"T", small_frames}, {"D", small_dim}});
+  add_benchmark(small_work, us, timing::cpu, [](bench_state& state) {
+    child_work(state, make_job(small_prefix + "0", small_frames, small_dim, 3),
+               sim::criterion_kind::zero);
+  });
+  const std::string per_segment = small_batch + "@us_per_segment";
+  declare_figure("1-worker batch of small segments (" + shape_text(small_sizes) +
                      ", criterion=zero), per segment, against the store-and-forward echo",
-                 "us/segment", small_batch + "@us_per_segment", small_echo, "value/baseline",
-                 "<= 1.5");
+                 "us/segment", per_segment, small_echo, "value/baseline", "<= 1.5");
   declare_figure("the worker's busy time per small request (handed to the io thread until the "
                  "reply is decoded), against the whole per-segment time",
-                 "us/segment", small_batch + "@worker_busy_us", small_batch + "@us_per_segment");
+                 "us/segment", small_batch + "@worker_busy_us", per_segment);
   declare_figure("the child's own work per small request (criterion=zero: unpickle, checks, "
                  "reply encode), in this process, against the whole per-segment time",
-                 "us/segment", child_work, small_batch + "@us_per_segment");
+                 "us/segment", small_work, per_segment);
   const size_t chunk = world().settings().quick ? 1 : 5;
   const std::string python = "python/returnn_parent/" + small_shape + "/criterion:zero";
-  add_benchmark(python, [chunk](benchmark::State& state) { returnn_parent(state, chunk); })
-      ->UseManualTime()
-      ->Iterations(static_cast<benchmark::IterationCount>(chunk))
-      ->Unit(benchmark::kMicrosecond);
+  add_benchmark(python, us, timing::manual, [chunk](bench_state& state) {
+    returnn_parent(state, chunk);
+  })->Iterations(static_cast<benchmark::IterationCount>(chunk));
   declare_figure("the small-segment batches through sprintrt, against RETURNN's Python parent "
                  "on the same batches and child (x faster)",
-                 "us/segment", small_batch + "@us_per_segment", python, "baseline/value", ">= 5",
-                 "ratio", true);
+                 "us/segment", per_segment, python, "baseline/value", ">= 5", "ratio", true);
 
-  const std::string tiny_shape =
-      "T:" + std::to_string(tiny_frames) + "/D:" + std::to_string(tiny_dim);
+  const std::string tiny_shape = shape_name({{"T", tiny_frames}, {"D", tiny_dim}});
+  const auto tiny_job = [] { return make_job(tiny_segment, tiny_frames, tiny_dim, 1); };
   const size_t request = request_bytes(tiny_segment, tiny_frames, tiny_dim);
   const size_t reply = reply_bytes(tiny_frames, tiny_dim);
   const size_t mean_payload = (request + reply) / 2 - 4;
   const std::string cat_echo = "baseline/pipe_echo/cat/bytes:" + std::to_string(mean_payload + 4);
-  add_benchmark(cat_echo,
-                [mean_payload](benchmark::State& state) {
-                  auto& echo = world().cat_echo();
-                  echo.round_trip(mean_payload, mean_payload);
-                  for (auto _ : state)
-                    echo.round_trip(mean_payload, mean_payload);
-                })
-      ->UseRealTime()
-      ->Unit(benchmark::kMicrosecond);
+  add_benchmark(cat_echo, us, timing::real, [mean_payload](bench_state& state) {
+    auto& echo = world().echo(echo_kind::cat);
+    run_warm(state, [&] { echo.round_trip(mean_payload, mean_payload); });
+  });
   const auto tiny_echo = register_echo(request, reply);
   const std::string facade = "pool/tiny_segment/compute_segment/" + tiny_shape;
-  add_benchmark(facade,
-                [](benchmark::State& state) {
-                  auto& client = tiny_client();
-                  const auto job = make_job(tiny_segment, tiny_frames, tiny_dim, 1);
-                  for (auto _ : state)
-                    benchmark::DoNotOptimize(
-                        unwrap(client.compute_segment(job), "compute_segment"));
-                })
-      ->UseRealTime()
-      ->Unit(benchmark::kMicrosecond);
-  const std::string tiny_text = "(T=3, D=4, CTC)";
-  declare_figure("one tiny segment " + tiny_text +
-                     " through pool_client::compute_segment, against the raw /bin/cat echo",
+  add_benchmark(facade, us, timing::real, [tiny_job](bench_state& state) {
+    auto& client = tiny_client();
+    const auto job = tiny_job();
+    for (auto _ : state)
+      benchmark::DoNotOptimize(unwrap(client.compute_segment(job), "compute_segment"));
+  });
+  const std::string tiny_text = "one tiny segment (T=3, D=4, CTC)";
+  declare_figure(tiny_text + " through pool_client::compute_segment, against the raw /bin/cat echo",
                  "us/request", facade, cat_echo, "value/baseline", "<= 3");
-  declare_figure("one tiny segment " + tiny_text +
+  declare_figure(tiny_text +
                      " through pool_client::compute_segment, against the store-and-forward echo",
                  "us/request", facade, tiny_echo);
 
@@ -218,45 +200,34 @@ void register_transport_benchmarks() {
   // other, from a fresh actor per block.
   constexpr size_t block = 10;
   const std::string event_based = "worker/event_based_request/" + tiny_shape;
-  add_benchmark(event_based,
-                [](benchmark::State& state) {
-                  auto& rt = world().runtime();
-                  const auto& worker = world().direct_worker(sim_options(corpus().path, 1));
-                  const auto job = make_job(tiny_segment, tiny_frames, tiny_dim, 1);
-                  event_based_requests(rt.system(), worker, job, block);
-                  time_per_item(state, block, "us_per_request",
-                                [&] { event_based_requests(rt.system(), worker, job, block); });
-                })
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
+  add_benchmark(event_based, us, timing::manual, [tiny_job](bench_state& state) {
+    auto& system = world().runtime().system();
+    const auto& worker = world().direct_worker(sim_options(corpus().path, 1));
+    const auto job = tiny_job();
+    event_based_requests(system, worker, job, block);
+    time_per_item(state, block, "us_per_request",
+                  [&] { event_based_requests(system, worker, job, block); });
+  });
   const std::string scoped = "worker/scoped_request/" + tiny_shape;
-  add_benchmark(scoped,
-                [](benchmark::State& state) {
-                  auto& rt = world().runtime();
-                  const auto& worker = world().direct_worker(sim_options(corpus().path, 1));
-                  const auto job = make_job(tiny_segment, tiny_frames, tiny_dim, 1);
-                  caf::scoped_actor self{rt.system()};
-                  scoped_request(self, worker, job);
-                  for (auto _ : state)
-                    scoped_request(self, worker, job);
-                })
-      ->UseRealTime()
-      ->Unit(benchmark::kMicrosecond);
+  add_benchmark(scoped, us, timing::real, [tiny_job](bench_state& state) {
+    auto& rt = world().runtime();
+    const auto& worker = world().direct_worker(sim_options(corpus().path, 1));
+    const auto job = tiny_job();
+    caf::scoped_actor self{rt.system()};
+    run_warm(state, [&] { scoped_request(self, worker, job); });
+  });
   for (const auto& [name, text] :
        {std::pair{event_based + "@us_per_request", "an event-based actor"},
         std::pair{scoped, "a scoped actor"}})
-    declare_figure("one tiny segment " + tiny_text + " to a sprint worker actor from " + text +
+    declare_figure(tiny_text + " to a sprint worker actor from " + text +
                        ", against the raw /bin/cat echo",
                    "us/request", name, cat_echo);
   const std::string tiny_work = "sim/child_work/ctc/" + tiny_shape;
-  add_benchmark(tiny_work, [](benchmark::State& state) {
-    child_probe child{corpus().path, make_job(tiny_segment, tiny_frames, tiny_dim, 1)};
-    for (auto _ : state)
-      child.serve();
-  })->Unit(benchmark::kMicrosecond);
-  declare_figure("the child's own work for the tiny segment " + tiny_text +
-                     " (unpickle, criterion, reply encode), in this process, against the "
-                     "facade's round trip",
+  add_benchmark(tiny_work, us, timing::cpu, [tiny_job](bench_state& state) {
+    child_work(state, tiny_job(), sim::criterion_kind::full_sum);
+  });
+  declare_figure("the child's own work for the tiny segment (T=3, D=4, CTC) (unpickle, criterion, "
+                 "reply encode), in this process, against the facade's round trip",
                  "us/request", tiny_work, facade);
 }
 

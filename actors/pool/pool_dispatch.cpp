@@ -175,8 +175,8 @@ caf::error workers_kept_terminating(pool_pointer self, size_t resends) {
 /// if `used` was gone (unless the down message did that already), and
 /// replaces `err` when the segment's workers kept terminating (then
 /// `from_pool` is set).
-after_failure judge(pool_pointer self, size_t w, const sprint_worker_actor& used, caf::error& err,
-                    retry_counts& counts, bool& from_pool) {
+after_failure apply_failure_policy(pool_pointer self, size_t w, const sprint_worker_actor& used,
+                                   caf::error& err, retry_counts& counts, bool& from_pool) {
   auto verdict = decide_after_failure(err, counts, limits_of(self));
   if (err == caf::sec::request_receiver_down && self->state.workers[w].handle == used)
     start_worker(self, w);
@@ -186,22 +186,12 @@ after_failure judge(pool_pointer self, size_t w, const sprint_worker_actor& used
   return verdict.action;
 }
 
-/// Gives `req` a list and a count per worker, for `workers` workers.
-void fit(pool_request& req, size_t workers) {
+/// Gives `req` a list and a count of outstanding segments per worker, for
+/// `workers` workers.
+void ensure_lists(pool_request& req, size_t workers) {
   if (req.lists.size() < workers)
     req.lists.resize(workers);
   req.outstanding.resize(req.lists.size(), 0);
-}
-
-/// Stops the request: the segments in its lists are dropped (those in the
-/// pool's queue are skipped when reached).
-void abandon(pool_request& req) {
-  req.abandoned = true;
-  for (auto& list : req.lists) {
-    for (auto& segment : list)
-      segment.held.withdraw();
-    list.clear();
-  }
 }
 
 /// Sends worker `w` segments of its list until it holds `segments_ahead`
@@ -222,7 +212,7 @@ void send_next(pool_pointer self, const std::shared_ptr<pool_request>& req, size
 /// error listing the unavailable workers (the request's error reports it
 /// once for all of them). Returns whether that finished the request.
 bool fail_unplaced(pool_pointer self, const std::shared_ptr<pool_request>& req,
-                   const std::vector<queued_segment>& segments) {
+                   const std::vector<request_segment>& segments) {
   auto err = no_worker_available(self);
   for (const auto& segment : segments)
     req->segment_failed(self, segment.index, err, true);
@@ -237,7 +227,7 @@ bool fail_unplaced(pool_pointer self, const std::shared_ptr<pool_request>& req,
 /// the workers' lists by LPT and sends each worker what it can hold. If no
 /// worker is available, they fail.
 void place(pool_pointer self, const std::shared_ptr<pool_request>& req,
-           std::vector<queued_segment> segments) {
+           std::vector<request_segment> segments) {
   std::vector<int64_t> weights;
   for (auto& segment : segments) {
     segment.held.withdraw();
@@ -245,7 +235,7 @@ void place(pool_pointer self, const std::shared_ptr<pool_request>& req,
   }
   auto lists = lpt_lists(self, weights);
   // Other requests may have made workers since this one started.
-  fit(*req, lists.size());
+  ensure_lists(*req, lists.size());
   bool placed = false;
   for (size_t w = 0; w < lists.size(); ++w)
     for (size_t k : lists[w]) {
@@ -260,16 +250,15 @@ void place(pool_pointer self, const std::shared_ptr<pool_request>& req,
 }
 
 /// Puts `segment` of `req` first in the pool's queue again.
-void requeue(pool_pointer self, const std::shared_ptr<pool_request>& req, queued_segment segment) {
+void requeue(pool_pointer self, const std::shared_ptr<pool_request>& req, request_segment segment) {
   self->state.waiting.push_front({req, std::move(segment)});
   serve_waiting(self);
 }
 
-/// Handles an answer to segment `sent` of `req`, sent to worker `w`, if the
-/// request was abandoned: it only frees its worker (counting what it
-/// computed into its measured speed). Returns whether it was.
-bool settled(pool_pointer self, pool_request& req, size_t w, queued_segment& sent,
-             uint64_t worker_request, bool computed) {
+} // namespace
+
+bool drop_if_abandoned(pool_pointer self, pool_request& req, size_t w, request_segment& sent,
+                       uint64_t worker_request, bool computed) {
   req.at_workers.erase(worker_request);
   if (!req.abandoned)
     return false;
@@ -282,11 +271,8 @@ bool settled(pool_pointer self, pool_request& req, size_t w, queued_segment& sen
   return true;
 }
 
-/// Ends segment `sent` of `req` (answered or failed): frees its worker,
-/// then finishes the request if it was the last, or sends worker `w` the
-/// next of its list.
 void segment_done(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w,
-                  queued_segment& sent) {
+                  request_segment& sent) {
   --req->outstanding[w];
   sent.held.release();
   serve_waiting(self);
@@ -296,23 +282,21 @@ void segment_done(pool_pointer self, const std::shared_ptr<pool_request>& req, s
     send_next(self, req, w);
 }
 
-/// Handles worker `w`'s (`used`'s) error `err` for segment `sent` of `req`
-/// by the failure policy. A segment placed when idle waits first in the
-/// pool's queue again. Of an LPT-placed request, a resent segment goes first
-/// in `w`'s list, still assigned, for the worker replacing it; a rerouted
-/// one is placed again with the rest of `w`'s list (its worker is
-/// unavailable for those too).
+// A single request's segment waits first in the pool's queue again. Of a
+// batch, a resent segment goes first in `w`'s list, still assigned, for the
+// worker replacing it; a rerouted one is placed again with the rest of `w`'s
+// list (its worker is unavailable for those too).
 void segment_error(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w,
-                   queued_segment sent, const sprint_worker_actor& used, caf::error err) {
+                   request_segment sent, const sprint_worker_actor& used, caf::error err) {
   bool from_pool = false;
-  auto action = judge(self, w, used, err, sent.retries, from_pool);
+  auto action = apply_failure_policy(self, w, used, err, sent.retries, from_pool);
   if (action == after_failure::fail) {
     req->segment_failed(self, sent.index, err, from_pool);
     segment_done(self, req, w, sent);
     return;
   }
   --req->outstanding[w];
-  if (req->where == placement::when_idle) {
+  if (req->shape == request_shape::single) {
     // A rerouted segment was not computed; a resent one may have been.
     if (action == after_failure::reroute)
       sent.held.withdraw();
@@ -326,7 +310,7 @@ void segment_error(pool_pointer self, const std::shared_ptr<pool_request>& req, 
     send_next(self, req, w);
     return;
   }
-  std::vector<queued_segment> moved;
+  std::vector<request_segment> moved;
   moved.push_back(std::move(sent));
   for (auto& queued : req->lists[w])
     moved.push_back(std::move(queued));
@@ -334,66 +318,39 @@ void segment_error(pool_pointer self, const std::shared_ptr<pool_request>& req, 
   place(self, req, std::move(moved));
 }
 
-} // namespace
-
-template <class Kind>
-void kind_request<Kind>::send(pool_pointer self, size_t w, queued_segment segment) {
-  auto req = std::static_pointer_cast<kind_request<Kind>>(shared_from_this());
-  // Kept until answered, so that it can be placed again.
-  auto sent = std::make_shared<queued_segment>(std::move(segment));
-  ++outstanding[w];
-  auto used = self->state.workers[w].handle;
-  auto asked = Kind::ask(self, used, work(sent->index));
-  auto worker_request = request_id_of(asked.id());
-  at_workers.emplace(worker_request, used);
-  asked.then(
-      [self, req, w, sent, worker_request](typename Kind::reply_type& reply) {
-        if (settled(self, *req, w, *sent, worker_request, true))
-          return;
-        req->store(sent->index, std::move(reply));
-        Kind::count_served(self->state.stats);
-        segment_done(self, req, w, *sent);
-      },
-      [self, req, w, sent, used, worker_request](caf::error& err) {
-        if (settled(self, *req, w, *sent, worker_request, false))
-          return;
-        segment_error(self, req, w, std::move(*sent), used, std::move(err));
-      });
+void pool_request::cancel(const caf::error& err) {
+  abandoned = true;
+  for (auto& list : lists) {
+    for (auto& segment : list)
+      segment.held.withdraw();
+    list.clear();
+  }
+  answer_cancelled(err);
 }
 
-template struct kind_request<loss_kind>;
-template struct kind_request<fsa_kind>;
-
-void track_request(pool_pointer self, const std::shared_ptr<pool_request>& req,
-                   request_origin origin) {
-  req->id = self->state.track(
-      [req](const caf::error& err) {
-        abandon(*req);
-        req->answer_cancelled(err);
-      },
-      std::move(origin),
-      [self, req] {
-        for (auto& [worker_request, worker] : req->at_workers)
-          self->send(worker, cancel_atom::value, worker_request);
-        auto& waiting = self->state.waiting;
-        waiting.erase(std::remove_if(waiting.begin(), waiting.end(),
-                                     [&](const waiting_segment& x) { return x.request == req; }),
-                      waiting.end());
-      });
+void cancel_request(pool_pointer self, const std::shared_ptr<pool_request>& req,
+                    const caf::error& err) {
+  req->cancel(err);
+  for (auto& [worker_request, worker] : req->at_workers)
+    self->send(worker, cancel_atom::value, worker_request);
+  auto& waiting = self->state.waiting;
+  waiting.erase(std::remove_if(waiting.begin(), waiting.end(),
+                               [&](const waiting_segment& x) { return x.request == req; }),
+                waiting.end());
 }
 
 void start_request(pool_pointer self, const std::shared_ptr<pool_request>& req) {
   auto& st = self->state;
   req->pending = req->size;
-  if (req->where == placement::when_idle) {
+  if (req->shape == request_shape::single) {
     for (size_t i = 0; i < req->size; ++i)
-      st.waiting.push_back({req, queued_segment{i, {}, {}}});
+      st.waiting.push_back({req, request_segment{i, {}, {}}});
     serve_waiting(self);
     return;
   }
   ensure_workers(self, req->size);
-  fit(*req, st.workers.size());
-  std::vector<queued_segment> segments(req->size);
+  ensure_lists(*req, st.workers.size());
+  std::vector<request_segment> segments(req->size);
   for (size_t i = 0; i < segments.size(); ++i)
     segments[i].index = i;
   place(self, req, std::move(segments));
@@ -415,7 +372,7 @@ void serve_waiting(pool_pointer self) {
         for (auto& entry : failing) {
           if (entry.request->abandoned)
             continue;
-          std::vector<queued_segment> unplaced;
+          std::vector<request_segment> unplaced;
           unplaced.push_back(std::move(entry.segment));
           fail_unplaced(self, entry.request, unplaced);
         }
@@ -426,7 +383,7 @@ void serve_waiting(pool_pointer self) {
     st.waiting.pop_front();
     auto& req = entry.request;
     entry.segment.held = assign(self, *idle, req->weight(entry.segment.index));
-    fit(*req, st.workers.size());
+    ensure_lists(*req, st.workers.size());
     req->send(self, *idle, std::move(entry.segment));
   }
 }

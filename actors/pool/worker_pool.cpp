@@ -1,30 +1,84 @@
 /// @file
-/// The pool actor: its behavior, stats and life cycle. State and
-/// bookkeeping are in `pool_state`, the requests' segments in
-/// `pool_dispatch.cpp`, single requests in `pool_singles.cpp`, batch
-/// requests in `pool_batches.cpp`.
+/// The pool actor: its behavior, life cycle, stats and registry of
+/// requests (see the header).
 
 #include "actors/pool/worker_pool.hpp"
 
 #include <memory>
+#include <tuple>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/pool/pool_batches.hpp"
 #include "actors/pool/pool_dispatch.hpp"
-#include "actors/pool/pool_kinds.hpp"
-#include "actors/pool/pool_singles.hpp"
-#include "actors/pool/pool_state.hpp"
-#include "actors/pool/segment_requests.hpp"
+#include "actors/pool/pool_requests.hpp"
 #include "sprintrt/error.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
+
+// -- the registry -------------------------------------------------------------------
+
+void pool_state::enroll(const std::shared_ptr<pool_request>& req, request_origin origin) {
+  req->id = next_id_++;
+  req->origin = std::move(origin);
+  requests_.emplace(req->id, req);
+}
+
+void pool_state::complete(uint64_t id) {
+  requests_.erase(id);
+}
+
+std::shared_ptr<pool_request> pool_state::take(const request_origin& origin) {
+  for (auto i = requests_.begin(); i != requests_.end(); ++i)
+    if (i->second->origin == origin) {
+      auto req = std::move(i->second);
+      requests_.erase(i);
+      return req;
+    }
+  return nullptr;
+}
+
+uint64_t pool_state::enroll_stats(caf::typed_response_promise<pool_stats> promise) {
+  auto id = next_id_++;
+  stats_requests_.emplace(id, std::move(promise));
+  return id;
+}
+
+void pool_state::complete_stats(uint64_t id, pool_stats collected) {
+  auto i = stats_requests_.find(id);
+  if (i == stats_requests_.end())
+    return;
+  auto promise = std::move(i->second);
+  stats_requests_.erase(i);
+  promise.deliver(std::move(collected));
+}
+
+void pool_state::cancel_all(const caf::error& err) {
+  // Taken out first: cancelling may release assignments, never add. Every
+  // waiting segment's request is registered: it fails below.
+  waiting.clear();
+  auto requests = std::move(requests_);
+  requests_.clear();
+  for (auto& [id, req] : requests)
+    req->cancel(err);
+  auto stats_requests = std::move(stats_requests_);
+  stats_requests_.clear();
+  for (auto& [id, promise] : stats_requests)
+    promise.deliver(err);
+}
+
+pool_state::~pool_state() {
+  cancel_all(make_error(errc::cancelled, label + " terminated"));
+  for (auto& slot : workers)
+    caf::anon_send_exit(slot.handle, caf::exit_reason::user_shutdown);
+  if (preparer)
+    caf::anon_send_exit(preparer, caf::exit_reason::user_shutdown);
+}
 
 namespace {
-
-using namespace detail;
 
 caf::result<pool_stats> collect_stats(pool_pointer self) {
   auto& st = self->state;
@@ -36,13 +90,11 @@ caf::result<pool_stats> collect_stats(pool_pointer self) {
   auto collected = std::make_shared<pool_stats>(st.stats);
   collected->workers.resize(st.workers.size());
   auto pending = std::make_shared<size_t>(st.workers.size());
-  auto id = st.track([promise](const caf::error& err) mutable { promise.deliver(err); });
+  auto id = st.enroll_stats(promise);
   for (size_t w = 0; w < st.workers.size(); ++w) {
-    auto done = [self, collected, pending, promise, id]() mutable {
-      if (--*pending == 0) {
-        self->state.untrack(id);
-        promise.deliver(*collected);
-      }
+    auto done = [self, collected, pending, id]() mutable {
+      if (--*pending == 0)
+        self->state.complete_stats(id, *collected);
     };
     self->request(st.workers[w].handle, caf::infinite, stats_atom::value)
         .then(
@@ -65,6 +117,26 @@ void stop_pool(pool_pointer self, const caf::error& reason) {
   if (st.preparer)
     self->send_exit(st.preparer, reason);
   self->quit(reason);
+}
+
+/// The pool's handler of a single request of `Command` (see `serve_single`).
+template <class Command>
+auto single_handler(pool_pointer self) {
+  using reply = typename Command::reply;
+  return [self](typename Command::atom, typename Command::work& work) -> caf::result<reply> {
+    auto& st = self->state;
+    if (st.refusal)
+      return st.refusal;
+    if (auto err = command_entry<Command>::admit(work))
+      return with_context(st.label, err);
+    return serve_single<Command>(self, std::move(work));
+  };
+}
+
+/// The single-request handlers of every command, as a tuple.
+template <class... Commands>
+auto single_handlers(pool_pointer self, sprint_command_list<Commands...>) {
+  return std::make_tuple(single_handler<Commands>(self)...);
 }
 
 /// The pool's behavior, spawned as a function with arguments (CAF 0.17
@@ -97,46 +169,42 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, worker_source 
         start_worker(self, i);
       }
   });
-  return {
-      [self](compute_atom, batch& b) -> caf::result<batch_result> {
-        if (self->state.refusal)
-          return self->state.refusal;
-        return compute_batch(self, b);
+  return std::apply(
+      [self](auto... singles) -> worker_pool_actor::behavior_type {
+        return {
+            singles...,
+            [self](compute_atom, batch& b) -> caf::result<batch_result> {
+              if (self->state.refusal)
+                return self->state.refusal;
+              return compute_batch(self, b);
+            },
+            [self](automata_atom, std::vector<std::string>& tags) -> caf::result<batch_automata> {
+              if (self->state.refusal)
+                return self->state.refusal;
+              return compute_automata(self, tags);
+            },
+            [self](stats_atom) { return collect_stats(self); },
+            [self](cancel_atom, uint64_t id) {
+              auto& st = self->state;
+              if (auto req =
+                      st.take({caf::actor_cast<caf::actor_addr>(self->current_sender()), id}))
+                cancel_request(self, req,
+                               make_error(errc::cancelled, st.label + ": cancelled by its caller"));
+            },
+        };
       },
-      [self](automata_atom, std::vector<std::string>& tags) -> caf::result<batch_automata> {
-        if (self->state.refusal)
-          return self->state.refusal;
-        return compute_automata(self, tags);
-      },
-      [self](compute_atom, segment_job& job) -> caf::result<double> {
-        if (self->state.refusal)
-          return self->state.refusal;
-        // The pool may answer `cancelled` while a worker holds the job.
-        if (!job.gate)
-          job.gate = std::make_shared<output_gate>();
-        return serve_single<loss_kind>(self, std::move(job));
-      },
-      [self](fsa_atom, fsa_query& query) -> caf::result<segment_fsa> {
-        if (self->state.refusal)
-          return self->state.refusal;
-        if (auto err = check_query(query))
-          return with_context(self->state.label, err);
-        return serve_single<fsa_kind>(self, std::move(query));
-      },
-      [self](stats_atom) { return collect_stats(self); },
-      [self](cancel_atom, uint64_t id) {
-        auto& st = self->state;
-        st.cancel_one({caf::actor_cast<caf::actor_addr>(self->current_sender()), id},
-                      make_error(errc::cancelled, st.label + ": cancelled by its caller"));
-      },
-  };
+      single_handlers(self, sprint_commands{}));
 }
 
 } // namespace
 
+} // namespace sprintrt::detail
+
+namespace sprintrt {
+
 worker_pool_actor spawn_worker_pool(caf::actor_system& system, worker_source source,
                                     std::string name) {
-  return system.spawn(pool_behavior, std::move(source), std::move(name));
+  return system.spawn(detail::pool_behavior, std::move(source), std::move(name));
 }
 
 } // namespace sprintrt

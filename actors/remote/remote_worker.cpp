@@ -15,8 +15,8 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/pool/segment_requests.hpp"
 #include "actors/remote/remote_tls.hpp"
+#include "actors/worker/worker_requests.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/remote_interface.hpp"
 
@@ -60,14 +60,6 @@ using worker_pointer = remote_worker_actor::stateful_pointer<remote_worker_state
 /// elsewhere.
 caf::error unavailable(worker_pointer self) {
   return make_error(errc::worker_unavailable, self->state.down_reason);
-}
-
-/// A loss request's log-posteriors, copied out of the job's slice.
-float_rows copy_rows(const matrix_slice& slice) {
-  float_rows rows{slice.rows, slice.cols, make_float_storage(slice.rows * slice.cols)};
-  for (size_t r = 0; r < slice.rows; ++r)
-    std::memcpy(rows.values->data() + r * slice.cols, slice.row(r), slice.cols * sizeof(float));
-  return rows;
 }
 
 /// Takes request `id` out of `sent` (none if it was answered already).
@@ -120,56 +112,39 @@ void send(worker_pointer self, segment_request req) {
     }
     req->fail(remote_error(self, err));
   };
-  if (auto* loss = std::get_if<loss_request>(&req.what)) {
-    remote_segment segment{loss->job.segment, copy_rows(loss->job.log_posteriors)};
-    st.sent.emplace(id, std::move(req));
-    self->request(st.remote, st.settings.reply_deadline, compute_atom::value, std::move(segment))
-        .then(
-            [self, id](remote_loss& reply) {
-              auto req = take(self, id);
-              if (!req)
-                return;
-              auto& request = std::get<loss_request>(req->what);
-              const auto& job = request.job;
-              auto& signal = reply.error_signal;
-              if (signal.rows != job.error_signal.rows || signal.cols != job.error_signal.cols ||
-                  !signal.values) {
-                ++self->state.stats.requests_failed;
-                request.fail(make_error(errc::invalid_message,
-                                        self->state.endpoint + ": segment '" + job.segment +
-                                            "': an error signal of " + std::to_string(signal.rows) +
-                                            " x " + std::to_string(signal.cols) + " for " +
-                                            std::to_string(job.error_signal.rows) + " x " +
-                                            std::to_string(job.error_signal.cols) + " posteriors"));
-                return;
-              }
-              bool written = write_output(job, [&] {
-                for (size_t r = 0; r < signal.rows; ++r)
-                  std::memcpy(job.error_signal.row(r), signal.values->data() + r * signal.cols,
-                              signal.cols * sizeof(float));
-              });
-              if (!written) {
-                request.fail(make_error(errc::cancelled,
-                                        self->state.label + ": the caller stopped waiting"));
-                return;
-              }
-              ++self->state.stats.requests_served;
-              request.promise.deliver(reply.loss);
-            },
-            failed);
-    return;
-  }
-  auto query = std::get<fsa_request>(req.what).query;
-  st.sent.emplace(id, std::move(req));
-  self->request(st.remote, st.settings.reply_deadline, fsa_atom::value, std::move(query))
-      .then(
-          [self, id](remote_fsa& reply) {
-            if (auto req = take(self, id)) {
-              ++self->state.stats.requests_served;
-              std::get<fsa_request>(req->what).promise.deliver(std::move(reply.fsa));
-            }
-          },
-          failed);
+  std::visit(
+      [&](auto& sent_request) {
+        using request_type = std::decay_t<decltype(sent_request)>;
+        using entry = typename request_type::entry;
+        using remote_reply = typename entry::remote_reply;
+        auto remote_work = entry::to_remote(sent_request.work);
+        using atom = typename request_type::command_type::atom;
+        st.sent.emplace(id, std::move(req));
+        self->request(st.remote, st.settings.reply_deadline, atom::value, std::move(remote_work))
+            .then(
+                [self, id](remote_reply& answer) {
+                  auto req = take(self, id);
+                  if (!req)
+                    return;
+                  auto& request = std::get<request_type>(req->what);
+                  auto& st = self->state;
+                  auto result = entry::from_remote(answer, request.work);
+                  if (!result) {
+                    // A closed gate is the caller's doing; a wrong reply the server's.
+                    if (result.error() == errc::cancelled) {
+                      request.fail(with_context(st.label, result.error()));
+                      return;
+                    }
+                    ++st.stats.requests_failed;
+                    request.fail(with_context(st.endpoint, result.error()));
+                    return;
+                  }
+                  ++st.stats.requests_served;
+                  request.promise.deliver(std::move(*result));
+                },
+                failed);
+      },
+      req.what);
 }
 
 /// Serves a request: sends it when connected, keeps it while connecting,
@@ -315,6 +290,18 @@ void fail_all(worker_pointer self, const caf::error& err) {
   st.waiting.clear();
 }
 
+/// How a remote worker takes requests (see `command_handler`): sent when
+/// connected, kept while connecting, failed while down.
+struct remote_worker_commands {
+  static caf::error invalid(worker_pointer self, const caf::error& err) {
+    return with_context(self->state.label, err);
+  }
+
+  static caf::error refusal(worker_pointer) { return {}; }
+
+  static void take(worker_pointer self, segment_request req) { serve(self, std::move(req)); }
+};
+
 remote_worker_actor::behavior_type remote_worker(worker_pointer self,
                                                  remote_worker_settings settings,
                                                  std::shared_ptr<remote_slot> slot,
@@ -334,37 +321,26 @@ remote_worker_actor::behavior_type remote_worker(worker_pointer self,
     self->quit(msg.reason);
   });
   connect(self);
-  return {
-      [self](compute_atom, segment_job& job) -> caf::result<double> {
-        if (auto err = check_job(job))
-          return with_context(self->state.label, err);
-        auto origin = request_origin::current(self);
-        auto promise = self->make_response_promise<double>();
-        serve(self, segment_request{loss_request{std::move(job), promise}, std::move(origin)});
-        return promise;
+  return std::apply(
+      [self](auto... commands) -> remote_worker_actor::behavior_type {
+        return {
+            commands...,
+            [self](stats_atom) { return self->state.stats; },
+            [self](cancel_atom, uint64_t id) {
+              abandon(self, {caf::actor_cast<caf::actor_addr>(self->current_sender()), id});
+            },
+            [self](stop_atom) -> int32_t {
+              fail_all(self, make_error(errc::cancelled, self->state.label + " stopped"));
+              self->quit();
+              return 0;
+            },
+            [self](reconnect_atom) {
+              if (!self->state.remote)
+                connect(self);
+            },
+        };
       },
-      [self](fsa_atom, fsa_query& query) -> caf::result<segment_fsa> {
-        if (auto err = check_query(query))
-          return with_context(self->state.label, err);
-        auto origin = request_origin::current(self);
-        auto promise = self->make_response_promise<segment_fsa>();
-        serve(self, segment_request{fsa_request{std::move(query), promise}, std::move(origin)});
-        return promise;
-      },
-      [self](stats_atom) { return self->state.stats; },
-      [self](cancel_atom, uint64_t id) {
-        abandon(self, {caf::actor_cast<caf::actor_addr>(self->current_sender()), id});
-      },
-      [self](stop_atom) -> int32_t {
-        fail_all(self, make_error(errc::cancelled, self->state.label + " stopped"));
-        self->quit();
-        return 0;
-      },
-      [self](reconnect_atom) {
-        if (!self->state.remote)
-          connect(self);
-      },
-  };
+      command_handlers<remote_worker_commands>(self));
 }
 
 } // namespace

@@ -16,9 +16,9 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/pool/segment_requests.hpp"
 #include "actors/seqtrain/seqtrain_layout.hpp"
 #include "actors/seqtrain/seqtrain_pipeline.hpp"
+#include "actors/worker/worker_requests.hpp"
 
 namespace sprintrt {
 

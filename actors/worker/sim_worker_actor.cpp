@@ -14,7 +14,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/pool/segment_requests.hpp"
+#include "actors/worker/worker_requests.hpp"
 #include "protocol/utf8.hpp"
 #include "sim/criterion.hpp"
 #include "sim/matrix_views.hpp"
@@ -101,8 +101,8 @@ caf::error injected_failure(const sim_worker_state& st, const queued_request& re
 
 /// Computes a loss job as `sprint-sim` would, writing its error signal into
 /// the job's output slice.
-caf::expected<double> compute_loss(sim_worker_state& st, const queued_request& req,
-                                   const segment_job& job) {
+caf::expected<double> simulate(sim_worker_state& st, const queued_request& req,
+                               const segment_job& job) {
   using strided = Eigen::OuterStride<>;
   const auto& in = job.log_posteriors;
   const auto& out = job.error_signal;
@@ -145,8 +145,8 @@ caf::expected<double> compute_loss(sim_worker_state& st, const queued_request& r
 
 /// Exports an FSA as `sprint-sim` would: a segment's from the criterion's
 /// cache, an orthography's built for the request.
-caf::expected<segment_fsa> export_fsa(sim_worker_state& st, const queued_request& req,
-                                      const fsa_query& query) {
+caf::expected<segment_fsa> simulate(sim_worker_state& st, const queued_request& req,
+                                    const fsa_query& query) {
   std::optional<sim::fsa> built;
   auto automaton = st.criterion->exported_fsa(query.source, query.text, built);
   if (!automaton)
@@ -174,23 +174,18 @@ void finish_in_flight(sim_worker_pointer self) {
   };
   if (auto err = injected_failure(st, req)) {
     fail(err);
-  } else if (auto* loss = std::get_if<loss_request>(&req.request.what)) {
-    auto result = compute_loss(st, req, loss->job);
-    if (!result) {
-      fail(result.error());
-    } else {
-      ++st.stats.requests_served;
-      loss->promise.deliver(*result);
-    }
   } else {
-    auto& entry = std::get<fsa_request>(req.request.what);
-    auto result = export_fsa(st, req, entry.query);
-    if (!result) {
-      fail(result.error());
-    } else {
-      ++st.stats.requests_served;
-      entry.promise.deliver(std::move(*result));
-    }
+    std::visit(
+        [&](auto& request) {
+          auto result = simulate(st, req, request.work);
+          if (!result) {
+            fail(result.error());
+          } else {
+            ++st.stats.requests_served;
+            request.promise.deliver(std::move(*result));
+          }
+        },
+        req.request.what);
   }
   st.stats.busy_ns +=
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - st.served_since).count();
@@ -287,6 +282,18 @@ void stop(sim_worker_pointer self, const caf::error& reason) {
   self->quit(reason);
 }
 
+/// How a simulated worker takes requests (see `command_handler`): queued,
+/// unless it dies at this arrival (`sim_worker_behavior::die_at_request`).
+struct sim_worker_commands {
+  static caf::error invalid(sim_worker_pointer, caf::error err) { return err; }
+
+  static caf::error refusal(sim_worker_pointer self) {
+    return dies_at_arrival(self) ? worker_gone() : caf::error{};
+  }
+
+  static void take(sim_worker_pointer self, segment_request req) { enqueue(self, std::move(req)); }
+};
+
 /// The worker's behavior. Spawned as a function with arguments: CAF 0.17
 /// dereferences a null argument tuple when a lambda is spawned without any.
 sim_worker_impl::behavior_type
@@ -300,40 +307,25 @@ sim_worker_behavior_fun(sim_worker_pointer self, std::shared_ptr<const sim_worke
   st.label = std::move(name);
   st.random.seed(st.setup->behavior.seed + slot);
   self->set_exit_handler([self](caf::exit_msg& msg) { stop(self, msg.reason); });
-  return {
-      [self](compute_atom, segment_job& job) -> caf::result<double> {
-        if (auto err = check_job(job))
-          return err;
-        if (dies_at_arrival(self))
-          return worker_gone();
-        auto origin = request_origin::current(self);
-        auto promise = self->make_response_promise<double>();
-        enqueue(self, {loss_request{std::move(job), promise}, std::move(origin)});
-        return promise;
+  return std::apply(
+      [self](auto... commands) -> sim_worker_impl::behavior_type {
+        return {
+            commands...,
+            [self](stats_atom) { return self->state.stats; },
+            [self](cancel_atom, uint64_t id) {
+              abandon(self, {caf::actor_cast<caf::actor_addr>(self->current_sender()), id});
+            },
+            [self](stop_atom) -> int32_t {
+              stop(self, caf::exit_reason::normal);
+              return 0;
+            },
+            [self](serve_atom, uint64_t serial) {
+              if (serial == self->state.serial && self->state.in_flight)
+                finish_in_flight(self);
+            },
+        };
       },
-      [self](fsa_atom, fsa_query& query) -> caf::result<segment_fsa> {
-        if (auto err = check_query(query))
-          return err;
-        if (dies_at_arrival(self))
-          return worker_gone();
-        auto origin = request_origin::current(self);
-        auto promise = self->make_response_promise<segment_fsa>();
-        enqueue(self, {fsa_request{std::move(query), promise}, std::move(origin)});
-        return promise;
-      },
-      [self](stats_atom) { return self->state.stats; },
-      [self](cancel_atom, uint64_t id) {
-        abandon(self, {caf::actor_cast<caf::actor_addr>(self->current_sender()), id});
-      },
-      [self](stop_atom) -> int32_t {
-        stop(self, caf::exit_reason::normal);
-        return 0;
-      },
-      [self](serve_atom, uint64_t serial) {
-        if (serial == self->state.serial && self->state.in_flight)
-          finish_in_flight(self);
-      },
-  };
+      command_handlers<sim_worker_commands>(self));
 }
 
 } // namespace

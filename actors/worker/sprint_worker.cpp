@@ -18,7 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/caller/caller_execution_unit.hpp"
-#include "actors/pool/segment_requests.hpp"
+#include "actors/worker/worker_requests.hpp"
 #include "config/wire_format.hpp"
 #include "protocol/messages.hpp"
 #include "runtime/io_thread.hpp"
@@ -354,6 +354,25 @@ void begin_stop(worker_pointer self, caf::error reason) {
   st.channel->stop(st.opts.exit_grace, std::move(exit));
 }
 
+/// How a Sprint worker takes requests (see `command_handler`): queued in
+/// arrival order, unless it is stopping.
+struct sprint_worker_commands {
+  static caf::error invalid(worker_pointer, caf::error err) { return err; }
+
+  static caf::error refusal(worker_pointer self) {
+    auto& st = self->state;
+    if (st.current == phase::stopping)
+      return make_error(errc::cancelled, st.label + " is stopping");
+    return {};
+  }
+
+  static void take(worker_pointer self, segment_request req) {
+    auto& st = self->state;
+    st.queue.push_back(pending_request{std::move(req), 0, st.next_serial++, {}});
+    dispatch(self);
+  }
+};
+
 /// The worker's behavior. Spawned as a function with arguments: CAF 0.17
 /// dereferences a null argument tuple when a lambda is spawned without any.
 worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options opts,
@@ -365,110 +384,85 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
   st.format = config::wire_format_of(st.opts);
   self->set_exit_handler([self](caf::exit_msg& msg) { begin_stop(self, msg.reason); });
   start_child(self);
-  return {
-      [self](compute_atom, segment_job& job) -> caf::result<double> {
-        auto& st = self->state;
-        if (auto err = check_job(job))
-          return err;
-        if (st.current == phase::stopping)
-          return make_error(errc::cancelled, st.label + " is stopping");
-        pending_request req;
-        req.serial = st.next_serial++;
-        req.origin = request_origin::current(self);
-        auto promise = self->make_response_promise<double>();
-        req.what = loss_request{std::move(job), promise};
-        st.queue.push_back(std::move(req));
-        dispatch(self);
-        return promise;
+  return std::apply(
+      [self](auto... commands) -> worker_impl::behavior_type {
+        return {
+            commands...,
+            [self](stats_atom) { return self->state.stats; },
+            [self](cancel_atom, uint64_t id) {
+              abandon(self, {caf::actor_cast<caf::actor_addr>(self->current_sender()), id});
+            },
+            [self](stop_atom) -> caf::result<int32_t> {
+              auto promise = self->make_response_promise<int32_t>();
+              self->state.stop_promises.push_back(promise);
+              begin_stop(self, caf::exit_reason::normal);
+              return promise;
+            },
+            [self](started_atom, uint64_t generation, int32_t pid) {
+              if (generation != self->state.generation)
+                return;
+              if (self->state.generation > 1)
+                ++self->state.stats.restarts;
+              self->state.stats.pid = pid;
+            },
+            [self](received_atom, uint64_t generation, message_buffer& buffer) {
+              on_child_message(self, generation, buffer);
+            },
+            [self](sent_atom, uint64_t, message_buffer& buffer) {
+              if (buffer.use_count() == 1)
+                keep_buffer(self->state, std::move(*buffer));
+            },
+            [self](down_atom, uint64_t generation, runtime::child_down& down) {
+              auto& st = self->state;
+              if (generation != st.generation)
+                return;
+              if (st.current == phase::stopping) {
+                if (!down.clean_exit())
+                  spdlog::warn("{}: {}", st.label, describe_down(down));
+                for (auto& promise : st.stop_promises)
+                  promise.deliver(static_cast<int32_t>(down.exit_code()));
+                st.current = phase::down;
+                st.channel.reset();
+                self->quit(st.exit_reason);
+                return;
+              }
+              on_child_lost(self, down);
+            },
+            [self](timeout_atom, int64_t due) {
+              auto& st = self->state;
+              auto now = clock::now();
+              if (st.timer_due && st.timer_due->time_since_epoch().count() == due)
+                st.timer_due.reset();
+              auto deadline = current_deadline(st);
+              if (!deadline || !st.channel)
+                return;
+              if (now < *deadline) {
+                arm_timer(self, *deadline);
+              } else if (st.current == phase::starting) {
+                kill_child(self, make_error(errc::timeout,
+                                            "no reply to init within " +
+                                                std::to_string(st.opts.init_timeout.count()) +
+                                                " ms (initTimeout)"));
+              } else {
+                // A late reply still counts (it answers the request it is for).
+                st.timed_out = st.in_flight.front().serial;
+                kill_child(self, make_error(errc::timeout,
+                                            "no reply within " +
+                                                std::to_string(st.opts.reply_timeout.count()) +
+                                                " ms (replyTimeout)"));
+              }
+            },
+            [self](restart_atom, uint64_t generation) {
+              auto& st = self->state;
+              if (generation != st.generation)
+                return;
+              st.restart_pending = false;
+              if (st.current == phase::down)
+                dispatch(self);
+            },
+        };
       },
-      [self](fsa_atom, fsa_query& query) -> caf::result<segment_fsa> {
-        auto& st = self->state;
-        if (auto err = check_query(query))
-          return err;
-        if (st.current == phase::stopping)
-          return make_error(errc::cancelled, st.label + " is stopping");
-        pending_request req;
-        req.serial = st.next_serial++;
-        req.origin = request_origin::current(self);
-        auto promise = self->make_response_promise<segment_fsa>();
-        req.what = fsa_request{std::move(query), promise};
-        st.queue.push_back(std::move(req));
-        dispatch(self);
-        return promise;
-      },
-      [self](stats_atom) { return self->state.stats; },
-      [self](cancel_atom, uint64_t id) {
-        abandon(self, {caf::actor_cast<caf::actor_addr>(self->current_sender()), id});
-      },
-      [self](stop_atom) -> caf::result<int32_t> {
-        auto promise = self->make_response_promise<int32_t>();
-        self->state.stop_promises.push_back(promise);
-        begin_stop(self, caf::exit_reason::normal);
-        return promise;
-      },
-      [self](started_atom, uint64_t generation, int32_t pid) {
-        if (generation != self->state.generation)
-          return;
-        if (self->state.generation > 1)
-          ++self->state.stats.restarts;
-        self->state.stats.pid = pid;
-      },
-      [self](received_atom, uint64_t generation, message_buffer& buffer) {
-        on_child_message(self, generation, buffer);
-      },
-      [self](sent_atom, uint64_t, message_buffer& buffer) {
-        if (buffer.use_count() == 1)
-          keep_buffer(self->state, std::move(*buffer));
-      },
-      [self](down_atom, uint64_t generation, runtime::child_down& down) {
-        auto& st = self->state;
-        if (generation != st.generation)
-          return;
-        if (st.current == phase::stopping) {
-          if (!down.clean_exit())
-            spdlog::warn("{}: {}", st.label, describe_down(down));
-          for (auto& promise : st.stop_promises)
-            promise.deliver(static_cast<int32_t>(down.exit_code()));
-          st.current = phase::down;
-          st.channel.reset();
-          self->quit(st.exit_reason);
-          return;
-        }
-        on_child_lost(self, down);
-      },
-      [self](timeout_atom, int64_t due) {
-        auto& st = self->state;
-        auto now = clock::now();
-        if (st.timer_due && st.timer_due->time_since_epoch().count() == due)
-          st.timer_due.reset();
-        auto deadline = current_deadline(st);
-        if (!deadline || !st.channel)
-          return;
-        if (now < *deadline) {
-          arm_timer(self, *deadline);
-        } else if (st.current == phase::starting) {
-          kill_child(self,
-                     make_error(errc::timeout, "no reply to init within " +
-                                                   std::to_string(st.opts.init_timeout.count()) +
-                                                   " ms (initTimeout)"));
-        } else {
-          // A late reply still counts (it answers the request it is for).
-          st.timed_out = st.in_flight.front().serial;
-          kill_child(self,
-                     make_error(errc::timeout, "no reply within " +
-                                                   std::to_string(st.opts.reply_timeout.count()) +
-                                                   " ms (replyTimeout)"));
-        }
-      },
-      [self](restart_atom, uint64_t generation) {
-        auto& st = self->state;
-        if (generation != st.generation)
-          return;
-        st.restart_pending = false;
-        if (st.current == phase::down)
-          dispatch(self);
-      },
-  };
+      command_handlers<sprint_worker_commands>(self));
 }
 
 } // namespace

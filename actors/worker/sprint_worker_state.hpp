@@ -21,7 +21,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
-#include "actors/pool/segment_requests.hpp"
+#include "actors/worker/worker_requests.hpp"
 #include "config/wire_format.hpp"
 #include "protocol/byte_buffer.hpp"
 #include "runtime/sprint_channel.hpp"

@@ -89,13 +89,10 @@ typename Inspector::result_type inspect(Inspector& f, batch_automata& x) {
 ///   ignored.
 ///
 /// Workers are created when first needed, up to `numInstances`.
-using worker_pool_actor =
-    caf::typed_actor<caf::replies_to<compute_atom, batch>::with<batch_result>,
-                     caf::replies_to<automata_atom, std::vector<std::string>>::with<batch_automata>,
-                     caf::replies_to<compute_atom, segment_job>::with<double>,
-                     caf::replies_to<fsa_atom, fsa_query>::with<segment_fsa>,
-                     caf::replies_to<stats_atom>::with<pool_stats>,
-                     caf::reacts_to<cancel_atom, uint64_t>>;
+using worker_pool_actor = sprint_commands::typed_actor<
+    caf::replies_to<compute_atom, batch>::with<batch_result>,
+    caf::replies_to<automata_atom, std::vector<std::string>>::with<batch_automata>,
+    caf::replies_to<stats_atom>::with<pool_stats>, caf::reacts_to<cancel_atom, uint64_t>>;
 
 } // namespace sprintrt
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <variant>
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
@@ -35,6 +36,49 @@ using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 inline uint64_t request_id_of(caf::message_id id) noexcept {
   return id.request_id().integer_value();
 }
+
+/// A Sprint command as a worker's message: `(atom, work) -> reply`. How a
+/// worker serves one (its checks, weight, encoding, counters) is the
+/// command's entry in the actors library (`actors/worker/commands.hpp`).
+template <class Atom, class Work, class Reply>
+struct sprint_command {
+  using atom = Atom;
+  using work = Work;
+  using reply = Reply;
+};
+
+/// `get_loss_and_error_signal`: a segment's loss and error signal.
+struct get_loss_command : sprint_command<compute_atom, segment_job, double> {};
+
+/// `export_allophone_state_fsa_by_segment_name` (or `..._by_orthography`):
+/// a segment's or an orthography's automaton.
+struct export_fsa_command : sprint_command<fsa_atom, fsa_query, segment_fsa> {};
+
+/// A list of Sprint commands and what is made of it: the message rows of
+/// every actor that serves them, and a variant over one type per command.
+template <class... Commands>
+struct sprint_command_list {
+  /// An actor interface that serves every command, then `Rows`.
+  template <class... Rows>
+  using typed_actor =
+      caf::typed_actor<typename caf::replies_to<typename Commands::atom, typename Commands::work>::
+                           template with<typename Commands::reply>...,
+                       Rows...>;
+
+  /// `std::variant<Of<Command>...>`.
+  template <template <class> class Of>
+  using variant = std::variant<Of<Commands>...>;
+
+  /// Calls `f(Command{})` for each command, in order.
+  template <class F>
+  static void for_each(F&& f) {
+    (f(Commands{}), ...);
+  }
+};
+
+/// The commands every worker serves: a new command is a new entry here and
+/// in `actors/worker/commands.hpp`.
+using sprint_commands = sprint_command_list<get_loss_command, export_fsa_command>;
 
 /// A worker owning one Sprint child.
 ///
@@ -68,11 +112,9 @@ inline uint64_t request_id_of(caf::message_id id) noexcept {
 /// child begins the request, and a child that dies charges only the request
 /// it was serving.
 using sprint_worker_actor =
-    caf::typed_actor<caf::replies_to<compute_atom, segment_job>::with<double>,
-                     caf::replies_to<fsa_atom, fsa_query>::with<segment_fsa>,
-                     caf::replies_to<stats_atom>::with<worker_stats>,
-                     caf::reacts_to<cancel_atom, uint64_t>,
-                     caf::replies_to<stop_atom>::with<int32_t>>;
+    sprint_commands::typed_actor<caf::replies_to<stats_atom>::with<worker_stats>,
+                                 caf::reacts_to<cancel_atom, uint64_t>,
+                                 caf::replies_to<stop_atom>::with<int32_t>>;
 
 } // namespace sprintrt
 

@@ -17,7 +17,7 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "actors/pool/segment_requests.hpp"
+#include "actors/worker/worker_requests.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/output_file.hpp"
 #include "runtime/output_tail.hpp"

@@ -14,7 +14,7 @@
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "actors/pool/pool_kinds.hpp"
+#include "actors/worker/commands.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 
@@ -95,10 +95,11 @@ size_t worker_of_long_segment(AskExport ask_export) {
 } // namespace
 
 TEST_CASE("an FSA export weighs one frame in a worker's load, alone and in a batch") {
-  CHECK(detail::fsa_kind::weight({fsa_source::segment_name, "corpus/rec/seg-1"}) == 1);
-  CHECK(detail::fsa_kind::weight({fsa_source::orthography, "3 17 5"}) == 1);
+  CHECK(command_entry<export_fsa_command>::weight({fsa_source::segment_name, "corpus/rec/seg-1"}) ==
+        1);
+  CHECK(command_entry<export_fsa_command>::weight({fsa_source::orthography, "3 17 5"}) == 1);
   segment_job job{"seg", matrix_slice::dense(7, 3), matrix_slice::dense(7, 3)};
-  CHECK(detail::loss_kind::weight(job) == 7);
+  CHECK(command_entry<get_loss_command>::weight(job) == 7);
   auto alone = worker_of_long_segment([](caf::scoped_actor& self, const worker_pool_actor& pool) {
     self->send(pool, fsa_atom::value, fsa_query{fsa_source::segment_name, "held"});
   });

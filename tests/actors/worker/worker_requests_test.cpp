@@ -1,4 +1,4 @@
-#include "actors/pool/segment_requests.hpp"
+#include "actors/worker/worker_requests.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -42,17 +42,17 @@ segment_job job_2x3() {
 
 TEST_CASE("jobs are checked before they are sent") {
   auto job = job_2x3();
-  CHECK_FALSE(check_job(job));
+  CHECK_FALSE(command_entry<get_loss_command>::check(job));
   job.segment.clear();
-  CHECK(check_job(job) == errc::invalid_input);
+  CHECK(command_entry<get_loss_command>::check(job) == errc::invalid_input);
   job = job_2x3();
   job.error_signal.cols = 2;
-  CHECK(render(check_job(job)).find("error signal slice must be a valid 2 x 3 matrix") !=
-        std::string::npos);
+  CHECK(render(command_entry<get_loss_command>::check(job))
+            .find("error signal slice must be a valid 2 x 3 matrix") != std::string::npos);
   job = job_2x3();
   job.log_posteriors.storage.reset();
-  CHECK(render(check_job(job)).find("log-posteriors slice is empty or outside") !=
-        std::string::npos);
+  CHECK(render(command_entry<get_loss_command>::check(job))
+            .find("log-posteriors slice is empty or outside") != std::string::npos);
 }
 
 TEST_CASE("a loss reply's error signal goes into the job's strided slice") {
@@ -60,7 +60,7 @@ TEST_CASE("a loss reply's error signal goes into the job's strided slice") {
   float es[6] = {1, 2, 3, 4, 5, 6};
   protocol::byte_buffer wire;
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 2.5, 2, 3, es));
-  auto loss = store_loss_reply(unframe(wire), job);
+  auto loss = command_entry<get_loss_command>::decode(unframe(wire), job);
   REQUIRE(loss);
   CHECK(*loss == 2.5);
   CHECK(job.error_signal.storage->to_vector() ==
@@ -71,12 +71,13 @@ TEST_CASE("an exception or misshapen loss reply writes nothing") {
   auto job = job_2x3();
   protocol::byte_buffer wire;
   REQUIRE_FALSE(protocol::encode_exception_reply(wire, {}, "KeyError: 'seg'"));
-  auto raised = store_loss_reply(unframe(wire), job);
+  auto raised = command_entry<get_loss_command>::decode(unframe(wire), job);
   CHECK(raised.error() == errc::child_exception);
   float es[3] = {1, 2, 3};
   wire.clear();
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 1.0, 1, 3, es));
-  CHECK(store_loss_reply(unframe(wire), job).error() == errc::invalid_message);
+  CHECK(command_entry<get_loss_command>::decode(unframe(wire), job).error() ==
+        errc::invalid_message);
   CHECK(job.error_signal.storage->to_vector() == std::vector<float>(12, -1.0f));
 }
 
@@ -88,7 +89,7 @@ TEST_CASE("a valid loss reply for a job whose gate is closed writes nothing and 
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 2.5, 2, 3, es));
   auto reply = unframe(wire);
   job.gate->close();
-  auto loss = store_loss_reply(reply, job);
+  auto loss = command_entry<get_loss_command>::decode(reply, job);
   REQUIRE_FALSE(loss);
   CHECK(loss.error() == errc::cancelled);
   CHECK_THAT(render(loss.error()), Catch::Contains("segment 'seg': its caller stopped waiting"));
@@ -97,14 +98,15 @@ TEST_CASE("a valid loss reply for a job whose gate is closed writes nothing and 
   float short_es[3] = {1, 2, 3};
   wire.clear();
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 1.0, 1, 3, short_es));
-  CHECK(store_loss_reply(unframe(wire), job).error() == errc::invalid_message);
+  CHECK(command_entry<get_loss_command>::decode(unframe(wire), job).error() ==
+        errc::invalid_message);
 }
 
 TEST_CASE("cancelling a loss request closes its gate before it answers") {
   auto job = job_2x3();
   job.gate = std::make_shared<output_gate>();
   auto gate = job.gate;
-  segment_request req{loss_request{std::move(job), {}}};
+  segment_request req{command_request<get_loss_command>{std::move(job), {}}};
   req.cancel(make_error(errc::cancelled, "the pool stopped"));
   CHECK(gate->closed());
 }
@@ -114,7 +116,7 @@ TEST_CASE("an FSA reply becomes a segment_fsa") {
   std::vector<float> weights{0.5f, 0.25f};
   protocol::byte_buffer wire;
   REQUIRE_FALSE(protocol::encode_fsa_reply(wire, {}, 3, edges, weights));
-  auto fsa = fsa_from_reply(unframe(wire));
+  auto fsa = command_entry<export_fsa_command>::decode(unframe(wire), fsa_query{});
   REQUIRE(fsa);
   CHECK(fsa->num_states == 3);
   CHECK(fsa->edges == edges);
@@ -145,24 +147,24 @@ TEST_CASE("a child's end is described with cause, status and last output lines")
 
 TEST_CASE("a segment request knows its kind, segment and command") {
   segment_request loss;
-  loss.what = loss_request{job_2x3(), {}};
-  CHECK(std::holds_alternative<loss_request>(loss.what));
+  loss.what = command_request<get_loss_command>{job_2x3(), {}};
+  CHECK(std::holds_alternative<command_request<get_loss_command>>(loss.what));
   CHECK(loss.segment() == "seg");
   CHECK(loss.command() == "get_loss_and_error_signal");
 
-  fsa_request by_name;
-  by_name.query.text = "corpus/rec/seg-7";
+  command_request<export_fsa_command> by_name;
+  by_name.work.text = "corpus/rec/seg-7";
   segment_request fsa;
   fsa.what = by_name;
-  CHECK(std::holds_alternative<fsa_request>(fsa.what));
+  CHECK(std::holds_alternative<command_request<export_fsa_command>>(fsa.what));
   CHECK(fsa.segment() == "corpus/rec/seg-7");
   CHECK(fsa.subject() == "segment 'corpus/rec/seg-7'");
   CHECK(fsa.command() == "export_allophone_state_fsa_by_segment_name");
   CHECK(request_context("worker 2", fsa) ==
         "worker 2: export_allophone_state_fsa_by_segment_name of segment 'corpus/rec/seg-7'");
 
-  fsa_request by_orthography;
-  by_orthography.query = {fsa_source::orthography, "3 17 5"};
+  command_request<export_fsa_command> by_orthography;
+  by_orthography.work = {fsa_source::orthography, "3 17 5"};
   fsa.what = by_orthography;
   CHECK(fsa.segment() == "3 17 5");
   CHECK(fsa.subject() == "orthography '3 17 5'");
@@ -172,15 +174,15 @@ TEST_CASE("a segment request knows its kind, segment and command") {
 }
 
 TEST_CASE("an FSA query needs a known source and a text") {
-  CHECK_FALSE(check_query({fsa_source::segment_name, "a"}));
-  CHECK_FALSE(check_query({fsa_source::orthography, "1 2"}));
-  auto empty_name = check_query({fsa_source::segment_name, ""});
+  CHECK_FALSE(command_entry<export_fsa_command>::check({fsa_source::segment_name, "a"}));
+  CHECK_FALSE(command_entry<export_fsa_command>::check({fsa_source::orthography, "1 2"}));
+  auto empty_name = command_entry<export_fsa_command>::check({fsa_source::segment_name, ""});
   CHECK(empty_name == errc::invalid_input);
   CHECK(error_message(empty_name) == "segment name is empty");
-  auto empty_orthography = check_query({fsa_source::orthography, ""});
+  auto empty_orthography = command_entry<export_fsa_command>::check({fsa_source::orthography, ""});
   CHECK(empty_orthography == errc::invalid_input);
   CHECK(error_message(empty_orthography) == "orthography is empty");
-  auto unknown = check_query({static_cast<fsa_source>(7), "x"});
+  auto unknown = command_entry<export_fsa_command>::check({static_cast<fsa_source>(7), "x"});
   CHECK(unknown == errc::invalid_input);
   CHECK(error_message(unknown) == "FSA query for 'x': unknown source 7");
 }
@@ -188,7 +190,7 @@ TEST_CASE("an FSA query needs a known source and a text") {
 TEST_CASE("each kind of request encodes its command, bounds its reply and decodes it") {
   protocol::wire_format format;
   format.max_message_size = 12345;
-  loss_request loss{job_2x3(), {}};
+  command_request<get_loss_command> loss{job_2x3(), {}};
   protocol::byte_buffer wire;
   REQUIRE_FALSE(loss.encode(wire, format));
   auto command = protocol::decode_command(unframe(wire));
@@ -204,10 +206,10 @@ TEST_CASE("each kind of request encodes its command, bounds its reply and decode
   auto reply = loss.reply_from(unframe(wire));
   REQUIRE(reply);
   CHECK(*reply == 2.5);
-  CHECK(loss.job.error_signal.row(1)[2] == 6);
+  CHECK(loss.work.error_signal.row(1)[2] == 6);
 
-  fsa_request fsa;
-  fsa.query.text = "corpus/rec/seg-7";
+  command_request<export_fsa_command> fsa;
+  fsa.work.text = "corpus/rec/seg-7";
   wire.clear();
   REQUIRE_FALSE(fsa.encode(wire, format));
   command = protocol::decode_command(unframe(wire));
@@ -226,8 +228,8 @@ TEST_CASE("each kind of request encodes its command, bounds its reply and decode
   CHECK(automaton->num_states == 2);
   CHECK(automaton->edges == edges);
 
-  fsa_request by_orthography;
-  by_orthography.query = {fsa_source::orthography, "3 17 5"};
+  command_request<export_fsa_command> by_orthography;
+  by_orthography.work = {fsa_source::orthography, "3 17 5"};
   wire.clear();
   REQUIRE_FALSE(by_orthography.encode(wire, format));
   command = protocol::decode_command(unframe(wire));

@@ -1,13 +1,13 @@
 /// @file
-/// The pool's batch requests, two shapes of `pool_request` (see
-/// `pool_dispatch.hpp`): a batch's losses, each segment's error signal
+/// The pool's batch requests (single ones are templates in the header): a
+/// batch's losses, each segment's error signal
 /// written straight into the batch's output (exactly one copy of each
 /// segment's posteriors leaves the batch: the worker's request), and a
 /// batch's automata, merged once every export arrived. Both are placed by
 /// LPT and fail, once all their segments are done, with every failed
 /// segment listed.
 
-#include "actors/pool/pool_batches.hpp"
+#include "actors/pool/pool_requests.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -22,8 +22,6 @@
 
 #include "actors/pool/automata_merge.hpp"
 #include "actors/pool/batch_checks.hpp"
-#include "actors/pool/pool_dispatch.hpp"
-#include "actors/pool/segment_requests.hpp"
 #include "common/float_loss.hpp"
 #include "sprintrt/error.hpp"
 
@@ -111,7 +109,7 @@ struct batch_failures {
 };
 
 /// A batch's losses in progress: its result fills in as replies arrive.
-struct batch_progress final : kind_request<loss_kind>, batch_failures {
+struct batch_progress final : command_pool_request<get_loss_command>, batch_failures {
   batch_result result;
   tensor log_posteriors;
   std::vector<int64_t> lengths;
@@ -119,7 +117,7 @@ struct batch_progress final : kind_request<loss_kind>, batch_failures {
   caf::typed_response_promise<batch_result> promise;
 
   /// A batch whose segments are not known before it was checked.
-  explicit batch_progress(size_t segments) : kind_request(placement::lpt, segments) {}
+  explicit batch_progress(size_t segments) : command_pool_request(request_shape::batch, segments) {}
 
   /// Segment `index`'s posteriors, and its rows of the output for its
   /// error signal.
@@ -140,7 +138,7 @@ struct batch_progress final : kind_request<loss_kind>, batch_failures {
 
 void batch_progress::finish(pool_pointer self) {
   auto& st = self->state;
-  st.untrack(id);
+  st.complete(id);
   ++st.stats.batches;
   if (!failures.empty()) {
     promise.deliver(combined_error(st.label + ": batch"));
@@ -172,12 +170,12 @@ void batch_progress::finish(pool_pointer self) {
 }
 
 /// An automata request in progress.
-struct automata_progress final : kind_request<fsa_kind>, batch_failures {
+struct automata_progress final : command_pool_request<export_fsa_command>, batch_failures {
   std::vector<segment_fsa> automata;
   caf::typed_response_promise<batch_automata> promise;
 
   explicit automata_progress(std::vector<std::string> segment_tags)
-      : kind_request(placement::lpt, segment_tags.size()) {
+      : command_pool_request(request_shape::batch, segment_tags.size()) {
     tags = std::move(segment_tags);
     automata.resize(tags.size());
   }
@@ -195,7 +193,7 @@ struct automata_progress final : kind_request<fsa_kind>, batch_failures {
 
 void automata_progress::finish(pool_pointer self) {
   auto& st = self->state;
-  st.untrack(id);
+  st.complete(id);
   ++st.stats.automata;
   if (!failures.empty()) {
     promise.deliver(combined_error(st.label + ": automata"));
@@ -257,12 +255,12 @@ caf::result<batch_result> compute_batch(pool_pointer self, batch& b) {
   // The origin first: making the promise takes the sender out of the message.
   auto origin = request_origin::current(self);
   progress->promise = self->make_response_promise<batch_result>();
-  track_request(self, progress, std::move(origin));
+  st.enroll(progress, std::move(origin));
   // The batch is this request's own copy: it moves to the preparer and back.
   self->request(st.preparer, caf::infinite, prepare_atom::value, std::move(b))
       .then(
           [self, progress](batch& ready) {
-            if (!self->state.tracked(progress->id))
+            if (!self->state.in_progress(progress->id))
               return; // the pool stopped meanwhile and failed it
             progress->result.loss.assign(ready.tags.size(), 0.0f);
             progress->result.error_signal = std::move(ready.reuse_error_signal);
@@ -274,9 +272,9 @@ caf::result<batch_result> compute_batch(pool_pointer self, batch& b) {
           [self, progress](caf::error& err) {
             if (err == caf::sec::request_receiver_down)
               self->state.preparer = caf::actor{}; // the next batch gets a new one
-            if (!self->state.tracked(progress->id))
+            if (!self->state.in_progress(progress->id))
               return;
-            self->state.untrack(progress->id);
+            self->state.complete(progress->id);
             progress->promise.deliver(with_context(self->state.label, err));
           });
   return progress->promise;
@@ -290,7 +288,7 @@ caf::result<batch_automata> compute_automata(pool_pointer self, std::vector<std:
   progress->worker_label = st.label + " worker ";
   auto origin = request_origin::current(self); // before the promise, as above
   progress->promise = self->make_response_promise<batch_automata>();
-  track_request(self, progress, std::move(origin));
+  st.enroll(progress, std::move(origin));
   start_request(self, progress);
   return progress->promise;
 }

@@ -1,0 +1,178 @@
+#pragma once
+
+/// @file
+/// How a Sprint command is served, one entry per command of
+/// `sprint_commands` (`sprintrt/worker_interface.hpp` holds its message:
+/// atom, work and reply). An entry says how its work is checked, what it
+/// weighs in a worker's load, how errors name it, how it is written to a
+/// child and how the child's reply is read (through `protocol/messages`),
+/// how it travels to a remote pool and back, which pool counters an answer
+/// moves, and what answering a cancelled request must close first. The
+/// workers (Sprint, simulated, remote) and the pool use these entries and
+/// never branch on the command. Internal to the actors library.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "protocol/byte_buffer.hpp"
+#include "protocol/messages.hpp"
+#include "protocol/pickle_value.hpp"
+#include "sprintrt/pool_interface.hpp"
+#include "sprintrt/remote_interface.hpp"
+#include "sprintrt/segment.hpp"
+#include "sprintrt/worker_interface.hpp"
+
+namespace sprintrt {
+
+/// How command `Command` is served; specialized for each of
+/// `sprint_commands`.
+template <class Command>
+struct command_entry;
+
+template <>
+struct command_entry<get_loss_command> {
+  using work = segment_job;
+  using reply = double;
+  /// What a remote pool is sent, and answers.
+  using remote_work = remote_segment;
+  using remote_reply = remote_loss;
+
+  /// Checks that a job names a segment and that its slices are valid and of
+  /// the same shape. Errors are `invalid_input` naming the segment.
+  static caf::error check(const work& job);
+
+  /// What the pool does with a single job before queuing it: gives it an
+  /// output gate (see `output_gate`), since the pool may answer `cancelled`
+  /// while a worker still holds the job.
+  static caf::error admit(work& job);
+
+  /// A loss segment weighs its frames: the unit of the workers' loads and
+  /// of their measured speed.
+  static int64_t weight(const work& job) { return static_cast<int64_t>(job.log_posteriors.rows); }
+
+  /// Returns how errors name the job: "segment 'x'".
+  static std::string subject(const work& job) { return "segment '" + job.segment + "'"; }
+
+  /// Returns the job's segment name.
+  static const std::string& segment(const work& job) noexcept { return job.segment; }
+
+  /// Returns the protocol command that serves it.
+  static std::string_view name(const work& job) noexcept;
+
+  /// Appends the command, the job's log-posteriors, to `out`.
+  static caf::error encode(protocol::byte_buffer& out, const protocol::wire_format& format,
+                           const work& job);
+
+  /// Returns the largest reply the command allows (its error signal's size
+  /// is known).
+  static size_t max_reply_size(const protocol::wire_format& format, const work& job) noexcept;
+
+  /// Decodes the child's `reply` into the loss and writes its error signal
+  /// into `job.error_signal` (through its gate, if it has one). Errors
+  /// (nothing written): `child_exception` for an exception reply,
+  /// `invalid_message` for a reply of the wrong form or shape, `cancelled`
+  /// if the job's gate is closed (the reply itself was valid).
+  static caf::expected<reply> decode(const protocol::value& reply, const work& job);
+
+  /// The job's log-posteriors, copied out of its slice for a remote pool.
+  static remote_work to_remote(const work& job);
+
+  /// Writes a remote pool's error signal into the job's output (through its
+  /// gate) and returns the loss. Errors: `invalid_message` for an error
+  /// signal of the wrong shape, `cancelled` if the gate is closed.
+  static caf::expected<reply> from_remote(remote_reply& answer, const work& job);
+
+  static void count_served(pool_stats& stats) { ++stats.segments; }
+
+  static void count_failed(pool_stats& stats) { ++stats.failed_segments; }
+
+  /// Closes the job's output gate: its caller is answered while a worker
+  /// may still hold the job.
+  static void close(const work& job) {
+    if (job.gate)
+      job.gate->close();
+  }
+};
+
+template <>
+struct command_entry<export_fsa_command> {
+  /// A segment name or an orthography.
+  using work = fsa_query;
+  using reply = segment_fsa;
+  using remote_work = fsa_query;
+  using remote_reply = remote_fsa;
+
+  /// Checks a query: a known source and a non-empty text. Errors are
+  /// `invalid_input` naming what is wrong.
+  static caf::error check(const work& query);
+
+  /// A single query is checked at the pool already.
+  static caf::error admit(work& query) { return check(query); }
+
+  /// An export weighs one frame, in a batch and alone: exports cost about
+  /// the same each and their length is not known, LPT needs a positive
+  /// weight to spread them (at 0 an automata request would go to one
+  /// worker), and one frame keeps their share of a worker's load
+  /// negligible next to a loss segment's frames. A worker's measured speed
+  /// (frames per busy second) does count an export's busy time for one
+  /// frame; rates are used only for sources with slot states (remote
+  /// pools), whose exports come as automata batches.
+  static int64_t weight(const work&) { return 1; }
+
+  /// Returns how errors name the query: "segment 'x'" or "orthography 'x'".
+  static std::string subject(const work& query) { return describe(query); }
+
+  /// Returns the segment's name or the orthography.
+  static const std::string& segment(const work& query) noexcept { return query.text; }
+
+  /// Returns the protocol command that serves it (by source).
+  static std::string_view name(const work& query) noexcept;
+
+  /// Appends the command to `out`.
+  static caf::error encode(protocol::byte_buffer& out, const protocol::wire_format& format,
+                           const work& query);
+
+  /// Returns the largest reply the command allows: an automaton's size is
+  /// not known from its request, so the configured maximum.
+  static size_t max_reply_size(const protocol::wire_format& format, const work&) noexcept {
+    return format.max_message_size;
+  }
+
+  /// Decodes the child's `reply` into an automaton (a copy: the reply's
+  /// arrays live in the message buffer).
+  static caf::expected<reply> decode(const protocol::value& reply, const work& query);
+
+  static remote_work to_remote(const work& query) { return query; }
+
+  static caf::expected<reply> from_remote(remote_reply& answer, const work&) {
+    return std::move(answer.fsa);
+  }
+
+  static void count_served(pool_stats& stats) { ++stats.fsa_exports; }
+
+  /// Failed exports have no counter of their own (`failed_segments` counts
+  /// loss segments only).
+  static void count_failed(pool_stats&) {}
+
+  /// An export writes into nothing of the caller's.
+  static void close(const work&) {}
+};
+
+/// Runs `write` (which writes into `job.error_signal`) unless the job's
+/// output gate is closed; returns whether it ran. A job without a gate is
+/// always written.
+template <class Write>
+bool write_output(const segment_job& job, Write&& write) {
+  if (job.gate)
+    return job.gate->write_if_open(std::forward<Write>(write));
+  write();
+  return true;
+}
+
+} // namespace sprintrt

@@ -79,7 +79,8 @@ import threading
 import numpy
 import torch
 
-from . import _sprintrt, _batch_major_hint
+from . import _sprintrt
+from ._arguments import _batch_major_hint
 from .fsa_loss_torch import Graph, loss_and_gradient
 
 __all__ = ["fsa_loss", "fsa_loss_stats"]

@@ -1,23 +1,28 @@
 """How ``sprint_opts`` become sprintrt's options JSON: an ``Options`` as it
 is (sprintrt's rules, those of the ``sprintrt`` tool, ``serve`` and C++),
 a dict of RETURNN's ``sprint_opts`` by RETURNN's rules (``eval_shell_str``),
-with a warning where sprintrt's rules would read it differently."""
+with a warning where sprintrt's rules would read it differently; and the
+key by which RETURNN tells ``sprint_opts`` apart (``make_hashable``)."""
+
+from __future__ import annotations
 
 import json
 import logging
 import os
 import shlex
+from typing import Any
 
 from . import _sprintrt
 from ._sprintrt import Error
 from .options import Options
 
 
-def _returnn_config_value(key):
+def _returnn_config_value(key: str) -> Any:
     """``config.typed_dict[key]`` of RETURNN's global config (what a
     ``sprintConfigStr`` of "config:<key>" names)."""
     try:
-        from returnn.config import get_global_config
+        # RETURNN is optional and ships no types.
+        from returnn.config import get_global_config  # type: ignore[import]
     except ImportError as e:
         raise ValueError("sprintConfigStr 'config:%s' names RETURNN's config, but RETURNN cannot "
                          "be imported (%s)" % (key, e))
@@ -28,7 +33,7 @@ def _returnn_config_value(key):
     return config.typed_dict[key]
 
 
-def _sprint_args(value):
+def _sprint_args(value: Any) -> list[str]:
     """Sprint's arguments from ``sprintConfigStr`` as RETURNN evaluates it:
     "config:<key>" is looked up in RETURNN's config (as
     ``SprintSubprocessInstance`` does), then ``_eval_shell_str``."""
@@ -37,7 +42,7 @@ def _sprint_args(value):
     return _eval_shell_str(value)
 
 
-def _eval_shell_str(value):
+def _eval_shell_str(value: Any) -> list[str]:
     """RETURNN's ``returnn.util.basic.eval_shell_str``: a string is split
     like a shell (``shlex``), a list or tuple is taken as it is, either may
     be a callable returning one, and so may each element; an element starting
@@ -67,7 +72,7 @@ def _eval_shell_str(value):
     return args
 
 
-def _check_sprint_opts(sprint_opts):
+def _check_sprint_opts(sprint_opts: object) -> None:
     """A TypeError unless ``sprint_opts`` is a dict (RETURNN's) or an
     ``Options`` (sprintrt's)."""
     if not isinstance(sprint_opts, (dict, Options)):
@@ -75,13 +80,13 @@ def _check_sprint_opts(sprint_opts):
                         "got %s" % type(sprint_opts).__name__)
 
 
-def _copy_opts(sprint_opts):
+def _copy_opts(sprint_opts: dict[str, Any] | Options) -> dict[str, Any] | Options:
     """A copy of ``sprint_opts`` that later changes to it do not reach (an
     ``Options`` is immutable and kept)."""
     return sprint_opts if isinstance(sprint_opts, Options) else dict(sprint_opts)
 
 
-def _options_json(sprint_opts):
+def _options_json(sprint_opts: dict[str, Any] | Options) -> str:
     """``sprint_opts`` as sprintrt's options JSON. An ``Options`` is taken as
     it is (sprintrt's rules). A dict is RETURNN's: ``sprintConfigStr`` is
     evaluated here, as RETURNN does (``_sprint_args``), and handed over as a
@@ -105,7 +110,7 @@ def _options_json(sprint_opts):
                         % e)
 
 
-def _warn_if_read_differently(sprint_opts, returnn_args):
+def _warn_if_read_differently(sprint_opts: dict[str, Any], returnn_args: list[str]) -> None:
     """Logs a warning when sprintrt's rules (the ``sprintrt`` tool, ``serve``,
     C++, ``Options``) would give the children other arguments than
     ``returnn_args``, RETURNN's reading of the dict ``sprint_opts``; only for
@@ -142,7 +147,7 @@ def _warn_if_read_differently(sprint_opts, returnn_args):
         "does, pass sprintrt.Options.from_file(path)", returnn_args, sprintrt_reading)
 
 
-def _name_control_dir(opts):
+def _name_control_dir(opts: dict[str, Any]) -> None:
     """With neither ``pymodPath`` nor ``pymodName``, children load
     ``sprintrt_control``: tell the runtime where this package's copy is (it
     looks in the build tree and the install prefix it was built for, which
@@ -162,3 +167,28 @@ def _name_control_dir(opts):
         return
     changes["SPRINTRT_CONTROL_DIR"] = here
     opts["env"] = dict(env, set=changes)
+
+
+class _FrozenDict(tuple):
+    """A dict's items as a hashable key, never equal to a plain tuple (so
+    that a dict and a list of pairs are different options, as in RETURNN's
+    ``make_hashable``)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _FrozenDict) and tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+
+def _hashable(value: Any) -> Any:
+    """``value`` as a hashable key, as RETURNN's ``make_hashable``: dicts
+    become ``_FrozenDict``s of their sorted items, lists tuples, anything
+    else stays."""
+    if isinstance(value, dict):
+        return _FrozenDict(sorted((_hashable(k), _hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(x) for x in value)
+    return value

@@ -22,7 +22,7 @@ def _corpus_and_batch(tmp_path):
 
 
 def _sprintrt_records(caplog):
-    sprintrt._deliver_log_records()  # those the runtime's threads queued
+    sprintrt._logging._deliver_log_records()  # those the runtime's threads queued
     return [r.getMessage() for r in caplog.records if r.name.startswith("sprintrt")]
 
 

@@ -134,7 +134,7 @@ def test_levels_map_to_loggings_and_set_log_level_sets_both(collected):
 def test_an_overflow_drops_the_oldest_and_says_how_many(collected):
     capacity = _sprintrt._log_queue_capacity
     assert capacity == 10000
-    with sprintrt._log_delivery:  # nothing is delivered meanwhile
+    with sprintrt._logging._log_delivery:  # nothing is delivered meanwhile
         _sprintrt._take_log_records()  # earlier tests' records, if any are left
         for i in range(capacity + 7):
             _sprintrt._log("sprintrt", "info", "overflow-%d" % i)

@@ -36,7 +36,7 @@ def _batch():
 def _warnings(caplog):
     """The sprintrt warnings so far, those of the runtime's threads included
     (queued for the delivering thread: delivered here)."""
-    sprintrt._deliver_log_records()
+    sprintrt._logging._deliver_log_records()
     return [r.getMessage() for r in caplog.records
             if r.name == "sprintrt" and r.levelno == logging.WARNING]
 
@@ -77,7 +77,7 @@ def test_sprint_loss_gives_inf_and_a_zero_gradient(tmp_path, caplog):
 
 @pytest.mark.parametrize("implementation", ["kernel", "torch"])
 def test_fsa_loss_gives_inf_and_a_zero_gradient_counts_and_warns_once(tmp_path, caplog,
-                                                                     implementation):
+                                                                      implementation):
     torch = pytest.importorskip("torch")
     from sprintrt.torch import FsaBuilder, fsa_loss, fsa_loss_stats
 

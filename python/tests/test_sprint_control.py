@@ -145,11 +145,11 @@ def test_without_the_segment_order_rasrs_corpus_order_must_be_the_parents(nn_tra
 
 
 def test_neither_pymod_option_names_this_packages_module():
-    opts = sprintrt._options_json({"sprintExecPath": "/s"})
+    opts = sprintrt.sprint_opts._options_json({"sprintExecPath": "/s"})
     here = os.path.dirname(os.path.dirname(os.path.abspath(sprintrt.__file__)))
     if "SPRINTRT_CONTROL_DIR" not in os.environ:
         assert '"SPRINTRT_CONTROL_DIR": "%s"' % here in opts
-    assert "SPRINTRT_CONTROL_DIR" not in sprintrt._options_json(
+    assert "SPRINTRT_CONTROL_DIR" not in sprintrt.sprint_opts._options_json(
         {"sprintExecPath": "/s", "pymodPath": "/src/returnn"})
 
 
@@ -326,7 +326,6 @@ def test_raw_framing_by_the_pymod_config(corpus):
     child.send(("exit",), framed=False)
     status, _ = child.finish()
     assert status == 0
-
 
 
 def test_a_reply_that_is_no_fsa_fails_the_builders_batch_naming_the_segment(nn_trainer, corpus):

@@ -1,0 +1,112 @@
+"""``SprintInstancePool``: RETURNN's Sprint worker pool, on sprintrt's
+``Pool``; one per equal ``sprint_opts``."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable
+from typing import Any, ClassVar, Union
+
+import numpy
+
+from ._arguments import _batch_with_tags, _tag_list, _text_list
+from ._sprintrt import Error, Pool, canonical_options
+from .options import Options
+from .sprint_opts import _check_sprint_opts, _copy_opts, _hashable, _options_json
+
+#: What a pool is made for: RETURNN's dict of ``sprint_opts`` or sprintrt's ``Options``.
+SprintOpts = Union[dict[str, Any], Options]
+#: One item of ``export_fsas``: (num_states, edges, weights), or why it failed.
+ExportedFsa = Union[tuple[int, numpy.ndarray, numpy.ndarray], Error]
+
+
+class SprintInstancePool:
+    """The worker pool for one ``sprint_opts``: a ``sprintrt.Options`` (an
+    options file as the ``sprintrt`` tool reads it), or a dict of RETURNN's
+    keys and sprintrt's, as in RETURNN's config, whose ``sprintConfigStr``
+    means what it means to RETURNN (see ``sprint_opts._sprint_args``; a warning names
+    an argument that sprintrt's rules would read differently)."""
+
+    class_lock = threading.RLock()
+    # (canonical options JSON, in_process) -> SprintInstancePool
+    global_instances: ClassVar[dict[tuple[str, bool], SprintInstancePool]] = {}
+    # (RETURNN's key make_hashable(sprint_opts), in_process) -> SprintInstancePool:
+    # RETURNN asks for the pool on every batch, and this finds it without
+    # evaluating sprintConfigStr again (its callables, variables and config
+    # lookups are evaluated once per pool, as RETURNN does).
+    _instances_by_opts: ClassVar[dict[Hashable, SprintInstancePool]] = {}
+
+    @classmethod
+    def get_global_instance(cls, sprint_opts: SprintOpts,
+                            in_process: bool = False) -> SprintInstancePool:
+        """The pool for ``sprint_opts``: the same one for equal options
+        (equal as RETURNN compares them, or equal once evaluated) and equal
+        ``in_process``. With ``in_process``, the workers are in-process
+        simulated ones computing what sprint-sim (``sprintExecPath``) would
+        with these options, bit for bit, without child processes; sprint-sim's
+        fault injection parameters are refused (``sprintrt.Error`` naming
+        the parameter)."""
+        _check_sprint_opts(sprint_opts)
+        if not isinstance(in_process, bool):
+            raise TypeError(f"in_process must be a bool, got {type(in_process).__name__}")
+        raw_key: Hashable | None
+        try:
+            raw_key = (_hashable(sprint_opts), in_process)
+            hash(raw_key)
+        except TypeError:
+            raw_key = None  # not hashable: found by its evaluated options only
+        with cls.class_lock:
+            instance = cls._instances_by_opts.get(raw_key) if raw_key is not None else None
+            if instance is not None:
+                return instance
+            options_json = _options_json(sprint_opts)
+            key = (canonical_options(options_json), in_process)
+            instance = cls.global_instances.get(key)
+            if instance is None:
+                instance = cls(sprint_opts, options_json, in_process=in_process)
+                cls.global_instances[key] = instance
+            if raw_key is not None:
+                cls._instances_by_opts[raw_key] = instance
+            return instance
+
+    def __init__(self, sprint_opts: SprintOpts, options_json: str | None = None,
+                 in_process: bool = False) -> None:
+        """A new pool for ``sprint_opts`` (``options_json``: the options as
+        ``_options_json`` gave them, if the caller has them already), of
+        in-process simulated workers if ``in_process`` (see
+        ``get_global_instance``)."""
+        # As RETURNN's: callers that share the pool between threads hold it.
+        self.lock = threading.RLock()
+        self.sprint_opts = _copy_opts(sprint_opts)
+        self.in_process = in_process
+        self._pool = Pool(options_json or _options_json(sprint_opts), in_process=in_process)
+        self.max_num_instances: int = self._pool.num_instances
+
+    def get_batch_loss_and_error_signal(
+            self, log_posteriors: Any, seq_lengths: Any,
+            tags: Any = None) -> tuple[numpy.ndarray, numpy.ndarray]:
+        """Loss float32 [B] (inf for a segment Sprint skipped) and error signal
+        float32 [T, B, D] (zero in the padding frames) of a time-major batch."""
+        if tags is None:
+            raise TypeError("tags are required (RETURNN's Device-global tags do not exist here)")
+        log_posteriors, seq_lengths, tags = _batch_with_tags(log_posteriors, seq_lengths, tags)
+        return self._pool.compute(log_posteriors, seq_lengths, tags)
+
+    def get_automata_for_batch(
+            self, tags: Any) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
+        """The batch's automata merged into one: edges uint32 [4, E] (from, to,
+        emission, segment), weights float32 [E], start_end_states uint32 [2, B]."""
+        return self._pool.automata(_tag_list(tags))
+
+    def export_fsas(self, texts: Any, by_orthography: bool = False) -> list[ExportedFsa]:
+        """The FSA of each of ``texts``, exported in one call (spread over
+        the workers, the GIL released): segment names as ``tags`` are taken
+        elsewhere, or, if ``by_orthography``, orthographies (str or bytes
+        each). Item i is (num_states, edges uint32 [3*E]: all from-states,
+        all to-states, all emissions, weights float32 [E]), or a
+        ``sprintrt.Error`` (returned, not raised) naming the segment and the
+        cause."""
+        if not isinstance(by_orthography, bool):
+            raise TypeError(f"by_orthography must be a bool, got {type(by_orthography).__name__}")
+        texts = _text_list(texts, "texts") if by_orthography else _tag_list(texts, "texts")
+        return self._pool.export_fsas(texts, by_orthography)

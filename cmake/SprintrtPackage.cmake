@@ -1,6 +1,6 @@
 # `cmake --install build --prefix P`: sprintrt as a CMake package.
 #
-# Installed: the static libraries of the five modules, the public headers
+# Installed: the static libraries of the six modules, the public headers
 # (include/sprintrt, none of which includes a header outside it), the
 # `sprintrt` and `sprint-sim` tools, and a package config, so that another
 # project does
@@ -25,7 +25,9 @@ target_link_libraries(sprintrt_lib INTERFACE sprintrt_actors)
 set_target_properties(sprintrt_lib PROPERTIES EXPORT_NAME sprintrt)
 add_library(sprintrt::sprintrt ALIAS sprintrt_lib)
 
-install(TARGETS sprintrt_lib sprintrt_actors sprintrt_runtime sprintrt_config sprintrt_sim sprintrt_protocol
+install(TARGETS sprintrt_lib sprintrt_actors sprintrt_caller sprintrt_seqtrain sprintrt_sources
+                sprintrt_pool sprintrt_remote sprintrt_worker sprintrt_execution sprintrt_runtime sprintrt_config sprintrt_sim
+                sprintrt_criterion sprintrt_protocol
                 sprintrt_common
         EXPORT sprintrtTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

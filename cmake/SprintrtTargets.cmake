@@ -4,7 +4,7 @@
 # sprintrt_configure_target(<target>)
 #   C++17, -Wall -Wextra (and -Werror with SPRINTRT_WERROR), sanitizers from
 #   SPRINTRT_SANITIZE, and the two include roots: the repository itself (for
-#   "protocol/...", "sim/...", ...) and include/ (for the public "sprintrt/...").
+#   "protocol/...", "criterion/...", ...) and include/ (for the public "sprintrt/...").
 #   Installed, only the public headers remain: <prefix>/include.
 function(sprintrt_configure_target target)
   target_compile_features(${target} PUBLIC cxx_std_17)
@@ -28,7 +28,8 @@ function(sprintrt_configure_target target)
 endfunction()
 
 # sprintrt_add_library(<name> SOURCES <files...> DEPENDS <targets...>)
-#   A static library of one module (protocol/, sim/, runtime/, actors/).
+#   A static library of one module (protocol/, criterion/, sim/, runtime/,
+#   actors/).
 function(sprintrt_add_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPENDS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})

@@ -6,8 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "criterion/matrix_views.hpp"
 #include "protocol/ndarray_access.hpp"
-#include "sim/matrix_views.hpp"
 
 namespace sprintrt::sim {
 
@@ -22,7 +22,7 @@ std::string exception_text(const caf::error& err) {
 
 } // namespace
 
-sprint_service::sprint_service(criterion segments_criterion, service_options options)
+sprint_service::sprint_service(corpus_criterion segments_criterion, service_options options)
     : criterion_(std::move(segments_criterion)), options_(std::move(options)) {}
 
 service_action sprint_service::handle(const protocol::value& message, protocol::byte_buffer& out) {
@@ -98,8 +98,8 @@ void sprint_service::answer_loss(const protocol::loss_command& request,
   error_signal_.resize(count);
   const auto rows = static_cast<Eigen::Index>(frames);
   const auto cols = static_cast<Eigen::Index>(dim);
-  Eigen::Map<const row_matrix_f> input{data, rows, cols};
-  Eigen::Map<row_matrix_f> error_signal{error_signal_.data(), rows, cols};
+  Eigen::Map<const criterion::row_matrix_f> input{data, rows, cols};
+  Eigen::Map<criterion::row_matrix_f> error_signal{error_signal_.data(), rows, cols};
   auto result = criterion_.loss_and_error_signal(request.segment_name, input, error_signal);
   if (!result) {
     reply_error(result.error(), out);
@@ -113,13 +113,13 @@ void sprint_service::answer_loss(const protocol::loss_command& request,
 void sprint_service::answer_fsa(const protocol::fsa_command& request, protocol::byte_buffer& out) {
   // A segment's FSA is exported straight from the criterion's cache; an
   // orthography's is built for this request.
-  std::optional<fsa> built;
+  std::optional<criterion::fsa> built;
   auto automaton = criterion_.exported_fsa(request.source, request.text, built);
   if (!automaton) {
     reply_error(automaton.error(), out);
     return;
   }
-  const fsa& exported = **automaton;
+  const criterion::fsa& exported = **automaton;
   check_encoded(protocol::encode_fsa_reply(out, options_.wire, exported.num_states(),
                                            exported.flat_edges(), exported.weights()),
                 out);

@@ -32,7 +32,7 @@
 
 #include "protocol/byte_buffer.hpp"
 #include "protocol/messages.hpp"
-#include "sim/criterion.hpp"
+#include "sim/corpus_criterion.hpp"
 #include "sprintrt/error.hpp"
 
 namespace sprintrt::sim {
@@ -64,7 +64,7 @@ enum class service_action : uint8_t {
 class sprint_service {
 public:
   /// A service computing with `segments_criterion`, replying per `options`.
-  sprint_service(criterion segments_criterion, service_options options);
+  sprint_service(corpus_criterion segments_criterion, service_options options);
 
   /// Returns the options.
   const service_options& options() const noexcept { return options_; }
@@ -91,7 +91,7 @@ private:
   // Replies with `encoded`'s error if encoding a reply failed.
   void check_encoded(caf::error encoded, protocol::byte_buffer& out);
 
-  criterion criterion_;
+  corpus_criterion criterion_;
   service_options options_;
   /// Posteriors whose data in the message is not aligned for float, copied.
   std::vector<float> posteriors_;

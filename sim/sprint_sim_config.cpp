@@ -3,7 +3,7 @@
 #include <cctype>
 #include <string_view>
 
-#include "sim/ctc_topology.hpp"
+#include "criterion/ctc_topology.hpp"
 #include "sim/sprint_sim_parameters.hpp"
 
 namespace sprintrt::sim {
@@ -66,7 +66,7 @@ caf::error check_sequence_parameters(const parameter_state& state) {
                        " applies to criterion mmi, bmmi or smbr, not to " + criterion);
     return {};
   }
-  if (state.was_given("boost") && *sequence != sequence_kind::bmmi)
+  if (state.was_given("boost") && *sequence != criterion::sequence_kind::bmmi)
     return invalid("--*.boost applies to criterion bmmi only, not to " + criterion);
   if (config.denominator.source.empty())
     return invalid(criterion + " needs --*.denominator=FILE|label-lm (the competing hypotheses)");
@@ -75,7 +75,7 @@ caf::error check_sequence_parameters(const parameter_state& state) {
       if (state.was_given(name))
         return invalid("--*." + std::string{name} +
                        " applies to --*.denominator=label-lm, not to a denominator file");
-  if (auto problem = check_scales(*sequence, config.scales); !problem.empty())
+  if (auto problem = criterion::check_scales(*sequence, config.scales); !problem.empty())
     return invalid(criterion + ": " + problem);
   return {};
 }
@@ -175,27 +175,28 @@ caf::expected<sprint_sim_config> parse_sim_parameters(const std::vector<std::str
   return finish(state);
 }
 
-caf::expected<std::shared_ptr<const topology>> make_topology(const sprint_sim_config& config) {
+caf::expected<std::shared_ptr<const criterion::topology>>
+make_topology(const sprint_sim_config& config) {
   if (config.topology == topology_kind::ctc)
-    return std::make_shared<const ctc_topology>(config.blank_index);
-  auto hmm = hmm_topology::make(config.hmm);
+    return std::make_shared<const criterion::ctc_topology>(config.blank_index);
+  auto hmm = criterion::hmm_topology::make(config.hmm);
   if (!hmm)
     return hmm.error();
-  return std::make_shared<const hmm_topology>(std::move(*hmm));
+  return std::make_shared<const criterion::hmm_topology>(std::move(*hmm));
 }
 
 caf::expected<criterion_spec> make_criterion_spec(const sprint_sim_config& config,
-                                                  const corpus& segments,
-                                                  const topology& automaton_topology) {
+                                                  const criterion::corpus& segments,
+                                                  const criterion::topology& automaton_topology) {
   criterion_spec spec{config.criterion};
   if (!to_sequence_kind(config.criterion))
     return spec;
   spec.scales = config.scales;
-  auto competitors =
-      denominator::make(config.denominator, segments, automaton_topology, config.scales.lm);
+  auto competitors = criterion::denominator::make(config.denominator, segments, automaton_topology,
+                                                  config.scales.lm);
   if (!competitors)
     return std::move(competitors.error());
-  spec.competitors = std::make_shared<const denominator>(std::move(*competitors));
+  spec.competitors = std::make_shared<const criterion::denominator>(std::move(*competitors));
   return spec;
 }
 

@@ -27,11 +27,11 @@
 
 #include <spdlog/common.h>
 
-#include "sim/criterion.hpp"
+#include "criterion/hmm_topology.hpp"
+#include "criterion/topology.hpp"
+#include "sim/corpus_criterion.hpp"
 #include "sim/fault_injection.hpp"
-#include "sim/hmm_topology.hpp"
 #include "sim/sprint_service.hpp"
-#include "sim/topology.hpp"
 #include "sprintrt/error.hpp"
 
 namespace sprintrt::sim {
@@ -72,16 +72,16 @@ struct sprint_sim_config {
   /// `criterion`.
   criterion_kind criterion = criterion_kind::full_sum;
   /// `am-scale`, `lm-scale`, `boost` (sequence-discriminative criteria).
-  sequence_scales scales;
+  criterion::sequence_scales scales;
   /// `denominator`, `lm-order`, `lm-smoothing` (sequence-discriminative
   /// criteria).
-  denominator_options denominator;
+  criterion::denominator_options denominator;
   /// `topology`.
   topology_kind topology = topology_kind::ctc;
   /// `blank-index` (CTC).
   uint32_t blank_index = 0;
   /// `hmm-*` (HMM).
-  hmm_options hmm;
+  criterion::hmm_options hmm;
   /// `framing`, `array-module`, `loss-type`, `name`.
   service_options service;
   /// `log-level`.
@@ -124,14 +124,15 @@ caf::expected<sprint_sim_config> parse_sim_parameters(const std::vector<std::str
 caf::expected<python_control_config> parse_python_control_config(std::string_view text);
 
 /// Builds the topology `config` selects (the HMM's costs are checked here).
-caf::expected<std::shared_ptr<const topology>> make_topology(const sprint_sim_config& config);
+caf::expected<std::shared_ptr<const criterion::topology>>
+make_topology(const sprint_sim_config& config);
 
 /// Returns what loss requests compute under `config`: for a
 /// sequence-discriminative criterion, its denominator over `segments` and
 /// `automaton_topology` is read or estimated here (`denominator::make`'s
 /// errors: the start fails).
 caf::expected<criterion_spec> make_criterion_spec(const sprint_sim_config& config,
-                                                  const corpus& segments,
-                                                  const topology& automaton_topology);
+                                                  const criterion::corpus& segments,
+                                                  const criterion::topology& automaton_topology);
 
 } // namespace sprintrt::sim

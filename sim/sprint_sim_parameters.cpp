@@ -269,7 +269,8 @@ sim_parameter pymod_config() {
 }
 
 /// An HMM cost in -log space.
-sim_parameter hmm_cost(std::string_view name, std::string_view help, float hmm_options::*member) {
+sim_parameter hmm_cost(std::string_view name, std::string_view help,
+                       float criterion::hmm_options::*member) {
   return for_topology(parameter_topology::hmm,
                       value(
                           name, "C", help, [member](auto& c) -> auto& { return c.hmm.*member; },
@@ -364,14 +365,15 @@ std::vector<sim_parameter> declare_parameters() {
                        "blank-index", "N", "the CTC blank column",
                        [](auto& c) -> auto& { return c.blank_index; }, parse_decimal<uint32_t>,
                        "a column index (0 to 2^32-1)")),
-      hmm_cost("hmm-loop-cost", "the HMM's loop cost (inf forbids it)", &hmm_options::loop_cost),
-      hmm_cost("hmm-forward-cost", "the HMM's forward cost", &hmm_options::forward_cost),
+      hmm_cost("hmm-loop-cost", "the HMM's loop cost (inf forbids it)",
+               &criterion::hmm_options::loop_cost),
+      hmm_cost("hmm-forward-cost", "the HMM's forward cost", &criterion::hmm_options::forward_cost),
       hmm_cost("hmm-silence-loop-cost", "the silence state's loop cost",
-               &hmm_options::silence_loop_cost),
+               &criterion::hmm_options::silence_loop_cost),
       hmm_cost("hmm-silence-entry-cost", "the cost of entering silence",
-               &hmm_options::silence_entry_cost),
+               &criterion::hmm_options::silence_entry_cost),
       hmm_cost("hmm-silence-exit-cost", "the cost of leaving silence",
-               &hmm_options::silence_exit_cost),
+               &criterion::hmm_options::silence_exit_cost),
       hmm_silence_index(),
       value(
           "framing", "length_prefixed|raw", "how the messages on the pipes are delimited",

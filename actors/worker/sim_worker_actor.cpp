@@ -15,9 +15,9 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/worker/worker_requests.hpp"
+#include "criterion/matrix_views.hpp"
 #include "protocol/utf8.hpp"
-#include "sim/criterion.hpp"
-#include "sim/matrix_views.hpp"
+#include "sim/corpus_criterion.hpp"
 
 namespace sprintrt {
 
@@ -47,7 +47,7 @@ struct sim_worker_state {
   static inline const char* name = "sim_worker";
 
   std::shared_ptr<const sim_worker_setup> setup;
-  std::optional<sim::criterion> criterion;
+  std::optional<sim::corpus_criterion> criterion;
   std::string label;
   /// Draws the delays, seeded with `behavior.seed` + slot.
   std::mt19937_64 random;
@@ -112,9 +112,9 @@ caf::expected<double> simulate(sim_worker_state& st, const queued_request& req,
   // row in element order, so the row stride and alignment do not change a
   // bit of the result (the tests compare against sprint-sim, which computes
   // on a contiguous copy in its receive buffer).
-  Eigen::Map<const sim::row_matrix_f, Eigen::Unaligned, strided> input{
+  Eigen::Map<const criterion::row_matrix_f, Eigen::Unaligned, strided> input{
       in.row(0), rows, cols, strided{static_cast<Eigen::Index>(in.row_stride)}};
-  Eigen::Map<sim::row_matrix_f, Eigen::Unaligned, strided> error_signal{
+  Eigen::Map<criterion::row_matrix_f, Eigen::Unaligned, strided> error_signal{
       out.row(0), rows, cols, strided{static_cast<Eigen::Index>(out.row_stride)}};
   // Computed straight into the caller's output: through its gate, if any.
   std::optional<decltype(st.criterion->loss_and_error_signal(job.segment, input, error_signal))>
@@ -147,12 +147,12 @@ caf::expected<double> simulate(sim_worker_state& st, const queued_request& req,
 /// cache, an orthography's built for the request.
 caf::expected<segment_fsa> simulate(sim_worker_state& st, const queued_request& req,
                                     const fsa_query& query) {
-  std::optional<sim::fsa> built;
+  std::optional<criterion::fsa> built;
   auto automaton = st.criterion->exported_fsa(query.source, query.text, built);
   if (!automaton)
     return with_context(request_context(st.label, req),
                         make_error(errc::child_exception, exception_text(automaton.error())));
-  const sim::fsa& exported = **automaton;
+  const criterion::fsa& exported = **automaton;
   segment_fsa result;
   result.num_states = exported.num_states();
   result.edges.assign(exported.flat_edges().begin(), exported.flat_edges().end());

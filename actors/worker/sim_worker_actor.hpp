@@ -11,10 +11,10 @@
 
 #include <caf/fwd.hpp>
 
+#include "criterion/corpus.hpp"
+#include "criterion/topology.hpp"
 #include "protocol/messages.hpp"
-#include "sim/corpus.hpp"
-#include "sim/criterion.hpp"
-#include "sim/topology.hpp"
+#include "sim/corpus_criterion.hpp"
 #include "sprintrt/sim_worker.hpp"
 #include "sprintrt/worker_interface.hpp"
 
@@ -25,9 +25,9 @@ namespace sprintrt {
 /// behavior.
 struct sim_worker_setup {
   /// The corpus; each worker copies it into its own criterion.
-  std::shared_ptr<const sim::corpus> segments;
+  std::shared_ptr<const criterion::corpus> segments;
   /// Builds the segments' FSAs (immutable, so workers share it).
-  std::shared_ptr<const sim::topology> automaton_topology;
+  std::shared_ptr<const criterion::topology> automaton_topology;
   /// A Python float (the loss as computed) or a numpy.float32 (the loss
   /// rounded to float), as `sprint-sim`'s `loss-type`.
   protocol::loss_encoding loss_encoding = protocol::loss_encoding::python_float;
@@ -43,7 +43,7 @@ struct sim_worker_setup {
 ///
 /// Requests are served one at a time in arrival order: the request at the
 /// head of the queue waits its delay (a delayed message to itself, never a
-/// sleep), then is computed with the worker's own `sim::criterion` straight
+/// sleep), then is computed with the worker's own `sim::corpus_criterion` straight
 /// from and into the job's slices, and answered. What `sprint-sim` answers
 /// with an `exception` reply fails with `child_exception`, with the message
 /// the real worker gives ("NAME: get_loss_and_error_signal of segment 'x':

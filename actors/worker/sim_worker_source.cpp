@@ -14,7 +14,7 @@
 #include "actors/worker/sim_worker_actor.hpp"
 #include "config/child_environment.hpp"
 #include "config/sprint_args.hpp"
-#include "sim/corpus.hpp"
+#include "criterion/corpus.hpp"
 #include "sim/sprint_sim_config.hpp"
 
 extern char** environ;
@@ -55,11 +55,11 @@ caf::expected<worker_source> sim_worker_source(const sprint_options& opts,
   auto topology = sim::make_topology(*config);
   if (!topology)
     return with_context(context, topology.error());
-  auto segments = sim::corpus::from_file(config->corpus_path);
+  auto segments = criterion::corpus::from_file(config->corpus_path);
   if (!segments)
     return with_context(context, segments.error());
   auto setup = std::make_shared<sim_worker_setup>();
-  setup->segments = std::make_shared<const sim::corpus>(std::move(*segments));
+  setup->segments = std::make_shared<const criterion::corpus>(std::move(*segments));
   setup->automaton_topology = std::move(*topology);
   setup->loss_encoding = config->service.loss_encoding;
   auto spec = sim::make_criterion_spec(*config, *setup->segments, *setup->automaton_topology);

@@ -77,34 +77,34 @@ void check_and_group(batch_fsa& fsa, int64_t classes) {
     fsa.order[next[sequence[e]]++] = e;
 }
 
-caf::expected<sim::fsa> sequence_fsa(const batch_fsa& fsa, int64_t b,
-                                     std::vector<sim::fsa_edge>& edges) {
+caf::expected<criterion::fsa> sequence_fsa(const batch_fsa& fsa, int64_t b,
+                                           std::vector<criterion::fsa_edge>& edges) {
   const int64_t count = fsa.num_edges, start = fsa.start(b);
   edges.clear();
   for (int64_t i = fsa.offsets[b]; i < fsa.offsets[b + 1]; ++i) {
     const int64_t e = fsa.order[i];
-    edges.push_back(sim::fsa_edge{static_cast<uint32_t>(fsa.edges[e] - start),
-                                  static_cast<uint32_t>(fsa.edges[count + e] - start),
-                                  static_cast<uint32_t>(fsa.edges[2 * count + e]),
-                                  static_cast<float>(fsa.weights[e])});
+    edges.push_back(criterion::fsa_edge{static_cast<uint32_t>(fsa.edges[e] - start),
+                                        static_cast<uint32_t>(fsa.edges[count + e] - start),
+                                        static_cast<uint32_t>(fsa.edges[2 * count + e]),
+                                        static_cast<float>(fsa.weights[e])});
   }
-  return sim::fsa::make(static_cast<uint32_t>(fsa.end(b) - start + 1), edges);
+  return criterion::fsa::make(static_cast<uint32_t>(fsa.end(b) - start + 1), edges);
 }
 
-void sequence_wfsa(const batch_fsa& fsa, int64_t b, sim::wfsa& graph) {
+void sequence_wfsa(const batch_fsa& fsa, int64_t b, criterion::wfsa& graph) {
   const int64_t count = fsa.num_edges, start = fsa.start(b);
   const auto num_states = static_cast<size_t>(fsa.end(b) - start + 1);
-  graph.initial.assign(num_states, sim::wfsa::none);
-  graph.final.assign(num_states, sim::wfsa::none);
+  graph.initial.assign(num_states, criterion::wfsa::none);
+  graph.final.assign(num_states, criterion::wfsa::none);
   graph.initial.front() = 0;
   graph.final.back() = 0;
   graph.edges.clear();
   for (int64_t i = fsa.offsets[b]; i < fsa.offsets[b + 1]; ++i) {
     const int64_t e = fsa.order[i];
-    graph.edges.push_back(sim::wfsa_edge{static_cast<uint32_t>(fsa.edges[e] - start),
-                                         static_cast<uint32_t>(fsa.edges[count + e] - start),
-                                         static_cast<uint32_t>(fsa.edges[2 * count + e]),
-                                         fsa.weights[e]});
+    graph.edges.push_back(criterion::wfsa_edge{static_cast<uint32_t>(fsa.edges[e] - start),
+                                               static_cast<uint32_t>(fsa.edges[count + e] - start),
+                                               static_cast<uint32_t>(fsa.edges[2 * count + e]),
+                                               fsa.weights[e]});
   }
 }
 

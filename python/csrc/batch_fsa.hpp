@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/fsa.hpp"
-#include "sim/wfsa.hpp"
+#include "criterion/fsa.hpp"
+#include "criterion/wfsa.hpp"
 
 namespace sprintrt::python {
 
@@ -56,16 +56,16 @@ struct batch_fsa {
 /// `pybind11::value_error`.
 void check_and_group(batch_fsa& fsa, int64_t classes);
 
-/// Returns sequence b of `fsa` as an `sim::fsa` (states renumbered from its
+/// Returns sequence b of `fsa` as a `criterion::fsa` (states renumbered from its
 /// start state, edges in order), using `edges` as the workspace; or the
-/// error of `sim::fsa::make`. Its weights are the float32 values the
+/// error of `criterion::fsa::make`. Its weights are the float32 values the
 /// caller's float32 weights held.
-caf::expected<sim::fsa> sequence_fsa(const batch_fsa& fsa, int64_t b,
-                                     std::vector<sim::fsa_edge>& edges);
+caf::expected<criterion::fsa> sequence_fsa(const batch_fsa& fsa, int64_t b,
+                                           std::vector<criterion::fsa_edge>& edges);
 
-/// Returns sequence b of `fsa` as an `sim::wfsa` (states renumbered from its
+/// Returns sequence b of `fsa` as a `criterion::wfsa` (states renumbered from its
 /// start state, initial there and final at its end state, both at cost 0;
 /// weights in double). `graph` is reused.
-void sequence_wfsa(const batch_fsa& fsa, int64_t b, sim::wfsa& graph);
+void sequence_wfsa(const batch_fsa& fsa, int64_t b, criterion::wfsa& graph);
 
 } // namespace sprintrt::python

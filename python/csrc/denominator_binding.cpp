@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "sim/corpus.hpp"
-#include "sim/ctc_topology.hpp"
-#include "sim/hmm_topology.hpp"
-#include "sim/label_acceptor.hpp"
-#include "sim/label_lm.hpp"
-#include "sim/wfsa.hpp"
+#include "criterion/corpus.hpp"
+#include "criterion/ctc_topology.hpp"
+#include "criterion/hmm_topology.hpp"
+#include "criterion/label_acceptor.hpp"
+#include "criterion/label_lm.hpp"
+#include "criterion/wfsa.hpp"
 #include "sprintrt/error.hpp"
 
 namespace sprintrt::python {
@@ -27,19 +27,19 @@ using label_sequences = std::vector<std::vector<int64_t>>;
 
 /// The topology sprint-sim's options `--*.topology`, `--*.blank-index` and
 /// `--*.hmm-*` describe; throws `ValueError`.
-std::unique_ptr<sim::topology> make_topology(const std::string& name, int64_t blank_index,
-                                             const py::dict& hmm) {
+std::unique_ptr<criterion::topology> make_topology(const std::string& name, int64_t blank_index,
+                                                   const py::dict& hmm) {
   if (name == "ctc") {
     if (blank_index < 0 || blank_index > UINT32_MAX)
       throw py::value_error("blank_index must be a class index >= 0, got " +
                             std::to_string(blank_index));
     if (!hmm.empty())
       throw py::value_error("the hmm_* options apply to topology 'hmm' only");
-    return std::make_unique<sim::ctc_topology>(static_cast<uint32_t>(blank_index));
+    return std::make_unique<criterion::ctc_topology>(static_cast<uint32_t>(blank_index));
   }
   if (name != "hmm")
     throw py::value_error("topology must be 'ctc' or 'hmm', got '" + name + "'");
-  sim::hmm_options options;
+  criterion::hmm_options options;
   for (const auto& [key, value] : hmm) {
     const auto option = key.cast<std::string>();
     if (option == "silence_index") {
@@ -59,10 +59,10 @@ std::unique_ptr<sim::topology> make_topology(const std::string& name, int64_t bl
                             "silence_entry_cost, silence_exit_cost)");
     *cost = value.cast<float>();
   }
-  auto topology = sim::hmm_topology::make(options);
+  auto topology = criterion::hmm_topology::make(options);
   if (!topology)
     throw py::value_error(error_message(topology.error()));
-  return std::make_unique<sim::hmm_topology>(std::move(*topology));
+  return std::make_unique<criterion::hmm_topology>(std::move(*topology));
 }
 
 /// `labels` as label ids; throws `ValueError` naming `owner` for a negative
@@ -81,12 +81,12 @@ std::vector<uint32_t> to_labels(const std::vector<int64_t>& labels, const std::s
 
 /// `graph`, expanded from `acceptor`, as a dict of the batch FSA layout's
 /// arrays of one sequence.
-py::dict graph_arrays(const sim::topology& topology, const sim::label_acceptor& acceptor,
-                      const std::string& owner) {
+py::dict graph_arrays(const criterion::topology& topology,
+                      const criterion::label_acceptor& acceptor, const std::string& owner) {
   auto expanded = topology.expand(owner, acceptor);
   if (!expanded)
     throw py::value_error(error_message(expanded.error()));
-  const sim::wfsa graph = sim::single_ended(*expanded);
+  const criterion::wfsa graph = criterion::single_ended(*expanded);
   const auto count = static_cast<py::ssize_t>(graph.edges.size());
   py::array_t<int64_t> edges({py::ssize_t{4}, count});
   py::array_t<double> weights(count);
@@ -107,7 +107,7 @@ py::dict graph_arrays(const sim::topology& topology, const sim::label_acceptor& 
   return out;
 }
 
-/// A label n-gram estimated from label sequences (sim::label_lm).
+/// A label n-gram estimated from label sequences (criterion::label_lm).
 class label_lm_binding {
 public:
   label_lm_binding(const label_sequences& sequences, uint32_t order, double smoothing) {
@@ -118,10 +118,11 @@ public:
         text += std::to_string(label) + " ";
       text += "\n";
     }
-    auto segments = sim::corpus::from_string(text, "label_sequences");
+    auto segments = criterion::corpus::from_string(text, "label_sequences");
     if (!segments)
       throw py::value_error(error_message(segments.error()));
-    auto lm = sim::label_lm::estimate(*segments, sim::label_lm_options{order, smoothing});
+    auto lm =
+        criterion::label_lm::estimate(*segments, criterion::label_lm_options{order, smoothing});
     if (!lm)
       throw py::value_error(error_message(lm.error()));
     lm_.emplace(std::move(*lm));
@@ -143,7 +144,7 @@ public:
   }
 
 private:
-  std::optional<sim::label_lm> lm_;
+  std::optional<criterion::label_lm> lm_;
 };
 
 py::dict hypotheses_graph(const label_sequences& hypotheses, const std::vector<double>& costs,
@@ -156,7 +157,7 @@ py::dict hypotheses_graph(const label_sequences& hypotheses, const std::vector<d
     throw py::value_error("hypotheses is empty (a denominator needs at least one)");
   if (!std::isfinite(lm_scale) || lm_scale < 0)
     throw py::value_error("lm_scale must be a finite number >= 0, got " + std::to_string(lm_scale));
-  std::vector<sim::hypothesis> list;
+  std::vector<criterion::hypothesis> list;
   for (size_t i = 0; i < hypotheses.size(); ++i) {
     const std::string owner = "hypothesis " + std::to_string(i);
     if (!std::isfinite(costs[i]))
@@ -168,7 +169,7 @@ py::dict hypotheses_graph(const label_sequences& hypotheses, const std::vector<d
         throw py::value_error(owner + " repeats hypothesis " + std::to_string(j));
   }
   const auto expansion = make_topology(topology, blank_index, hmm);
-  return graph_arrays(*expansion, sim::hypotheses_acceptor(list, lm_scale), "hypotheses");
+  return graph_arrays(*expansion, criterion::hypotheses_acceptor(list, lm_scale), "hypotheses");
 }
 
 } // namespace

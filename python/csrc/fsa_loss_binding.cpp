@@ -1,7 +1,7 @@
-// `_sprintrt.fsa_loss_cpu`: a batch FSA split into one `sim::fsa` per
+// `_sprintrt.fsa_loss_cpu`: a batch FSA split into one `criterion::fsa` per
 // sequence (its states renumbered from 0 at start_end_states[0, b], its final
 // state start_end_states[1, b], which must be its highest), each run through a
-// `sim::full_sum_engine` on that sequence's first seq_lens[b] frames, read in
+// `criterion::full_sum_engine` on that sequence's first seq_lens[b] frames, read in
 // place from the caller's array. Threads take the sequences from a shared
 // counter, longest first; each has its own engine, and the engines (with
 // their warmed-up workspaces) are kept for the next call.
@@ -23,10 +23,10 @@
 #include <vector>
 
 #include "batch_fsa.hpp"
+#include "criterion/fsa.hpp"
+#include "criterion/full_sum.hpp"
+#include "criterion/matrix_views.hpp"
 #include "kernel_threads.hpp"
-#include "sim/fsa.hpp"
-#include "sim/full_sum.hpp"
-#include "sim/matrix_views.hpp"
 #include "sprintrt/error.hpp"
 
 namespace sprintrt::python {
@@ -38,9 +38,9 @@ namespace py = pybind11;
 /// One thread's workspace.
 struct worker {
   worker() { engine.set_warn_on_skip(false); } // fsa_loss warns once per call
-  sim::full_sum_engine engine;
-  std::vector<sim::fsa_edge> edges;
-  sim::row_matrix_d gamma;
+  criterion::full_sum_engine engine;
+  std::vector<criterion::fsa_edge> edges;
+  criterion::row_matrix_d gamma;
 };
 
 std::string text(int64_t value) {

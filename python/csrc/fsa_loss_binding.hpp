@@ -5,7 +5,7 @@
 /// in the WeightedFsa layout (edges [4, E] = from, to, emission, sequence;
 /// states numbered over the whole batch, sequence b's from
 /// start_end_states[0, b] to start_end_states[1, b]) over log-probabilities
-/// [T, B, D], computed by sprintrt's own kernel `sim::full_sum_engine`, one
+/// [T, B, D], computed by sprintrt's own kernel `criterion::full_sum_engine`, one
 /// sequence at a time, threaded over the sequences with the GIL released. The
 /// CPU half of `sprintrt.torch.fsa_loss` (python/sprintrt/fsa_loss.py).
 

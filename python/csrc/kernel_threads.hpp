@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/matrix_views.hpp"
+#include "criterion/matrix_views.hpp"
 
 namespace sprintrt::python {
 
@@ -40,8 +40,8 @@ struct frames_view {
   int64_t sequence_stride = 0;
 
   /// Returns the first `length` frames of sequence b, read in place.
-  Eigen::Map<const sim::row_matrix_f, 0, Eigen::OuterStride<>> sequence(int64_t b,
-                                                                        int64_t length) const {
+  Eigen::Map<const criterion::row_matrix_f, 0, Eigen::OuterStride<>>
+  sequence(int64_t b, int64_t length) const {
     return {data + b * sequence_stride, length, classes, Eigen::OuterStride<>{frame_stride}};
   }
 };

@@ -1,5 +1,5 @@
 // Each thread cuts its sequence's numerator out of the batch FSA and runs
-// `sim::sequence_loss` over it and the denominator: the shared denominator is
+// `criterion::sequence_loss` over it and the denominator: the shared denominator is
 // converted once, before the threads start, and only read by them (each
 // engine keeps its own forward and backward scores, O(states x T) per
 // thread); per-sequence denominators are cut out like the numerators.
@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "batch_fsa.hpp"
+#include "criterion/sequence_criterion.hpp"
+#include "criterion/sequence_engine.hpp"
+#include "criterion/wfsa.hpp"
 #include "kernel_threads.hpp"
-#include "sim/sequence_criterion.hpp"
-#include "sim/sequence_engine.hpp"
-#include "sim/wfsa.hpp"
 #include "sprintrt/error.hpp"
 
 namespace sprintrt::python {
@@ -31,9 +31,9 @@ namespace py = pybind11;
 /// One thread's workspace.
 struct worker {
   worker() { engine.set_warn_on_skip(false); } // fsa_loss warns once per call
-  sim::sequence_engine engine;
-  std::vector<sim::fsa_edge> edges;
-  sim::wfsa denominator;
+  criterion::sequence_engine engine;
+  std::vector<criterion::fsa_edge> edges;
+  criterion::wfsa denominator;
 };
 
 /// What every sequence of one call shares, read by the threads.
@@ -45,28 +45,28 @@ struct criterion_inputs {
   batch_fsa denominator;
   /// The denominator of every sequence when `denominator` has one sequence,
   /// and its highest emission.
-  const sim::wfsa* shared = nullptr;
+  const criterion::wfsa* shared = nullptr;
   uint32_t shared_max_emission = 0;
-  sim::sequence_kind kind = sim::sequence_kind::mmi;
-  sim::sequence_scales scales;
+  criterion::sequence_kind kind = criterion::sequence_kind::mmi;
+  criterion::sequence_scales scales;
 };
 
 std::string text(int64_t value) {
   return std::to_string(value);
 }
 
-sim::sequence_kind parse_kind(const std::string& criterion) {
+criterion::sequence_kind parse_kind(const std::string& criterion) {
   if (criterion == "mmi")
-    return sim::sequence_kind::mmi;
+    return criterion::sequence_kind::mmi;
   if (criterion == "bmmi")
-    return sim::sequence_kind::bmmi;
+    return criterion::sequence_kind::bmmi;
   if (criterion == "smbr")
-    return sim::sequence_kind::smbr;
+    return criterion::sequence_kind::smbr;
   throw py::value_error("criterion must be mmi, bmmi or smbr, got '" + criterion + "'");
 }
 
 /// The highest emission of `graph`'s edges (0 for none).
-uint32_t max_emission(const sim::wfsa& graph) {
+uint32_t max_emission(const criterion::wfsa& graph) {
   uint32_t top = 0;
   for (const auto& edge : graph.edges)
     top = std::max(top, edge.emission);
@@ -92,7 +92,7 @@ std::string run_sequence(worker& w, const criterion_inputs& in, int64_t b, doubl
   auto numerator = sequence_fsa(in.numerator, b, w.edges);
   if (!numerator)
     return "fsa, sequence " + text(b) + ": " + error_message(numerator.error());
-  const sim::wfsa* denominator = in.shared;
+  const criterion::wfsa* denominator = in.shared;
   uint32_t den_max_emission = in.shared_max_emission;
   if (denominator == nullptr) {
     sequence_wfsa(in.denominator, b, w.denominator);
@@ -100,12 +100,12 @@ std::string run_sequence(worker& w, const criterion_inputs& in, int64_t b, doubl
     den_max_emission = max_emission(w.denominator);
   }
   const std::string name = "sequence " + text(b) + " of log_probs";
-  const sim::sequence_segment segment{name, &*numerator, denominator, den_max_emission,
-                                      in.numerator_cost[b]};
-  const Eigen::Map<sim::row_matrix_f, 0, Eigen::OuterStride<>> out{
+  const criterion::sequence_segment segment{name, &*numerator, denominator, den_max_emission,
+                                            in.numerator_cost[b]};
+  const Eigen::Map<criterion::row_matrix_f, 0, Eigen::OuterStride<>> out{
       gradient + b * x.classes, length, x.classes, Eigen::OuterStride<>{x.batch * x.classes}};
   auto result =
-      sim::sequence_loss(in.kind, in.scales, segment, x.sequence(b, length), out, w.engine);
+      criterion::sequence_loss(in.kind, in.scales, segment, x.sequence(b, length), out, w.engine);
   if (!result)
     return error_message(result.error());
   loss[b] = result->loss;
@@ -125,7 +125,7 @@ py::tuple sequence_loss_cpu(const py::array& log_probs, const int64_array& seq_l
   in.kind = parse_kind(criterion);
   in.scales.am = am_scale;
   in.scales.boost = boost;
-  if (auto problem = sim::check_scales(in.kind, in.scales); !problem.empty())
+  if (auto problem = criterion::check_scales(in.kind, in.scales); !problem.empty())
     throw py::value_error(problem);
   require_shape(seq_lens, {batch}, "seq_lens", "B");
   require_shape(edges, {4, -1}, "fsa.edges", "4, E");
@@ -164,7 +164,7 @@ py::tuple sequence_loss_cpu(const py::array& log_probs, const int64_array& seq_l
                              {}};
   check_and_group(in.denominator, in.log_probs.classes);
   in.numerator_cost = num_cost.data();
-  sim::wfsa shared;
+  criterion::wfsa shared;
   if (graphs == 1) {
     sequence_wfsa(in.denominator, 0, shared);
     in.shared = &shared;

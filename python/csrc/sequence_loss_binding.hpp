@@ -4,7 +4,7 @@
 /// `_sprintrt.sequence_loss_cpu`: the sequence-discriminative criteria (MMI,
 /// boosted MMI, sMBR; docs/sequence-training.md) of a batch over numerator
 /// FSAs and a denominator graph, either one shared by every sequence or one
-/// per sequence, computed by sprint-sim's own `sim::sequence_loss`, threaded
+/// per sequence, computed by sprint-sim's own `criterion::sequence_loss`, threaded
 /// over the sequences with the GIL released. The CPU half of
 /// `sprintrt.torch.fsa_loss(..., criterion=...)`.
 

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/corpus.hpp"
-#include "sim/criterion.hpp"
-#include "sim/ctc_topology.hpp"
+#include "criterion/corpus.hpp"
+#include "criterion/ctc_topology.hpp"
+#include "sim/corpus_criterion.hpp"
 #include "tests/integration/cli_support.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/process_checks.hpp"
@@ -200,9 +200,9 @@ TEST_CASE("sprintrt automata writes the merged automata as .npy files") {
   REQUIRE(edges);
   REQUIRE(weights);
   REQUIRE(states);
-  auto corpus = sim::corpus::from_file(test::corpus_path(dir));
+  auto corpus = criterion::corpus::from_file(test::corpus_path(dir));
   REQUIRE(corpus);
-  sim::criterion crit{std::move(*corpus), std::make_shared<sim::ctc_topology>(0)};
+  sim::corpus_criterion crit{std::move(*corpus), std::make_shared<criterion::ctc_topology>(0)};
   auto first = crit.segment_fsa(segments[2].name);
   auto second = crit.segment_fsa(segments[0].name);
   REQUIRE(first);

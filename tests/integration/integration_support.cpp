@@ -18,10 +18,10 @@
 #include <catch2/catch.hpp>
 
 #include "actors/worker/sprint_worker.hpp"
+#include "criterion/corpus.hpp"
+#include "criterion/ctc_topology.hpp"
 #include "runtime/child_reaper.hpp"
-#include "sim/corpus.hpp"
-#include "sim/criterion.hpp"
-#include "sim/ctc_topology.hpp"
+#include "sim/corpus_criterion.hpp"
 #include "tests/support/process_checks.hpp"
 
 namespace sprintrt::test {
@@ -56,7 +56,7 @@ std::vector<test_segment> write_corpus(const temp_dir& dir, size_t count, uint32
       seg.labels.push_back(label(gen));
     segments.push_back(std::move(seg));
   }
-  if (auto err = sim::write_corpus_file(corpus_path(dir), segments))
+  if (auto err = criterion::write_corpus_file(corpus_path(dir), segments))
     throw std::runtime_error(render(err));
   return segments;
 }
@@ -83,16 +83,17 @@ sprint_options sim_options(const std::string& corpus, const std::vector<std::str
 
 reference_result reference_loss(const std::string& corpus, const std::string& segment,
                                 const std::vector<float>& log_posteriors, size_t dim) {
-  auto segments = sim::corpus::from_file(corpus);
+  auto segments = criterion::corpus::from_file(corpus);
   if (!segments)
     throw std::runtime_error(render(segments.error()));
-  sim::criterion crit{std::move(*segments), std::make_shared<sim::ctc_topology>(0)};
+  sim::corpus_criterion crit{std::move(*segments), std::make_shared<criterion::ctc_topology>(0)};
   size_t frames = log_posteriors.size() / dim;
   reference_result result{0, std::vector<float>(log_posteriors.size())};
-  Eigen::Map<const sim::row_matrix_f> lp{log_posteriors.data(), static_cast<Eigen::Index>(frames),
+  Eigen::Map<const criterion::row_matrix_f> lp{
+      log_posteriors.data(), static_cast<Eigen::Index>(frames), static_cast<Eigen::Index>(dim)};
+  Eigen::Map<criterion::row_matrix_f> es{result.error_signal.data(),
+                                         static_cast<Eigen::Index>(frames),
                                          static_cast<Eigen::Index>(dim)};
-  Eigen::Map<sim::row_matrix_f> es{result.error_signal.data(), static_cast<Eigen::Index>(frames),
-                                   static_cast<Eigen::Index>(dim)};
   auto r = crit.loss_and_error_signal(segment, lp, es);
   if (!r)
     throw std::runtime_error(render(r.error()));

@@ -19,10 +19,10 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "criterion/corpus.hpp"
+#include "criterion/random_posteriors.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/temp_directory.hpp"
-#include "sim/corpus.hpp"
-#include "sim/random_posteriors.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/worker_interface.hpp"
 
@@ -42,7 +42,7 @@ private:
 };
 
 /// One segment of a test corpus.
-using test_segment = sim::corpus_entry;
+using test_segment = criterion::corpus_entry;
 
 /// Writes a corpus of `count` segments named "corpus/rec/seg-<i>" with 1 to
 /// 4 random labels in 1..num_labels-1 (0 is the CTC blank) to
@@ -59,9 +59,9 @@ sprint_options sim_options(const std::string& corpus, const std::vector<std::str
                            pipe_framing framing = pipe_framing::length_prefixed);
 
 /// Random log-posteriors [frames, dim]: log_softmax of N(0, 2) logits.
-using sim::random_log_posteriors;
+using criterion::random_log_posteriors;
 
-/// The in-process reference: sim::criterion (CTC, blank 0) on `corpus`.
+/// The in-process reference: sim::corpus_criterion (CTC, blank 0) on `corpus`.
 struct reference_result {
   double loss;
   std::vector<float> error_signal;

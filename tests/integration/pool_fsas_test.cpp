@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "sim/corpus.hpp"
-#include "sim/criterion.hpp"
-#include "sim/ctc_topology.hpp"
+#include "criterion/corpus.hpp"
+#include "criterion/ctc_topology.hpp"
+#include "sim/corpus_criterion.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "sprintrt/stop_token.hpp"
 #include "sprintrt/worker_source.hpp"
@@ -44,7 +44,7 @@ std::vector<fsa_query> by_name(const std::vector<test::test_segment>& segments) 
 }
 
 /// Checks that `got` is the criterion's FSA `want`, value for value.
-void check_same_fsa(const segment_fsa& got, const sim::fsa& want) {
+void check_same_fsa(const segment_fsa& got, const criterion::fsa& want) {
   CHECK(got.num_states == want.num_states());
   CHECK(got.edges == std::vector<uint32_t>(want.flat_edges().begin(), want.flat_edges().end()));
   CHECK(got.weights == std::vector<float>(want.weights().begin(), want.weights().end()));
@@ -70,10 +70,10 @@ struct sim_pool {
   }
 
   /// The criterion's FSA of segment `i` (CTC, blank 0).
-  sim::fsa reference(size_t i) const {
-    auto corpus = sim::corpus::from_file(test::corpus_path(dir));
+  criterion::fsa reference(size_t i) const {
+    auto corpus = criterion::corpus::from_file(test::corpus_path(dir));
     REQUIRE(corpus);
-    sim::criterion crit{std::move(*corpus), std::make_shared<sim::ctc_topology>(0)};
+    sim::corpus_criterion crit{std::move(*corpus), std::make_shared<criterion::ctc_topology>(0)};
     return *crit.segment_fsa(segments[i].name);
   }
 };
@@ -257,9 +257,10 @@ TEST_CASE("a stop cancels the FSA queries not answered yet while another child k
     using std::chrono::milliseconds;
     CHECK(std::chrono::duration_cast<milliseconds>(returned - stopped).count() < 500);
     REQUIRE(results.size() == queries.size());
-    auto reference_corpus = sim::corpus::from_file(corpus);
+    auto reference_corpus = criterion::corpus::from_file(corpus);
     REQUIRE(reference_corpus);
-    sim::criterion crit{std::move(*reference_corpus), std::make_shared<sim::ctc_topology>(0)};
+    sim::corpus_criterion crit{std::move(*reference_corpus),
+                               std::make_shared<criterion::ctc_topology>(0)};
     size_t answered = 0;
     size_t first_cancelled = results.size();
     size_t last_answered = 0;

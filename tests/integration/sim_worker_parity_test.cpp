@@ -19,7 +19,7 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
-#include "sim/corpus.hpp"
+#include "criterion/corpus.hpp"
 #include "sprintrt/sim_worker.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/leak_check.hpp"
@@ -34,7 +34,7 @@ constexpr size_t max_frames = 20;
 
 /// Segments of several label counts; "p/skip" needs more frames than it
 /// gets (9 for CTC with its repeated labels, 5 for the HMM).
-const std::vector<sim::corpus_entry> entries{
+const std::vector<criterion::corpus_entry> entries{
     {"p/short", {1}},
     {"p/mid", {2, 3, 1}},
     {"p/long", {1, 2, 3, 4, 5, 1, 2, 4}},
@@ -91,7 +91,7 @@ TEST_CASE("a sim worker gives bit-identical results to a sprint-sim child from t
   {
     test::temp_dir dir;
     const auto corpus = test::corpus_path(dir);
-    REQUIRE_FALSE(sim::write_corpus_file(corpus, entries));
+    REQUIRE_FALSE(criterion::write_corpus_file(corpus, entries));
     const auto hypotheses = dir.path() + "/denominator.txt";
     std::ofstream{hypotheses} << "p/mid\t3 2 1\t0.5\np/mid\t2 3\np/long\t1 2 3 4\t-0.25\n"
                                  "p/short\t2\np/empty\t4\t1.5\n";

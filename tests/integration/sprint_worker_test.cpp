@@ -15,9 +15,9 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
-#include "sim/corpus.hpp"
-#include "sim/criterion.hpp"
-#include "sim/ctc_topology.hpp"
+#include "criterion/corpus.hpp"
+#include "criterion/ctc_topology.hpp"
+#include "sim/corpus_criterion.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/leak_check.hpp"
 #include "tests/support/process_checks.hpp"
@@ -133,9 +133,9 @@ TEST_CASE("a worker exports FSAs equal to the criterion's") {
     test::test_runtime rt;
     auto worker = rt.spawn_worker(sim_options(test::corpus_path(dir), {}, pipe_framing::raw));
     caf::scoped_actor self{rt.system()};
-    auto corpus = sim::corpus::from_file(test::corpus_path(dir));
+    auto corpus = criterion::corpus::from_file(test::corpus_path(dir));
     REQUIRE(corpus);
-    sim::criterion crit{std::move(*corpus), std::make_shared<sim::ctc_topology>(0)};
+    sim::corpus_criterion crit{std::move(*corpus), std::make_shared<criterion::ctc_topology>(0)};
     for (const auto& seg : segments) {
       auto fsa = export_fsa(self, worker, seg.name);
       REQUIRE(fsa);

@@ -19,9 +19,9 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/caller/affine_sharing.hpp"
-#include "sim/corpus.hpp"
-#include "sim/criterion.hpp"
-#include "sim/ctc_topology.hpp"
+#include "criterion/corpus.hpp"
+#include "criterion/ctc_topology.hpp"
+#include "sim/corpus_criterion.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/leak_check.hpp"
@@ -131,11 +131,11 @@ TEST_CASE("merged automata equal the criterion's FSAs merged in batch order") {
     std::vector<std::string> tags{segments[3].name, segments[0].name, segments[4].name};
     auto merged = client.automata(tags);
     REQUIRE(merged);
-    auto corpus = sim::corpus::from_file(test::corpus_path(dir));
+    auto corpus = criterion::corpus::from_file(test::corpus_path(dir));
     REQUIRE(corpus);
-    sim::criterion crit{std::move(*corpus), std::make_shared<sim::ctc_topology>(0)};
+    sim::corpus_criterion crit{std::move(*corpus), std::make_shared<criterion::ctc_topology>(0)};
     size_t total_edges = 0;
-    std::vector<sim::fsa> fsas;
+    std::vector<criterion::fsa> fsas;
     for (const auto& tag : tags) {
       fsas.push_back(*crit.segment_fsa(tag));
       total_edges += fsas.back().num_edges();
@@ -399,8 +399,8 @@ TEST_CASE("a child that cannot start is logged once, and the batch names its seg
     auto text = render(result.error());
     INFO(text);
     CHECK_THAT(text, Catch::Contains("batch: 3 of 3 segments failed\n  3 segments: 0 ('" +
-                                     segments[0].name + "'), 1 ('" + segments[1].name +
-                                     "'), 2 ('" + segments[2].name + "'): child_failed: "));
+                                     segments[0].name + "'), 1 ('" + segments[1].name + "'), 2 ('" +
+                                     segments[2].name + "'): child_failed: "));
     rt.shutdown();
     // The cause with the child's output once; the retries only counted.
     CHECK(log.containing("exited with status 2").size() == 1);

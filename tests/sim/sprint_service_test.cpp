@@ -10,13 +10,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "criterion/ctc_topology.hpp"
 #include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
 #include "protocol/pickle_writer.hpp"
-#include "sim/ctc_topology.hpp"
-#include "sim_test_support.hpp"
+#include "tests/support/criterion_test_support.hpp"
 #include "tests/support/golden_vectors.hpp"
 
+using namespace sprintrt::criterion;
 using namespace sprintrt::sim;
 using sprintrt::errc;
 using sprintrt::error_message;
@@ -31,8 +32,9 @@ constexpr const char* corpus_text = "corpus/rec/seg-1\t1 2\n"
                                     "corpus/rec/seg-2\t3\n"
                                     "corpus/rec/wide\t7\n";
 
-criterion make_criterion() {
-  return criterion{unwrap(corpus::from_string(corpus_text)), std::make_shared<ctc_topology>(0)};
+corpus_criterion make_criterion() {
+  return corpus_criterion{unwrap(corpus::from_string(corpus_text)),
+                          std::make_shared<ctc_topology>(0)};
 }
 
 sprint_service make_service(const service_options& options) {
@@ -432,8 +434,8 @@ TEST_CASE("describe names the command, the segment and the shape") {
 
 TEST_CASE("with criterion zero the loss reply is loss 0 and a full-size zero error signal") {
   const service_options defaults;
-  sprint_service service{criterion{unwrap(corpus::from_string(corpus_text)),
-                                   std::make_shared<ctc_topology>(0), criterion_kind::zero},
+  sprint_service service{corpus_criterion{unwrap(corpus::from_string(corpus_text)),
+                                          std::make_shared<ctc_topology>(0), criterion_kind::zero},
                          defaults};
   std::mt19937 rng{45};
   const auto log_posteriors = test::random_log_posteriors(7, 5, rng);

@@ -6,9 +6,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "sim/ctc_topology.hpp"
-#include "sim_test_support.hpp"
+#include "criterion/ctc_topology.hpp"
+#include "tests/support/criterion_test_support.hpp"
 
+using namespace sprintrt::criterion;
 using namespace sprintrt::sim;
 using sprintrt::errc;
 using sprintrt::error_message;

@@ -10,8 +10,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "sim_test_support.hpp"
+#include "tests/support/criterion_test_support.hpp"
 
+using namespace sprintrt::criterion;
 using namespace sprintrt::sim;
 using test::unwrap;
 

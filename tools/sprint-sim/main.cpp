@@ -15,8 +15,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "sim/corpus.hpp"
-#include "sim/criterion.hpp"
+#include "criterion/corpus.hpp"
+#include "sim/corpus_criterion.hpp"
 #include "sim/fault_injection.hpp"
 #include "sim/sprint_service.hpp"
 #include "sim/sprint_sim_config.hpp"
@@ -80,7 +80,7 @@ int run(const sim::sprint_sim_config& config) {
   if (auto err =
           sim_tool::prepare_pipe_end(pipes.c2p_fd, sim_tool::pipe_direction::write, "c2p_fd"))
     return fail("pymod-config", err);
-  auto corpus = sim::corpus::from_file(config.corpus_path);
+  auto corpus = criterion::corpus::from_file(config.corpus_path);
   if (!corpus)
     return fail("corpus", corpus.error());
   auto topology = sim::make_topology(config);
@@ -99,7 +99,7 @@ int run(const sim::sprint_sim_config& config) {
                sim::to_string(config.criterion), protocol::to_string(options.wire.framing),
                pipes.p2c_fd, pipes.c2p_fd);
   sim::sprint_service service{
-      sim::criterion{std::move(*corpus), std::move(*topology), std::move(*spec)},
+      sim::corpus_criterion{std::move(*corpus), std::move(*topology), std::move(*spec)},
       std::move(options)};
   sim_tool::pipe_server server{pipes.p2c_fd, pipes.c2p_fd, service, faults};
   return status(server.run());

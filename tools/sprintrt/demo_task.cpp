@@ -3,7 +3,7 @@
 #include <fstream>
 #include <random>
 
-#include "sim/corpus.hpp"
+#include "criterion/corpus.hpp"
 
 namespace sprintrt::cli {
 
@@ -94,10 +94,10 @@ demo_task make_demo_task(const demo_task_config& config) {
 }
 
 caf::error write_demo_corpus(const std::vector<demo_segment>& segments, const std::string& path) {
-  std::vector<sim::corpus_entry> entries;
+  std::vector<criterion::corpus_entry> entries;
   for (const auto& seg : segments)
     entries.push_back({seg.name, seg.labels});
-  return sim::write_corpus_file(path, entries);
+  return criterion::write_corpus_file(path, entries);
 }
 
 uint32_t confusable_label(uint32_t label) {

@@ -24,10 +24,10 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "criterion/corpus.hpp"
+#include "criterion/ctc_topology.hpp"
 #include "runtime/temp_directory.hpp"
-#include "sim/corpus.hpp"
-#include "sim/criterion.hpp"
-#include "sim/ctc_topology.hpp"
+#include "sim/corpus_criterion.hpp"
 #include "sprintrt/sim_worker.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 
@@ -41,7 +41,7 @@ constexpr size_t num_classes = 5;
 /// options that run sprint-sim (or in-process workers) on it.
 struct corpus_fixture {
   runtime::temp_directory dir = std::move(*runtime::temp_directory::make("seqtrain-test"));
-  std::vector<sim::corpus_entry> entries;
+  std::vector<criterion::corpus_entry> entries;
   sprint_options opts;
 
   explicit corpus_fixture(size_t count, std::vector<uint32_t> extra_labels = {}) {
@@ -55,7 +55,7 @@ struct corpus_fixture {
     if (!extra_labels.empty())
       entries.push_back({"long", extra_labels});
     auto path = dir.path() + "/corpus.txt";
-    REQUIRE_FALSE(sim::write_corpus_file(path, entries));
+    REQUIRE_FALSE(criterion::write_corpus_file(path, entries));
     opts.sprint_exec_path = "sprint-sim";
     opts.sprint_config = {{{word_piece::literal, "--*.corpus=" + path}},
                           {{word_piece::literal, "--*.topology=ctc"}}};
@@ -232,14 +232,14 @@ TEST_CASE("train replies hold the criterion's loss and exp(log_posteriors) - err
   REQUIRE(reply->hat_y.shape() == std::vector<size_t>{n_time, 4, num_classes});
   REQUIRE(reply->loss.size() == 4);
 
-  sim::criterion reference{*sim::corpus::from_file(corpus.dir.path() + "/corpus.txt"),
-                           std::make_shared<sim::ctc_topology>(0)};
+  sim::corpus_criterion reference{*criterion::corpus::from_file(corpus.dir.path() + "/corpus.txt"),
+                                  std::make_shared<criterion::ctc_topology>(0)};
   for (uint64_t seq = 0; seq < 4; ++seq) {
     auto lp = model.log_posteriors(seq);
     auto frames = static_cast<Eigen::Index>(model.frames(seq));
-    Eigen::Map<const sim::row_matrix_f> input{lp.data(), frames,
-                                              static_cast<Eigen::Index>(num_classes)};
-    sim::row_matrix_f es(frames, static_cast<Eigen::Index>(num_classes));
+    Eigen::Map<const criterion::row_matrix_f> input{lp.data(), frames,
+                                                    static_cast<Eigen::Index>(num_classes)};
+    criterion::row_matrix_f es(frames, static_cast<Eigen::Index>(num_classes));
     auto expected = reference.loss_and_error_signal("s" + std::to_string(seq), input, es);
     REQUIRE(expected);
     size_t column = seq; // one sequence per column here

@@ -23,12 +23,12 @@
 #include <caf/send.hpp>
 
 #include "config/shell_words.hpp"
+#include "criterion/corpus.hpp"
+#include "criterion/ctc_topology.hpp"
+#include "criterion/hmm_topology.hpp"
+#include "criterion/random_posteriors.hpp"
 #include "runtime/temp_directory.hpp"
-#include "sim/corpus.hpp"
-#include "sim/criterion.hpp"
-#include "sim/ctc_topology.hpp"
-#include "sim/hmm_topology.hpp"
-#include "sim/random_posteriors.hpp"
+#include "sim/corpus_criterion.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 
@@ -43,11 +43,11 @@ constexpr size_t dim = 6;
 /// short jobs below have frames.
 struct corpus_fixture {
   runtime::temp_directory dir = make_dir();
-  std::vector<sim::corpus_entry> entries{
+  std::vector<criterion::corpus_entry> entries{
       {"rec/a", {1, 2}}, {"rec/b", {3}}, {"rec/c", {1, 2, 3, 4, 5}}, {"rec/skip", {2, 2, 2, 2}}};
 
   corpus_fixture() {
-    if (auto err = sim::write_corpus_file(path(), entries))
+    if (auto err = criterion::write_corpus_file(path(), entries))
       throw std::runtime_error(render(err));
   }
 
@@ -75,8 +75,8 @@ struct corpus_fixture {
     return options("--*.corpus=" + path() + " " + params);
   }
 
-  sim::corpus corpus() const {
-    auto c = sim::corpus::from_file(path());
+  criterion::corpus corpus() const {
+    auto c = criterion::corpus::from_file(path());
     if (!c)
       throw std::runtime_error(render(c.error()));
     return std::move(*c);
@@ -112,7 +112,7 @@ struct test_batch {
   test_batch(size_t t, size_t b, uint64_t seed)
       : frames(t), width(b), input(make_storage(t * b * dim)),
         output(make_storage(t * b * dim, 7.0f)) {
-    sim::fill_random_log_posteriors(input->data(), t * b, dim, seed);
+    criterion::fill_random_log_posteriors(input->data(), t * b, dim, seed);
   }
 
   /// The job of column `b`, its first `t` frames.
@@ -128,15 +128,15 @@ struct reference {
   std::vector<float> error_signal;
 };
 
-reference criterion_reference(sim::criterion& crit, const segment_job& job) {
+reference criterion_reference(sim::corpus_criterion& crit, const segment_job& job) {
   using strided = Eigen::OuterStride<>;
   const auto& in = job.log_posteriors;
   const auto rows = static_cast<Eigen::Index>(in.rows);
   const auto cols = static_cast<Eigen::Index>(in.cols);
   std::vector<float> out(in.storage->size(), 7.0f);
-  Eigen::Map<const sim::row_matrix_f, Eigen::Unaligned, strided> lp{
+  Eigen::Map<const criterion::row_matrix_f, Eigen::Unaligned, strided> lp{
       in.row(0), rows, cols, strided{static_cast<Eigen::Index>(in.row_stride)}};
-  Eigen::Map<sim::row_matrix_f, Eigen::Unaligned, strided> es{
+  Eigen::Map<criterion::row_matrix_f, Eigen::Unaligned, strided> es{
       out.data() + in.offset, rows, cols, strided{static_cast<Eigen::Index>(in.row_stride)}};
   reference result{make_error(errc::cancelled), {}};
   auto r = crit.loss_and_error_signal(job.segment, lp, es);
@@ -229,15 +229,15 @@ TEST_CASE("a sim worker computes what the criterion computes on the same strided
                  variant{"--*.topology=hmm --*.hmm-silence-index=0", true, false}}) {
     INFO(v.params);
     auto worker = make_worker(ts.system, fx.options_with(v.params));
-    std::shared_ptr<const sim::topology> topology;
+    std::shared_ptr<const criterion::topology> topology;
     if (v.hmm) {
-      sim::hmm_options hmm;
+      criterion::hmm_options hmm;
       hmm.silence_index = 0;
-      topology = std::make_shared<sim::hmm_topology>(*sim::hmm_topology::make(hmm));
+      topology = std::make_shared<criterion::hmm_topology>(*criterion::hmm_topology::make(hmm));
     } else {
-      topology = std::make_shared<sim::ctc_topology>(0);
+      topology = std::make_shared<criterion::ctc_topology>(0);
     }
-    sim::criterion crit{fx.corpus(), topology};
+    sim::corpus_criterion crit{fx.corpus(), topology};
     // Four columns of a [12, 4, D] batch: the slices are strided.
     test_batch batch{12, 4, 42};
     std::vector<segment_job> jobs{batch.job("rec/a", 0, 12), batch.job("rec/b", 1, 5),
@@ -274,7 +274,7 @@ TEST_CASE("a sim worker exports the criterion's FSA, and fails unknown segments 
   test_system ts;
   caf::scoped_actor self{ts.system};
   auto worker = make_worker(ts.system, fx.options_with("--*.topology=ctc"));
-  sim::criterion crit{fx.corpus(), std::make_shared<sim::ctc_topology>(0)};
+  sim::corpus_criterion crit{fx.corpus(), std::make_shared<criterion::ctc_topology>(0)};
   auto expected = *crit.segment_fsa("rec/c");
   self->request(worker, caf::infinite, fsa_atom::value,
                 fsa_query{fsa_source::segment_name, "rec/c"})

@@ -67,7 +67,7 @@ def parse_config(config):
             continue
         key, sep, value = item.partition(":")
         if not sep:
-            raise ValueError("pymod config item %r is not key:value (config %r)" % (item, config))
+            raise ValueError(f"pymod config item {item!r} is not key:value (config {config!r})")
         result[key] = value
     return result
 
@@ -147,8 +147,9 @@ class Control:
             raise RuntimeError("RASR processes segment '%s' but the parent asked for %s"
                                % (name, wanted))
         request.answered = True
-        self._reply_guarded("get_loss_and_error_signal", name,
-                            lambda: self._criterion(name, request.log_posteriors, _text(orthography)))
+        self._reply_guarded(
+            "get_loss_and_error_signal", name,
+            lambda: self._criterion(name, request.log_posteriors, _text(orthography)))
 
     def exit(self, **_kwargs):
         """RASR is done: closes the pipes."""
@@ -168,13 +169,15 @@ class Control:
         loss request. RASR's ``process_segment`` for it answers it; on the
         python-layer path the answer goes out when RASR asks for the next
         segment, i.e. is done with this one."""
-        known = set(_text(s) for s in segment_list or ())
+        known = {_text(s) for s in segment_list or ()}
         self.serving_segment_order = True
         try:
             while True:
                 self.pending = None
                 found = []
-                if self._serve_one(loss=lambda n, lp: self._queue(n, lp, known, corpus_name, found)) == "exit":
+                served = self._serve_one(
+                    loss=lambda n, lp: self._queue(n, lp, known, corpus_name, found))
+                if served == "exit":
                     return
                 if not found:
                     continue
@@ -213,8 +216,8 @@ class Control:
             else:
                 request.answered = True
                 self._send_exception("get_loss_and_error_signal", request.name,
-                                     "RASR stopped iterating its segments at segment '%s' before it "
-                                     "finished it" % request.name)
+                                     "RASR stopped iterating its segments at segment "
+                                     f"'{request.name}' before it finished it")
         except ProtocolError:
             pass
 
@@ -260,11 +263,11 @@ class Control:
                 return
             loss(name, log_posteriors)
         else:
-            self._send_exception(command, None, "unknown command '%s' with %d arguments (this child "
-                                 "serves init, get_loss_and_error_signal, "
+            self._send_exception(command, None,
+                                 f"unknown command '{command}' with {len(args)} arguments (this "
+                                 "child serves init, get_loss_and_error_signal, "
                                  "export_allophone_state_fsa_by_segment_name, "
-                                 "export_allophone_state_fsa_by_orthography and exit)"
-                                 % (command, len(args)))
+                                 "export_allophone_state_fsa_by_orthography and exit)")
 
     def _init_reply(self, parent_name, version):
         if version != PROTOCOL_VERSION:
@@ -275,16 +278,18 @@ class Control:
     @staticmethod
     def _check_loss_request(name, seg_len, log_posteriors):
         if not isinstance(name, str) or not name:
-            raise ValueError("get_loss_and_error_signal: segment name must be a non-empty str, got %r"
-                             % (name,))
-        if isinstance(seg_len, bool) or not isinstance(seg_len, (int, numpy.integer)) or seg_len <= 0:
-            raise ValueError("get_loss_and_error_signal for '%s': seg_len must be a positive int, got %r"
-                             % (name, seg_len))
+            raise ValueError("get_loss_and_error_signal: segment name must be a non-empty str, "
+                             f"got {name!r}")
+        if (isinstance(seg_len, bool) or not isinstance(seg_len, (int, numpy.integer))
+                or seg_len <= 0):
+            raise ValueError(f"get_loss_and_error_signal for '{name}': seg_len must be a positive "
+                             f"int, got {seg_len!r}")
         if (not isinstance(log_posteriors, numpy.ndarray) or log_posteriors.dtype != numpy.float32
                 or log_posteriors.ndim != 2 or log_posteriors.shape[0] != seg_len
                 or log_posteriors.shape[1] == 0):
-            raise ValueError("get_loss_and_error_signal for '%s': log_posteriors must be float32 "
-                             "[seg_len=%d, D], got %r" % (name, seg_len, _shape_text(log_posteriors)))
+            raise ValueError(f"get_loss_and_error_signal for '{name}': log_posteriors must be "
+                             f"float32 [seg_len={seg_len}, D], got "
+                             f"{_shape_text(log_posteriors)!r}")
         return log_posteriors
 
     def _queue(self, name, log_posteriors, known, corpus_name, found):
@@ -316,7 +321,8 @@ class Control:
 
     def _rasr(self, *args, **kwargs):
         if self.callback is None:
-            raise RuntimeError("RASR gave no callback to init (a PythonControl older than version 5?)")
+            raise RuntimeError(
+                "RASR gave no callback to init (a PythonControl older than version 5?)")
         return self.callback(*args, **kwargs)
 
     def _fsa(self, command, keyword, text, argument=None):
@@ -346,8 +352,8 @@ class Control:
         # RASR's matrices are (D, T) in Fortran order: the transpose of the
         # C-ordered (T, D) posteriors, without a copy.
         loss, error_signal = self._rasr("calculate_criterion", posteriors=log_posteriors.T,
-                                        orthography=orthography, output_error_type=OUTPUT_ERROR_TYPE,
-                                        segment_name=name)
+                                        orthography=orthography,
+                                        output_error_type=OUTPUT_ERROR_TYPE, segment_name=name)
         if loss is None:  # RASR discarded the segment: skipped
             return (math.inf, numpy.zeros((frames, dim), dtype=numpy.float32))
         error_signal = numpy.asarray(error_signal)
@@ -368,7 +374,8 @@ class Control:
         self._send(("ok",) + result)
 
     def _send_exception(self, command, name, message):
-        _say("%s%s: %s" % (command, "" if name is None else " '%s'" % name, message))
+        subject = "" if name is None else f" '{name}'"
+        _say(f"{command}{subject}: {message}")
         self._send(("exception", message))
 
     def _send(self, reply):

@@ -66,12 +66,13 @@ class LayerPath:
         request = self.control.pending
         if request is None or request.answered:
             if self.control.serving_segment_order:
-                message = ("RASR called %s, but no segment of the parent's is pending (RASR processes "
-                           "only the segments the Python segment order yields)" % call)
+                message = (f"RASR called {call}, but no segment of the parent's is pending (RASR "
+                           "processes only the segments the Python segment order yields)")
             else:
-                message = ("RASR called %s outside the Python segment order: the python layer serves "
-                           "only segments that the segment order yields (usePythonSegmentOrder true; "
-                           "RASR's own corpus order is not the parent's)" % call)
+                message = (f"RASR called {call} outside the Python segment order: the python "
+                           "layer serves only segments that the segment order yields "
+                           "(usePythonSegmentOrder true; RASR's own corpus order is not the "
+                           "parent's)")
             _say(message)
             raise RuntimeError(message)
         if request.layer is None:
@@ -90,16 +91,17 @@ class LayerPath:
         request = self.current("the python layer's forward")
         name = request.name
         if not isinstance(inputs, (list, tuple)) or not inputs:
-            self.fail(request, "segment '%s': the python layer's forward got %s, not a list of feature "
-                      "matrices (dim x T)" % (name, _shape_text(inputs)))
+            self.fail(request, f"segment '{name}': the python layer's forward got "
+                      f"{_shape_text(inputs)}, not a list of feature matrices (dim x T)")
         for stream, matrix in enumerate(inputs):
             if not isinstance(matrix, numpy.ndarray) or matrix.ndim != 2:
                 self.fail(request, "segment '%s': feature stream %d is %s, not a (dim x T) matrix"
                           % (name, stream, _shape_text(matrix)))
             wanted = layer.input_dims.get(stream)
             if wanted is not None and matrix.shape[0] != wanted:
-                self.fail(request, "segment '%s': feature stream %d has %d rows, but RASR set the "
-                          "python layer's input dimension %d" % (name, stream, matrix.shape[0], wanted))
+                self.fail(request, f"segment '{name}': feature stream {stream} has "
+                          f"{matrix.shape[0]} rows, but RASR set the python layer's input "
+                          f"dimension {wanted}")
         frames = inputs[0].shape[1]
         if any(matrix.shape[1] != frames for matrix in inputs):
             self.fail(request, "segment '%s': the feature streams differ in length: %s"
@@ -109,10 +111,10 @@ class LayerPath:
         if posteriors.shape != (frames, dim):
             transposed = (" (transposed? the parent sends [T, D])"
                           if posteriors.shape == (dim, frames) and dim != frames else "")
-            self.fail(request, "segment '%s': the parent's log-posteriors are [T=%d, D=%d], but RASR's "
-                      "features have T=%d frames and the python layer's output dimension is D=%d: "
-                      "expected [%d, %d]%s" % (name, posteriors.shape[0], posteriors.shape[1], frames,
-                                               dim, frames, dim, transposed))
+            self.fail(request, f"segment '{name}': the parent's log-posteriors are "
+                      f"[T={posteriors.shape[0]}, D={posteriors.shape[1]}], but RASR's features "
+                      f"have T={frames} frames and the python layer's output dimension is D={dim}: "
+                      f"expected [{frames}, {dim}]{transposed}")
         request.layer.input_dims = [matrix.shape[0] for matrix in inputs]
         # RASR's matrices are (D, T) in Fortran order: the transpose of the
         # C-ordered [T, D] posteriors, which RASR copies as they are.
@@ -144,9 +146,9 @@ class LayerPath:
             self.fail(request, "segment '%s': RASR's error signal is %s, not a float matrix (D x T)"
                       % (name, _shape_text(error_signal)))
         if error_signal.shape != (dim, frames):
-            self.fail(request, "segment '%s': RASR's error signal has shape (%d, %d), but the segment's "
-                      "posteriors are (D x T) = (%d, %d)" % (name, error_signal.shape[0],
-                                                             error_signal.shape[1], dim, frames))
+            self.fail(request, f"segment '{name}': RASR's error signal has shape "
+                      f"({error_signal.shape[0]}, {error_signal.shape[1]}), but the segment's "
+                      f"posteriors are (D x T) = ({dim}, {frames})")
         request.layer.error_signal = numpy.array(error_signal.T, dtype=numpy.float32, order="C")
         # The gradient for the layer's inputs, the features: there is none.
         return tuple(numpy.zeros((rows, frames), dtype=numpy.float32, order="F")
@@ -165,26 +167,28 @@ class LayerPath:
         state = request.layer or LayerSegment()
         name = request.name
         if state.loss is None and state.error_signal is None:
-            how = ("after its forward pass: RASR could not use its lattice" if state.input_dims is not None
+            how = ("after its forward pass: RASR could not use its lattice"
+                   if state.input_dims is not None
                    else "without a forward pass: RASR found no lattice or no features for it")
-            _say("RASR skipped segment '%s' (%s; see RASR's log): loss inf and an all-zero error signal"
-                 % (name, how))
-            self.control._send(("ok", math.inf, numpy.zeros(request.log_posteriors.shape, numpy.float32)))
+            _say(f"RASR skipped segment '{name}' ({how}; see RASR's log): loss inf and an all-zero "
+                 "error signal")
+            zeros = numpy.zeros(request.log_posteriors.shape, numpy.float32)
+            self.control._send(("ok", math.inf, zeros))
         elif state.loss is None:
             why = ("" if state.started else
                    " (nor init_segment: RASR's SegmentwiseNnTrainer calls them only with "
                    "python-control-enabled true and this module as its pymod-name)")
             self.control._send_exception(
                 "get_loss_and_error_signal", name,
-                "RASR backpropagated segment '%s' but never called notify_segment_loss for it: no loss%s"
-                % (name, why))
+                f"RASR backpropagated segment '{name}' but never called notify_segment_loss for "
+                f"it: no loss{why}")
         elif state.error_signal is None:
             self.control._send_exception(
                 "get_loss_and_error_signal", name,
-                "RASR gave segment '%s' its loss (notify_segment_loss) but never called the python "
-                "layer's backpropagate: no error signal (RASR backpropagates only when its estimator "
-                "computes a gradient, e.g. estimator = dry-run, and only into a layer below the top "
-                "one)" % name)
+                f"RASR gave segment '{name}' its loss (notify_segment_loss) but never called the "
+                "python layer's backpropagate: no error signal (RASR backpropagates only when its "
+                "estimator computes a gradient, e.g. estimator = dry-run, and only into a layer "
+                "below the top one)")
         else:
             self.control._send(("ok", state.loss, state.error_signal))
 

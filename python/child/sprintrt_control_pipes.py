@@ -22,7 +22,6 @@ _ARRAY_MODULES = ("returnn.util.task_system", "TaskSystem")
 _ARRAY_DTYPES = ("float32", "float64", "int32", "uint32", "int64", "uint8")
 
 
-
 class ProtocolError(Exception):
     """The pipes do not carry the protocol any more (closed, broken, or bytes
     that are no request): the child cannot go on."""
@@ -31,7 +30,7 @@ class ProtocolError(Exception):
 def _describe(exc):
     """An exception as the text of an exception reply."""
     text = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
-    return "%s: %s" % (type(exc).__name__, text) if text else type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _say(message):
@@ -50,7 +49,7 @@ def _text(value):
 def _shape_text(value):
     """An array as "dtype [shape]" for messages, anything else by its type."""
     if isinstance(value, numpy.ndarray):
-        return "%s %s" % (value.dtype, list(value.shape))
+        return f"{value.dtype} {list(value.shape)}"
     return type(value).__name__
 
 
@@ -61,7 +60,8 @@ def make_numpy_ndarray_fromstring(data, dtype, shape):
     """The array a request's ``make_numpy_ndarray_fromstring`` global builds: C
     order, little-endian."""
     if dtype not in _ARRAY_DTYPES:
-        raise pickle.UnpicklingError("array dtype %r is not one of %s" % (dtype, ", ".join(_ARRAY_DTYPES)))
+        raise pickle.UnpicklingError(f"array dtype {dtype!r} is not one of "
+                                     f"{', '.join(_ARRAY_DTYPES)}")
     wire = numpy.dtype(dtype).newbyteorder("<")
     array = numpy.frombuffer(bytes(data), dtype=wire).astype(numpy.dtype(dtype), copy=False)
     return array.reshape(tuple(int(n) for n in shape))
@@ -89,7 +89,7 @@ class _RequestUnpickler(pickle.Unpickler):
             return numpy.dtype
         if (module, name) == ("_codecs", "encode"):
             return codecs.encode
-        raise pickle.UnpicklingError("global '%s.%s' is not allowed in a request" % (module, name))
+        raise pickle.UnpicklingError(f"global '{module}.{name}' is not allowed in a request")
 
 
 def _encode(value, out):
@@ -123,7 +123,8 @@ def _encode(value, out):
     elif isinstance(value, numpy.ndarray):
         little = value.astype(value.dtype.newbyteorder("<"), order="C", copy=False)
         out += b"c" + ("%s\n%s\n" % ARRAY_GLOBAL).encode("ascii")
-        _encode((numpy.ascontiguousarray(little).tobytes(), value.dtype.name, tuple(value.shape)), out)
+        _encode((numpy.ascontiguousarray(little).tobytes(),
+                value.dtype.name, tuple(value.shape)), out)
         out += b"R"
     else:
         raise TypeError("cannot send a %s to the parent" % type(value).__name__)
@@ -147,7 +148,8 @@ class Pipes:
 
     def __init__(self, p2c_fd, c2p_fd, framing="length_prefixed"):
         if framing not in ("length_prefixed", "raw"):
-            raise ValueError("pymod config framing must be length_prefixed or raw, got %r" % framing)
+            raise ValueError(
+                "pymod config framing must be length_prefixed or raw, got %r" % framing)
         self.p2c_fd = p2c_fd
         self.c2p_fd = c2p_fd
         self.framing = framing
@@ -182,9 +184,11 @@ class Pipes:
             try:
                 return _RequestUnpickler(self._raw_reader).load()
             except EOFError as exc:
-                raise ProtocolError("the parent closed the request pipe (request %d)" % number) from exc
+                raise ProtocolError(
+                    "the parent closed the request pipe (request %d)" % number) from exc
             except Exception as exc:
-                raise ProtocolError("request %d is not a valid pickle: %s" % (number, _describe(exc))) from exc
+                raise ProtocolError("request %d is not a valid pickle: %s" %
+                                    (number, _describe(exc))) from exc
         prefix = self._read_exactly(4, "a length prefix")
         if number == 1 and prefix[0] == 0x80 and 2 <= prefix[1] <= 5:
             raise ProtocolError("the first request starts with a pickle, not a length prefix: the "
@@ -198,7 +202,8 @@ class Pipes:
         try:
             return _RequestUnpickler(io.BytesIO(data)).load()
         except Exception as exc:
-            raise ProtocolError("request %d is not a valid pickle: %s" % (number, _describe(exc))) from exc
+            raise ProtocolError("request %d is not a valid pickle: %s" %
+                                (number, _describe(exc))) from exc
 
     def write(self, value):
         """Sends one reply."""
@@ -210,9 +215,11 @@ class Pipes:
             try:
                 n = os.write(self.c2p_fd, view)
             except BrokenPipeError as exc:
-                raise ProtocolError("the parent closed the reply pipe (fd %d)" % self.c2p_fd) from exc
+                raise ProtocolError("the parent closed the reply pipe (fd %d)" %
+                                    self.c2p_fd) from exc
             except OSError as exc:
-                raise ProtocolError("writing a reply to fd %d: %s" % (self.c2p_fd, exc.strerror)) from exc
+                raise ProtocolError("writing a reply to fd %d: %s" %
+                                    (self.c2p_fd, exc.strerror)) from exc
             view = view[n:]
 
     def close(self):

@@ -17,7 +17,7 @@ def _run(name):
     unless ``SPRINTRT_CONTROL_DIR`` says otherwise."""
     program = os.path.join(_HERE, "sprintrt", "bin", name)
     if not os.access(program, os.X_OK):
-        sys.exit("%s: the installed program %s is missing; reinstall sprintrt" % (name, program))
+        sys.exit(f"{name}: the installed program {program} is missing; reinstall sprintrt")
     if os.path.isfile(os.path.join(_HERE, "sprintrt_control.py")):
         os.environ.setdefault("SPRINTRT_CONTROL_DIR", _HERE)
     os.execv(program, [name] + sys.argv[1:])

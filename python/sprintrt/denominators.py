@@ -17,7 +17,10 @@ path of at least one frame of the construction it comes from; the paths of
 0 frames (the empty sequence without a frame) are not kept.
 """
 
-from typing import Iterable, Optional, Sequence
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Optional
 
 import numpy
 import torch
@@ -31,7 +34,7 @@ _HMM_OPTIONS = ("loop_cost", "forward_cost", "silence_index", "silence_loop_cost
                 "silence_entry_cost", "silence_exit_cost")
 
 
-def _sequences(label_sequences, name):
+def _sequences(label_sequences: Iterable[Any], name: str) -> list[list[int]]:
     """``label_sequences`` (lists, arrays or 1-D tensors of ints) as lists."""
     out = []
     for i, labels in enumerate(label_sequences):
@@ -43,7 +46,7 @@ def _sequences(label_sequences, name):
     return out
 
 
-def _graph(arrays, num_labels):
+def _graph(arrays: dict[str, Any], num_labels: int) -> WeightedFsa:
     """The binding's arrays as a WeightedFsa; ValueError if the graph emits
     a class >= ``num_labels``."""
     edges = arrays["edges"]
@@ -58,7 +61,8 @@ def _graph(arrays, num_labels):
                        torch.tensor([[0], [num_states - 1]], dtype=torch.int32))
 
 
-def _topology_arguments(topology, blank_index, hmm_options):
+def _topology_arguments(topology: str, blank_index: int, hmm_options: dict[str, Any] | None
+                        ) -> tuple[str, int, dict[str, Any]]:
     """The binding's topology arguments; ValueError for unknown options."""
     hmm = dict(hmm_options or {})
     unknown = sorted(set(hmm) - set(_HMM_OPTIONS))
@@ -76,14 +80,14 @@ class LabelLm:
     (docs/sequence-training.md defines the estimate)."""
 
     def __init__(self, label_sequences: Iterable[Sequence[int]], *, order: int = 2,
-                 smoothing: float = 1.0):
+                 smoothing: float = 1.0) -> None:
         self._lm = _sprintrt.LabelLm(_sequences(label_sequences, "label_sequences"), order,
                                      smoothing)
         self.order = order
         self.smoothing = smoothing
 
     @property
-    def vocabulary(self):
+    def vocabulary(self) -> list[int]:
         """The labels of the estimate, ascending."""
         return list(self._lm.vocabulary)
 
@@ -93,7 +97,8 @@ class LabelLm:
         (``fsa_loss``' ``num_cost``) for the denominator's MMI to be >= 0."""
         return self._lm.cost(_sequences([labels], "labels")[0])
 
-    def costs(self, label_sequences: Iterable[Sequence[int]], lm_scale: float = 1.0):
+    def costs(self, label_sequences: Iterable[Sequence[int]],
+              lm_scale: float = 1.0) -> torch.Tensor:
         """``lm_scale * cost`` of each sequence, float64 [N]."""
         return torch.tensor([lm_scale * self.cost(labels) for labels in label_sequences],
                             dtype=torch.float64)

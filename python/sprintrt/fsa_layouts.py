@@ -25,7 +25,9 @@ and later), as i6_models makes them; older torch has no uint32 (i6_models'
 V2 join fails there), and they are int32 (``COUNT_DTYPE``).
 """
 
-from typing import NamedTuple, Union
+from __future__ import annotations
+
+from typing import Any, Iterable, NamedTuple, Sequence, Union
 
 import numpy
 import torch
@@ -57,7 +59,8 @@ class WeightedFsa(NamedTuple):
     weights: torch.Tensor
     start_end_states: torch.Tensor
 
-    def __mul__(self, scale: float) -> "WeightedFsa":
+    # A tuple's * repeats it; a WeightedFsa's scales its weights, as i6_models' does.
+    def __mul__(self, scale: float) -> "WeightedFsa":  # type: ignore[override]
         """The same FSA with its weights multiplied by ``scale``."""
         return WeightedFsa(self.num_states, self.edges, self.weights * scale,
                            self.start_end_states)
@@ -85,7 +88,8 @@ class WeightedFsaV2(NamedTuple):
     weights: torch.Tensor
     start_end_states: torch.Tensor
 
-    def __mul__(self, scale: float) -> "WeightedFsaV2":
+    # A tuple's * repeats it; a WeightedFsa's scales its weights, as i6_models' does.
+    def __mul__(self, scale: float) -> "WeightedFsaV2":  # type: ignore[override]
         """The same FSA with its weights multiplied by ``scale``."""
         return WeightedFsaV2(self.num_states, self.num_edges, self.edges, self.weights * scale,
                              self.start_end_states)
@@ -98,7 +102,8 @@ class WeightedFsaV2(NamedTuple):
                              self.start_end_states.to(device))
 
 
-def _joined(fsas, rows):
+def _joined(fsas: Iterable[Sequence[Any]], rows: int
+            ) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     """The parts both layouts share: (num_states int64 [B], num_edges int64
     [B], state offsets int32 [B], edges int32 [rows, E] (rows 3 or 4) whose
     first three rows are the segments' edges with their states shifted, the
@@ -139,12 +144,12 @@ def _joined(fsas, rows):
     return num_states, num_edges, offsets, edges, weights
 
 
-def _start_end_states(num_states, offsets):
+def _start_end_states(num_states: numpy.ndarray, offsets: numpy.ndarray) -> torch.Tensor:
     """int32 [2, B]: the offsets, then each sequence's last state."""
     return torch.from_numpy(numpy.stack([offsets, offsets + (num_states - 1).astype(numpy.int32)]))
 
 
-def join_fsas_v1(fsas, tdp_scale=1.0):
+def join_fsas_v1(fsas: Iterable[Sequence[Any]], tdp_scale: float = 1.0) -> WeightedFsa:
     """The ``WeightedFsa`` of the per-segment FSAs ``fsas`` (librasr's
     tuples, see the module's docstring), its weights times ``tdp_scale``."""
     num_states, num_edges, offsets, edges, weights = _joined(fsas, 4)
@@ -157,7 +162,7 @@ def join_fsas_v1(fsas, tdp_scale=1.0):
     return fsa
 
 
-def join_fsas_v2(fsas, tdp_scale=1.0):
+def join_fsas_v2(fsas: Iterable[Sequence[Any]], tdp_scale: float = 1.0) -> WeightedFsaV2:
     """The ``WeightedFsaV2`` of the per-segment FSAs ``fsas``, its weights
     times ``tdp_scale``."""
     num_states, num_edges, offsets, edges, weights = _joined(fsas, 3)

@@ -45,8 +45,8 @@ numerator or denominator has no path is skipped as for the full sum.
 
 Implementations:
 
-* ``"kernel"``: sprint-sim's own code on the CPU (``sim::full_sum_engine``
-  for the full sum, ``sim::sequence_loss`` for the criteria, over one
+* ``"kernel"``: sprint-sim's own code on the CPU (``criterion::full_sum_engine``
+  for the full sum, ``criterion::sequence_loss`` for the criteria, over one
   read-only copy of a shared denominator), threaded over the sequences with
   the GIL released (one engine per thread, kept between calls). It reads
   float32 and accumulates in double; other floating dtypes are converted to
@@ -71,10 +71,13 @@ start_end_states[1, b]``, its end state is the highest of them, its edges
 stay within it, and the ranges of different sequences do not overlap.
 """
 
+from __future__ import annotations
+
 import logging
 import math
 import numbers
 import threading
+from typing import Any, Callable, NoReturn, Optional, Sequence
 
 import numpy
 import torch
@@ -95,8 +98,12 @@ _NAMES_SHOWN = 3
 _stats_lock = threading.Lock()
 _stats = {"calls": 0, "sequences": 0, "skipped": 0}
 
+# A compute function of ``_PrecomputedGradientLoss``: (log_probs, want_gradient) ->
+# (loss [B], gradient [T, B, D] or None).
+_Compute = Callable[[torch.Tensor, bool], "tuple[torch.Tensor, Optional[torch.Tensor]]"]
 
-def fsa_loss_stats():
+
+def fsa_loss_stats() -> dict[str, int]:
     """``fsa_loss``' counters in this process: ``calls``, ``sequences``
     (computed) and ``skipped`` (of those, without a path: loss inf,
     gradient zero), as a new dict."""
@@ -104,7 +111,7 @@ def fsa_loss_stats():
         return dict(_stats)
 
 
-def _count_and_warn(skipped, total):
+def _count_and_warn(skipped: list[int], total: int) -> None:
     """Counts the call and its ``skipped`` sequences (a list of indices,
     loss inf) and names those once in a warning through the ``sprintrt``
     logger."""
@@ -122,7 +129,7 @@ def _count_and_warn(skipped, total):
             " and %d more" % more if more > 0 else "")
 
 
-def _host_array(value, name):
+def _host_array(value: Any, name: str) -> numpy.ndarray:
     """``value`` (tensor on any device, numpy array, list or number) as a
     numpy array; unsigned arrays (sprint-sim's uint32 edges) become int64."""
     if isinstance(value, torch.Tensor):
@@ -134,13 +141,13 @@ def _host_array(value, name):
         raise TypeError("%s must be a tensor or an array, got %s (%s)"
                         % (name, type(value).__name__, e)) from None
     if array.dtype == object:
-        raise TypeError("%s must be a tensor or an array, got %s" % (name, type(value).__name__))
+        raise TypeError(f"{name} must be a tensor or an array, got {type(value).__name__}")
     if array.dtype.kind == "u":
         array = array.astype(numpy.int64)
     return array
 
 
-def _fsa_fields(fsa, name):
+def _fsa_fields(fsa: Any, name: str) -> tuple[Any, ...]:
     """The four fields of a WeightedFsa-like ``fsa``: by name if it has
     them (sprintrt's and i6_models' ``WeightedFsa``), else by position."""
     if all(hasattr(fsa, field) for field in _FSA_FIELDS):
@@ -156,14 +163,16 @@ def _fsa_fields(fsa, name):
     return fields
 
 
-def _first(bad):
+def _first(bad: numpy.ndarray) -> int | None:
     """The index of the first True of the 1-D numpy bool array ``bad``, or
     None."""
     hits = numpy.flatnonzero(bad)
     return int(hits[0]) if len(hits) else None
 
 
-def _fsa_structure(fsa, name, sizes, log_probs_shape=(), batch_first=False):
+def _fsa_structure(fsa: Any, name: str, sizes: Sequence[int], log_probs_shape: Sequence[int] = (),
+                   batch_first: bool = False
+                   ) -> tuple[int, numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     """The FSA's fields as host arrays, their shapes and dtypes checked:
     (num_states int, edges [4, E], weights [E], start_end_states [2, N]) with
     N in ``sizes`` (the batch, or 1 and the batch for a denominator); raises
@@ -179,7 +188,7 @@ def _fsa_structure(fsa, name, sizes, log_probs_shape=(), batch_first=False):
         raise ValueError("%s.edges must have shape [4, E] (from, to, emission, sequence), got %s"
                          % (name, list(edges.shape)))
     if edges.dtype.kind not in "iu":
-        raise TypeError("%s.edges must be integers, got %s" % (name, edges.dtype))
+        raise TypeError(f"{name}.edges must be integers, got {edges.dtype}")
     weights = _host_array(weights, name + ".weights")
     if weights.shape != (edges.shape[1],) or weights.dtype.kind != "f":
         raise ValueError("%s.weights must be floats of shape [E] = [%d], got %s of %s"
@@ -198,18 +207,20 @@ def _fsa_structure(fsa, name, sizes, log_probs_shape=(), batch_first=False):
                          "give one graph for every sequence, or one per sequence"
                          % (name, start_end.shape[1], name, batch))
     if start_end.dtype.kind not in "iu":
-        raise TypeError("%s.start_end_states must be integers, got %s" % (name, start_end.dtype))
+        raise TypeError(f"{name}.start_end_states must be integers, got {start_end.dtype}")
     return int(num_states), edges, weights, start_end
 
 
-def _uint32_values(array):
+def _uint32_values(array: numpy.ndarray) -> numpy.ndarray:
     """An integer array as int64, int32 read as uint32 (i6_models' layout
     stores uint32 state and emission indices in int32)."""
     wide = array.astype(numpy.int64)
     return wide & 0xFFFFFFFF if array.dtype == numpy.int32 else wide
 
 
-def _check_fsa_values(name, num_states, edges, weights, start_end, classes):
+def _check_fsa_values(name: str, num_states: int, edges: numpy.ndarray, weights: numpy.ndarray,
+                      start_end: numpy.ndarray, classes: int
+                      ) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
     """The FSA's values checked on the host (batch_fsa.cpp checks the same,
     with the same messages, for the kernel): (edges int64 [4, E], start
     int64 [N], end int64 [N]); raises ValueError naming the field."""
@@ -250,13 +261,14 @@ def _check_fsa_values(name, num_states, edges, weights, start_end, classes):
     return edges, start, end
 
 
-def _kernel_array(array):
+def _kernel_array(array: numpy.ndarray) -> numpy.ndarray:
     """An integer host array for the kernel, int32 viewed as uint32 (what
     the binding reads as int64)."""
     return array.view(numpy.uint32) if array.dtype == numpy.int32 else array
 
 
-def lengths_numpy(lengths, batch, name, log_probs_shape=(), batch_first=False):
+def lengths_numpy(lengths: Any, batch: int, name: str, log_probs_shape: Sequence[int] = (),
+                  batch_first: bool = False) -> numpy.ndarray:
     """``lengths`` (a tensor on any device, a numpy array or a list of ints)
     as a 1-D integer numpy array of ``batch`` entries; a ValueError or
     TypeError naming ``name`` otherwise (saying so when the count matches
@@ -269,7 +281,7 @@ def lengths_numpy(lengths, batch, name, log_probs_shape=(), batch_first=False):
     if lengths.ndim != 1:
         raise ValueError("%s must be 1-D (batch), got %d-D" % (name, lengths.ndim))
     if lengths.dtype.kind not in "iu":
-        raise TypeError("%s must be integers, got %s" % (name, lengths.dtype))
+        raise TypeError(f"{name} must be integers, got {lengths.dtype}")
     if len(lengths) != batch:
         raise ValueError("%s has %d entries for a batch of %d%s" % (
             name, len(lengths), batch,
@@ -277,7 +289,8 @@ def lengths_numpy(lengths, batch, name, log_probs_shape=(), batch_first=False):
     return lengths
 
 
-def _check_lengths(seq_lens, batch, frames, log_probs_shape, batch_first):
+def _check_lengths(seq_lens: Any, batch: int, frames: int, log_probs_shape: Sequence[int],
+                   batch_first: bool) -> numpy.ndarray:
     """``seq_lens`` as an int64 numpy array of ``batch`` lengths in [0,
     frames]; raises ValueError or TypeError (``log_probs_shape``, as given,
     for ``lengths_numpy``'s hint)."""
@@ -290,7 +303,7 @@ def _check_lengths(seq_lens, batch, frames, log_probs_shape, batch_first):
     return lengths
 
 
-def _nonfinite(log_probs, lengths):
+def _nonfinite(log_probs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """A 0-d bool tensor on log_probs' device: whether a frame ``lengths``
     (on that device) covers holds NaN or +inf (read back with the call's
     other flags)."""
@@ -299,7 +312,7 @@ def _nonfinite(log_probs, lengths):
     return (~(log_probs < float("inf")) & valid[:, :, None]).any()
 
 
-def _raise_nonfinite(log_probs, lengths):
+def _raise_nonfinite(log_probs: torch.Tensor, lengths: numpy.ndarray) -> NoReturn:
     """Raises ValueError naming the first NaN or +inf in the valid frames."""
     frames = log_probs.shape[0]
     valid = torch.arange(frames)[:, None] < torch.from_numpy(lengths)[None, :]
@@ -315,29 +328,33 @@ class _PrecomputedGradientLoss(torch.autograd.Function):
     ``compute(log_probs)`` returns (loss [B], gradient [T, B, D] or None when
     no gradient is wanted); backward scales the gradient by grad_loss."""
 
+    # torch declares forward(ctx, *args, **kwargs): each Function names its own arguments.
     @staticmethod
-    def forward(ctx, log_probs, compute):
+    def forward(  # type: ignore[override]
+            ctx: Any, log_probs: torch.Tensor, compute: _Compute) -> torch.Tensor:
         loss, gradient = compute(log_probs.detach(), ctx.needs_input_grad[0])
         ctx.gradient = gradient
         return loss.to(log_probs.dtype)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_loss):
+    def backward(ctx: Any, grad_loss: torch.Tensor) -> tuple[torch.Tensor, None]:
         gradient = ctx.gradient
         scaled = gradient * grad_loss.to(gradient.dtype)[None, :, None]
         return scaled.to(grad_loss.dtype), None
 
 
-def _kernel_compute(lengths, fsa, den, criterion, am_scale, boost, num_cost, num_threads,
-                    skipped):
+def _kernel_compute(lengths: numpy.ndarray, fsa: tuple[Any, ...], den: tuple[Any, ...] | None,
+                    criterion: str, am_scale: float, boost: float, num_cost: numpy.ndarray,
+                    num_threads: int, skipped: list[int]) -> _Compute:
     """The kernel's compute function for ``_PrecomputedGradientLoss``; it
     extends ``skipped`` with the sequences of loss inf (read from the
     kernel's float64 losses: a half-precision loss may overflow, and numpy
     has no bfloat16)."""
     num_states, edges, weights, start_end = fsa
 
-    def compute(log_probs, want_gradient):
+    def compute(log_probs: torch.Tensor,
+                want_gradient: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         values = log_probs.to(torch.float32)
         if values.stride(2) != 1:
             values = values.contiguous()
@@ -347,29 +364,32 @@ def _kernel_compute(lengths, fsa, den, criterion, am_scale, boost, num_cost, num
                 _kernel_array(start_end), num_states, num_threads)
             gradient = torch.from_numpy(occupancy).neg_()
         else:
-            den_states, den_edges, den_weights, den_start_end = den
-            loss, gradient = _sprintrt.sequence_loss_cpu(
+            den_states, den_edges, den_weights, den_start_end = den  # type: ignore[misc]
+            loss, host_gradient = _sprintrt.sequence_loss_cpu(
                 values.numpy(), lengths, _kernel_array(edges), weights, _kernel_array(start_end),
                 num_states, _kernel_array(den_edges), den_weights, _kernel_array(den_start_end),
                 den_states, num_cost, criterion, am_scale, boost, num_threads)
-            gradient = torch.from_numpy(gradient)
+            gradient = torch.from_numpy(host_gradient)
         skipped.extend(numpy.flatnonzero(numpy.isinf(loss)).tolist())
         return torch.from_numpy(loss), gradient.to(log_probs.dtype) if want_gradient else None
 
     return compute
 
 
-def _torch_compute(lengths, fsa, den, classes, criterion, am_scale, boost, num_cost, flags):
+def _torch_compute(lengths: numpy.ndarray, fsa: tuple[Any, ...], den: tuple[Any, ...] | None,
+                   classes: int, criterion: str, am_scale: float, boost: float,
+                   num_cost: numpy.ndarray, flags: list[torch.Tensor]) -> _Compute:
     """The torch implementation's compute function. ``fsa`` and ``den``:
     (num_states, edges, weights, start_end_states, checked values) on the
     host. Appends the call's device flags (skipped sequences, then NaN or
     +inf in log_probs) to ``flags``."""
 
-    def compute(log_probs, want_gradient):
+    def compute(log_probs: torch.Tensor,
+                want_gradient: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         dtype = torch.float64 if log_probs.dtype == torch.float64 else torch.float32
         device = log_probs.device
 
-        def graph(parts, shared):
+        def graph(parts: tuple[Any, ...], shared: bool) -> Graph:
             num_states, _, weights, _, (edges, start, end) = parts
             return Graph(num_states, edges, weights, start, end, lengths, classes, shared, dtype,
                          device)
@@ -388,17 +408,18 @@ def _torch_compute(lengths, fsa, den, classes, criterion, am_scale, boost, num_c
     return compute
 
 
-def _is_number(value):
+def _is_number(value: object) -> bool:
     """Whether ``value`` is a real number (a Python or numpy scalar, not a
     bool)."""
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, numpy.bool_))
 
 
-def _check_parameters(criterion, den_fsa, am_scale, boost, num_cost, batch):
+def _check_parameters(criterion: str, den_fsa: Any, am_scale: Any, boost: Any, num_cost: Any,
+                      batch: int) -> numpy.ndarray:
     """Checks the criterion and its parameters; returns num_cost as a float64
     numpy array [B]."""
     if criterion not in _CRITERIA:
-        raise ValueError("criterion must be one of %s, got %r" % (", ".join(_CRITERIA), criterion))
+        raise ValueError(f"criterion must be one of {', '.join(_CRITERIA)}, got {criterion!r}")
     if criterion == "full-sum":
         given = [name for name, given in (
             ("den_fsa", den_fsa is not None), ("am_scale", _is_number(am_scale) and am_scale != 1),
@@ -412,9 +433,9 @@ def _check_parameters(criterion, den_fsa, am_scale, boost, num_cost, batch):
         raise ValueError("criterion %r needs den_fsa, the denominator graph (e.g. "
                          "sprintrt.torch.label_lm_denominator)" % criterion)
     if not _is_number(am_scale) or not math.isfinite(am_scale) or am_scale <= 0:
-        raise ValueError("am_scale must be a finite number > 0, got %r" % (am_scale,))
+        raise ValueError(f"am_scale must be a finite number > 0, got {am_scale!r}")
     if not _is_number(boost) or not math.isfinite(boost) or boost < 0:
-        raise ValueError("boost must be a finite number >= 0, got %r" % (boost,))
+        raise ValueError(f"boost must be a finite number >= 0, got {boost!r}")
     if boost != 0 and criterion != "bmmi":
         raise ValueError("boost applies to criterion bmmi only, not %s" % criterion)
     if num_cost is not None and criterion == "smbr":
@@ -432,9 +453,10 @@ def _check_parameters(criterion, den_fsa, am_scale, boost, num_cost, batch):
     return cost.astype(numpy.float64)
 
 
-def fsa_loss(log_probs, seq_lens, fsa, *, den_fsa=None, criterion="full-sum", am_scale=1.0,
-             boost=0.0, num_cost=None, batch_first=False, implementation="auto",
-             num_threads=None):
+def fsa_loss(log_probs: torch.Tensor, seq_lens: Any, fsa: Any, *, den_fsa: Any = None,
+             criterion: str = "full-sum", am_scale: float = 1.0, boost: float = 0.0,
+             num_cost: Any = None, batch_first: bool = False, implementation: str = "auto",
+             num_threads: int | None = None) -> torch.Tensor:
     """The loss [B] of each sequence (see the module's docstring), of
     ``log_probs``' dtype, on its device; ``inf`` for a sequence without a
     path of nonzero probability.
@@ -494,11 +516,11 @@ def fsa_loss(log_probs, seq_lens, fsa, *, den_fsa=None, criterion="full-sum", am
         if num_threads is None:
             num_threads = torch.get_num_threads()
         if not isinstance(num_threads, int) or num_threads < 1:
-            raise ValueError("num_threads must be a positive int, got %r" % (num_threads,))
+            raise ValueError(f"num_threads must be a positive int, got {num_threads!r}")
         # The binding checks the FSAs' values and log_probs' (no torch
         # operations, which are slow here when their threads compete with the
         # kernel's).
-        skipped = []
+        skipped: list[int] = []
         compute = _kernel_compute(lengths, numerator, denominator, criterion, float(am_scale),
                                   float(boost), cost, num_threads, skipped)
         loss = _PrecomputedGradientLoss.apply(time_major, compute)
@@ -506,7 +528,7 @@ def fsa_loss(log_probs, seq_lens, fsa, *, den_fsa=None, criterion="full-sum", am
         parts = [numerator + (_check_fsa_values("fsa", *numerator, classes),)]
         if denominator is not None:
             parts.append(denominator + (_check_fsa_values("den_fsa", *denominator, classes),))
-        flags = []
+        flags: list[torch.Tensor] = []
         compute = _torch_compute(lengths, parts[0], parts[1] if len(parts) > 1 else None,
                                  classes, criterion, float(am_scale), float(boost), cost, flags)
         loss = _PrecomputedGradientLoss.apply(time_major, compute)

@@ -27,12 +27,16 @@ The recursions (frames t = 0 .. T-1, s_e(t) the score of edge e at frame t,
     occupancy of e at t = exp(alpha[t, from] + s_e(t) + beta[t + 1, to] - log Z)
 
 and for sMBR the expectation semiring of docs/sequence-training.md (the same
-as sim/sequence_engine.cpp): conditional expected accuracies of prefixes and
+as criterion/sequence_engine.cpp): conditional expected accuracies of prefixes and
 suffixes, carried beside alpha and beta.
 
 Host synchronisation: none in the frame loops; the caller reads one small
 tensor back per call (fsa_loss.py).
 """
+
+from __future__ import annotations
+
+from typing import Any
 
 import numpy
 import torch
@@ -59,7 +63,8 @@ class _Bucket:
     side: each slot a contiguous plane, which element-wise kernels run
     through fastest) and writes [..., R] results into [..., rows]."""
 
-    def __init__(self, rows, ids, states, total_rows, device):
+    def __init__(self, rows: numpy.ndarray, ids: numpy.ndarray, states: numpy.ndarray | None,
+                 total_rows: int, device: torch.device) -> None:
         self.width = ids.shape[1]
         self.shape = (self.width, len(rows))
         # Whether the rows are all groups 0 .. total_rows-1 in order: the
@@ -68,20 +73,20 @@ class _Bucket:
         self.rows = torch.from_numpy(rows).to(device)
         self.ids = torch.from_numpy(numpy.ascontiguousarray(ids.T)).to(device)
         self.flat_ids = self.ids.view(-1)
-        self.flat_states = None
+        self.flat_states: Any = None  # a tensor when ``states`` is given
         if states is not None:
             self.flat_states = torch.from_numpy(numpy.ascontiguousarray(states.T).reshape(-1)).to(
                 device)
 
-    def edges_of(self, values):
+    def edges_of(self, values: torch.Tensor) -> torch.Tensor:
         """``values`` [..., E + 1] at the members: [..., W, R]."""
         return _select(values, self.flat_ids).view(*values.shape[:-1], *self.shape)
 
-    def gather(self, values):
+    def gather(self, values: torch.Tensor) -> torch.Tensor:
         """``values`` [..., S] at the members' states: [..., W, R]."""
         return _select(values, self.flat_states).view(*values.shape[:-1], *self.shape)
 
-    def put(self, out, values):
+    def put(self, out: torch.Tensor, values: torch.Tensor) -> None:
         """Writes ``values`` [..., R] into ``out`` [..., rows]."""
         if self.full:
             out.copy_(values)
@@ -89,7 +94,7 @@ class _Bucket:
             out[..., self.rows] = values
 
 
-def _select(values, index):
+def _select(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """``values.index_select(-1, index)``, through a 1-d or 2-d view of a
     contiguous tensor: index_select along the only axis, or ``gather`` with
     the index broadcast over the rows, are the fast kernels for these."""
@@ -103,7 +108,9 @@ def _select(values, index):
     return flat.view(*values.shape[:-1], len(index))
 
 
-def _buckets(keys, num_keys, pad, device, states=None, overhead=_BUCKET_ENTRIES):
+def _buckets(keys: numpy.ndarray, num_keys: int, pad: int, device: torch.device,
+             states: numpy.ndarray | None = None,
+             overhead: int = _BUCKET_ENTRIES) -> list[_Bucket]:
     """The ids 0 .. len(keys)-1 grouped by ``keys`` (numpy int64, each in
     [0, num_keys)), in id order within a group, as ``_Bucket``s of groups
     within a factor ``_BUCKET_RATIO`` in size, adjacent ones merged where the
@@ -114,7 +121,7 @@ def _buckets(keys, num_keys, pad, device, states=None, overhead=_BUCKET_ENTRIES)
     a bucket and one bucket often holds them all."""
     order = numpy.argsort(keys, kind="stable")
     counts = numpy.bincount(keys, minlength=num_keys)
-    begins = numpy.concatenate(([0], numpy.cumsum(counts)[:-1]))
+    begins = numpy.concatenate((numpy.zeros(1, dtype=numpy.int64), numpy.cumsum(counts)[:-1]))
     level = numpy.floor(numpy.log(numpy.maximum(counts, 1)) /
                         numpy.log(_BUCKET_RATIO)).astype(numpy.int64)
     used = counts > 0
@@ -122,7 +129,7 @@ def _buckets(keys, num_keys, pad, device, states=None, overhead=_BUCKET_ENTRIES)
         level[~used] = level[used].min()
     # Adjacent levels share a bucket when padding the narrower costs less
     # than a bucket's own kernels would.
-    groups = []
+    groups: list[tuple[numpy.ndarray, int]] = []
     for value in numpy.unique(level):
         rows = numpy.nonzero(level == value)[0]
         width = max(1, int(counts[rows].max()))
@@ -153,8 +160,9 @@ class Graph:
     batch (G = B groups, columns D) instead of N = B sequences in one group
     (columns B * D). ``lengths``: numpy int64 [B]."""
 
-    def __init__(self, num_states, edges, weights, start, end, lengths, classes, shared, dtype,
-                 device):
+    def __init__(self, num_states: int, edges: numpy.ndarray, weights: numpy.ndarray,
+                 start: numpy.ndarray, end: numpy.ndarray, lengths: numpy.ndarray, classes: int,
+                 shared: bool, dtype: torch.dtype, device: torch.device) -> None:
         batch = len(lengths)
         count = edges.shape[1]
         self.groups = batch if shared else 1
@@ -187,24 +195,24 @@ class Graph:
         end_frame = numpy.full((self.groups, num_states), -1, dtype=numpy.int64)
         end_frame[groups, ends] = lengths
         self.end_frame = torch.from_numpy(end_frame).to(device)
-        self.end_frames = set(int(n) for n in lengths)
+        self.end_frames = {int(n) for n in lengths}
         # Per group and edge, the sequence whose log Z normalizes it.
         self.sequence_of = torch.from_numpy(
             numpy.arange(batch)[:, None] if shared else numpy.append(edges[3], 0)[None, :]
         ).to(device)
 
-    def chunks(self, frames):
+    def chunks(self, frames: int) -> list[tuple[int, int]]:
         """Frame ranges [t0, t1) of at most ``_CHUNK_ENTRIES`` scores each."""
         size = max(1, _CHUNK_ENTRIES // max(1, self.groups * len(self.column)))
         return [(t, min(t + size, frames)) for t in range(0, frames, size)]
 
-    def scores(self, values, t0, t1):
+    def scores(self, values: torch.Tensor, t0: int, t1: int) -> torch.Tensor:
         """s_e(t) for frames t0 .. t1-1: [t1 - t0, G, E + 1] from ``values``
         [T, B, D] (scaled, and -inf where the sequence has ended: see
         ``mask_ended``)."""
         return self.gather(values, t0, t1).sub_(self.weight)
 
-    def gather(self, values, t0, t1):
+    def gather(self, values: torch.Tensor, t0: int, t1: int) -> torch.Tensor:
         """``values`` [T, B, D] at each edge's column: [t1 - t0, G, E + 1]."""
         frames = values[t0:t1].reshape(t1 - t0, self.groups, self.columns)
         return _select(frames.contiguous(), self.column)
@@ -215,7 +223,7 @@ class _ChunkScores:
     passes over them when all frames are one chunk (the usual case), else
     again for each pass (their memory is the chunk's bound)."""
 
-    def __init__(self, graph, values, steps):
+    def __init__(self, graph: Graph, values: torch.Tensor, steps: int) -> None:
         self.graph = graph
         self.values = values
         self.ranges = graph.chunks(steps)
@@ -223,20 +231,20 @@ class _ChunkScores:
         if len(self.ranges) == 1:
             self.cached = graph.scores(values, *self.ranges[0])
 
-    def __call__(self, t0, t1):
+    def __call__(self, t0: int, t1: int) -> torch.Tensor:
         if self.cached is not None:
             return self.cached
         return self.graph.scores(self.values, t0, t1)
 
 
-def mask_ended(values, lengths):
+def mask_ended(values: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """``values`` [T, B, D] with -inf from frame ``lengths[b]`` (a tensor
     [B]) of each sequence b on: every edge scores -inf there."""
     frames = torch.arange(values.shape[0], device=values.device)
     return values.masked_fill((frames[:, None] >= lengths)[..., None], -float("inf"))
 
 
-def _log_sum(values, out=None):
+def _log_sum(values: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """logsumexp of ``values`` [..., W, R] over its slots W (into ``out``
     [..., R] if given); -inf where every value is -inf. For a few slots, a
     tree of pairwise ``logaddexp`` over whole planes: about log2(W)
@@ -258,14 +266,15 @@ def _log_sum(values, out=None):
     return torch.logaddexp(values[..., 0, :], values[..., 1, :], out=out)
 
 
-def _safe(log_total):
+def _safe(log_total: torch.Tensor) -> torch.Tensor:
     """``log_total`` with -inf replaced by 0, for subtracting."""
     return log_total.masked_fill(log_total == -float("inf"), 0)
 
 
-def best_path(graph, values, steps):
+def best_path(graph: Graph, values: torch.Tensor,
+              steps: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The emissions of a best path of each sequence (Viterbi; ties: the
-    first best incoming edge in edge order, as sim/sequence_engine.cpp), int64
+    first best incoming edge in edge order, as criterion/sequence_engine.cpp), int64
     [steps, B], -1 from frame seq_lens[b] on; and whether the sequence has a
     path of finite score (bool [B]; its row is all -1 otherwise)."""
     device = values.device
@@ -300,7 +309,8 @@ def best_path(graph, values, steps):
     return path, final > neg_inf
 
 
-def _recursion(graph, buckets, scores, table, acc, hits, reverse):
+def _recursion(graph: Graph, buckets: list[_Bucket], scores: _ChunkScores, table: torch.Tensor,
+               acc: torch.Tensor | None, hits: Any, reverse: bool) -> None:
     """Fills ``table`` [steps + 1, G, S] (alpha forward, beta with
     ``reverse``) from its first (last) row, and with ``acc`` (same shape,
     sMBR) the conditional expected accuracies beside it, ``hits`` [T, B, D]
@@ -310,7 +320,7 @@ def _recursion(graph, buckets, scores, table, acc, hits, reverse):
         chunk = scores(t0, t1)
         # Each bucket's edge scores for the chunk, gathered once.
         edge_scores = [bucket.edges_of(chunk) for bucket in buckets]
-        edge_hits = None
+        edge_hits: Any = None  # with acc: the hits per bucket
         if acc is not None:
             gathered = graph.gather(hits, t0, t1)
             edge_hits = [bucket.edges_of(gathered) for bucket in buckets]
@@ -333,7 +343,10 @@ def _recursion(graph, buckets, scores, table, acc, hits, reverse):
                     acc[t].masked_fill_(ends, 0)
 
 
-def frame_pass(graph, values, steps, *, want_gradient, accuracy=None):
+def frame_pass(graph: Graph, values: torch.Tensor, steps: int, *, want_gradient: bool,
+               accuracy: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None,
+                          torch.Tensor | None]:
     """Forward (and, with ``want_gradient``, backward) over ``graph`` scored
     with ``values`` [T, B, D] (already scaled, boosted and ``mask_ended``). Returns (log Z
     [B], occupancy [steps, B, D] or None, expected accuracy [B] or None,
@@ -348,7 +361,7 @@ def frame_pass(graph, values, steps, *, want_gradient, accuracy=None):
     smbr = accuracy is not None
     alpha = torch.full((steps + 1, groups, states), neg_inf, dtype=dtype, device=device)
     alpha[0, graph.group_of, graph.start] = 0
-    alpha_acc = torch.zeros_like(alpha) if smbr else None
+    alpha_acc: Any = torch.zeros_like(alpha) if smbr else None
     scores = _ChunkScores(graph, values, steps)
     _recursion(graph, graph.incoming, scores, alpha, alpha_acc, accuracy, reverse=False)
     log_total = alpha[graph.lengths, graph.group_of, graph.end]
@@ -357,12 +370,12 @@ def frame_pass(graph, values, steps, *, want_gradient, accuracy=None):
         return log_total, None, expected, None
     beta = torch.full_like(alpha, neg_inf)
     beta[steps].masked_fill_(graph.end_frame == steps, 0)
-    beta_acc = torch.zeros_like(alpha) if smbr else None
+    beta_acc: Any = torch.zeros_like(alpha) if smbr else None
     _recursion(graph, graph.outgoing, scores, beta, beta_acc, accuracy, reverse=True)
     # exp(x - inf) = 0: no occupancy for a sequence without a path.
     norm = log_total.masked_fill(log_total == neg_inf, float("inf"))[graph.sequence_of]
     occupancy = torch.zeros(steps, groups, graph.columns, dtype=dtype, device=device)
-    covariance = torch.zeros_like(occupancy) if smbr else None
+    covariance: Any = torch.zeros_like(occupancy) if smbr else None
     if smbr:
         mean = expected[graph.sequence_of]
     for t0, t1 in scores.ranges:
@@ -370,7 +383,7 @@ def frame_pass(graph, values, steps, *, want_gradient, accuracy=None):
         forward = _select(alpha[t0:t1], graph.source)
         backward = _select(beta[t0 + 1:t1 + 1], graph.target)
         posterior = forward.add_(scores(t0, t1)).add_(backward).sub_(norm).exp_()
-        if smbr:
+        if accuracy is not None:  # smbr
             paths = (_select(alpha_acc[t0:t1], graph.source)
                      .add_(graph.gather(accuracy, t0, t1))
                      .add_(_select(beta_acc[t0 + 1:t1 + 1], graph.target)).sub_(mean))
@@ -384,8 +397,10 @@ def frame_pass(graph, values, steps, *, want_gradient, accuracy=None):
             covariance.view(shape) if smbr else None)
 
 
-def loss_and_gradient(values, lengths, numerator, denominator, *, criterion, am_scale, boost,
-                      num_cost, want_gradient):
+def loss_and_gradient(values: torch.Tensor, lengths: numpy.ndarray, numerator: Graph,
+                      denominator: Graph | None, *, criterion: str, am_scale: float,
+                      boost: float, num_cost: torch.Tensor,
+                      want_gradient: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The criterion's loss [B] and, with ``want_gradient``, its gradient
     [T, B, D] with respect to ``values`` [T, B, D] (log_probs in the compute
     dtype): docs/sequence-training.md's definitions for ``mmi``, ``bmmi``
@@ -408,8 +423,9 @@ def loss_and_gradient(values, lengths, numerator, denominator, *, criterion, am_
         loss, gradient = -log_total, (None if occupancy is None else -occupancy)
         skipped = log_total == -inf
     else:
+        assert denominator is not None  # only full-sum has none
         scaled = values * am_scale
-        hits = None
+        hits: Any = None  # without mmi: the best path's columns
         if criterion != "mmi":
             path, has_path = best_path(numerator, scaled, steps)
             # 1 at each frame's best-path column (none where path is -1).
@@ -418,6 +434,7 @@ def loss_and_gradient(values, lengths, numerator, denominator, *, criterion, am_
         if criterion == "smbr":
             log_den, _, expected, covariance = frame_pass(
                 denominator, scaled, steps, want_gradient=want_gradient, accuracy=hits)
+            assert expected is not None  # given an accuracy, frame_pass computes it
             loss = -expected
             gradient = None if covariance is None else covariance * -am_scale
             skipped = ~has_path | (log_den == -inf)

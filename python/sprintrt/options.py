@@ -9,7 +9,11 @@ is an error naming it. A plain ``dict`` of ``sprint_opts`` is RETURNN's and
 keeps RETURNN's rules instead (see ``sprintrt.SprintInstancePool``).
 """
 
+from __future__ import annotations
+
 import json
+import os
+from typing import Any
 
 from ._sprintrt import Error, canonical_options
 
@@ -29,7 +33,7 @@ class Options:
 
     __slots__ = ("_text", "_canonical", "source")
 
-    def __init__(self, document, source="<options>"):
+    def __init__(self, document: dict[str, Any], source: str = "<options>") -> None:
         if not isinstance(document, dict):
             raise TypeError("options must be a JSON object (a dict), got %s"
                             % type(document).__name__)
@@ -43,7 +47,7 @@ class Options:
         try:
             canonical = canonical_options(text)
         except Error as e:
-            raised = Error("%s: %s" % (source, e))
+            raised = Error(f"{source}: {e}")
             raised.code = e.code
             raise raised from None
         self._text = text
@@ -52,7 +56,7 @@ class Options:
         self.source = source
 
     @classmethod
-    def from_file(cls, path):
+    def from_file(cls, path: str | os.PathLike[str]) -> Options:
         """The options in the JSON file ``path`` (``OSError`` if it cannot
         be read, ``ValueError`` naming it if it is not JSON)."""
         with open(path, "rb") as f:
@@ -60,7 +64,7 @@ class Options:
         return cls.from_json(data, source="options file '%s'" % path)
 
     @classmethod
-    def from_json(cls, text, source="<string>"):
+    def from_json(cls, text: str | bytes, source: str = "<string>") -> Options:
         """The options in the JSON document ``text`` (str or bytes)."""
         if isinstance(text, bytes):
             text = text.decode("utf8")
@@ -69,40 +73,40 @@ class Options:
         try:
             document = json.loads(text)
         except ValueError as e:
-            raise ValueError("%s: not JSON: %s" % (source, e)) from None
+            raise ValueError(f"{source}: not JSON: {e}") from None
         return cls(document, source=source)
 
     @property
-    def json(self):
+    def json(self) -> str:
         """The options as JSON text, as given."""
         return self._text
 
     @property
-    def canonical_json(self):
+    def canonical_json(self) -> str:
         """The options' canonical JSON (every option, defaults included):
         equal options, equal text."""
         return self._canonical
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """The document as a new dict."""
         return json.loads(self._text)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Options) and self._canonical == other._canonical
 
-    def __ne__(self, other):
+    def __ne__(self, other: object) -> bool:
         return not self == other
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._canonical)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "sprintrt.Options(%s)" % self._text
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, str]:
         return {"json": self._text, "source": self.source}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, str]) -> None:
         restored = Options.from_json(state["json"], source=state["source"])
         self._text = restored._text
         self._canonical = restored._canonical

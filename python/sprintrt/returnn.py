@@ -7,9 +7,12 @@ SprintInstancePool``, which ``returnn.tf.sprint`` imports by name. Call
 ``sprintrt.SprintInstancePool`` instead.
 """
 
+from __future__ import annotations
+
 import importlib
 import sys
 import types
+from typing import Any
 
 from . import SprintInstancePool
 
@@ -21,10 +24,10 @@ __all__ = ["install"]
 # subclasses that import their module on any attribute access, ``__dict__``
 # included; importing one can fail (returnn.tf.* without TensorFlow) or pull
 # in every legacy module.
-_namespace_of = types.ModuleType.__dict__["__dict__"].__get__
+_namespace_of = vars(types.ModuleType)["__dict__"].__get__
 
 
-def _namespace(module):
+def _namespace(module: object) -> dict[str, Any] | None:
     """The namespace of ``module`` if it is a module object (an alias's own,
     nearly empty one for a lazy alias), else None."""
     if not isinstance(module, types.ModuleType):
@@ -32,7 +35,7 @@ def _namespace(module):
     return _namespace_of(module)
 
 
-def install():
+def install() -> list[str]:
     """Replaces RETURNN's ``SprintInstancePool`` with sprintrt's in
     ``returnn.sprint.error_signals`` (importing it if it is not imported
     yet) and in every loaded ``returnn`` module that imported the class by
@@ -40,10 +43,11 @@ def install():
     never loads one of RETURNN's lazy aliases: it reads only module objects'
     own namespaces. Returns the names of the modules changed. Calling it
     again changes nothing more."""
-    error_signals = sys.modules.get("returnn.sprint.error_signals")
-    if _namespace(error_signals) is None:
-        error_signals = importlib.import_module("returnn.sprint.error_signals")
-    original = _namespace(error_signals).get("SprintInstancePool")
+    namespace = _namespace(sys.modules.get("returnn.sprint.error_signals"))
+    if namespace is None:
+        namespace = _namespace(importlib.import_module("returnn.sprint.error_signals"))
+    assert namespace is not None  # import_module returns a module
+    original = namespace.get("SprintInstancePool")
     if original is None:
         raise ImportError("returnn.sprint.error_signals has no SprintInstancePool to replace")
     changed = []

@@ -24,6 +24,10 @@ be the output of a log_softmax over its last axis; the gradient with respect
 to anything else computed from them is not the loss's.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import torch
 
 from . import SprintInstancePool
@@ -42,25 +46,29 @@ class SprintLoss(torch.autograd.Function):
     its gradient is Sprint's error signal (see the module's docstring).
     Called through ``sprint_loss``, which checks the arguments."""
 
+    # torch declares forward(ctx, *args, **kwargs): each Function names its own arguments.
     @staticmethod
-    def forward(ctx, log_probs, seq_lengths, tags, pool):
+    def forward(  # type: ignore[override]
+            ctx: Any, log_probs: torch.Tensor, seq_lengths: Any, tags: Any,
+            pool: SprintInstancePool) -> torch.Tensor:
         # CPU float32 contiguous input is handed to the pool as is (no copy).
         log_posteriors = log_probs.detach().to("cpu", torch.float32).contiguous().numpy()
         with pool.lock:
             loss, error_signal = pool.get_batch_loss_and_error_signal(
                 log_posteriors, seq_lengths, tags)
-        like_input = {"device": log_probs.device, "dtype": log_probs.dtype}
+        like_input: dict[str, Any] = {"device": log_probs.device, "dtype": log_probs.dtype}
         ctx.save_for_backward(torch.from_numpy(error_signal).to(**like_input))
         return torch.from_numpy(loss).to(**like_input)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_loss):
+    def backward(ctx: Any, grad_loss: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
         (error_signal,) = ctx.saved_tensors
         return error_signal * grad_loss[None, :, None], None, None, None
 
 
-def sprint_loss(log_probs, seq_lengths, tags, pool):
+def sprint_loss(log_probs: torch.Tensor, seq_lengths: Any, tags: Any,
+                pool: SprintInstancePool) -> torch.Tensor:
     """The Sprint loss [B] of each sequence of a batch, on ``log_probs``'
     device and of its dtype (inf for a segment Sprint skipped).
 

@@ -55,7 +55,7 @@ def read_corpus(path):
 
 
 def ctc_fsa(labels):
-    """sprint-sim's CTC FSA (sim/ctc_topology.cpp): states B_0, L_1, B_1, ...,
+    """sprint-sim's CTC FSA (criterion/ctc_topology.cpp): states B_0, L_1, B_1, ...,
     L_L, B_L and a final sink; edges (from, to, emission) in its order."""
     count = len(labels)
     label_state = lambda i: 2 * i + 1  # noqa: E731

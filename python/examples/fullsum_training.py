@@ -376,9 +376,10 @@ def make_losses(args, train_set, classes):
     """``loss(criterion, log_probs, lengths, fsa, labels)``: the batch's
     summed loss under ``criterion`` and the loss trained (with
     ``args.ctc_smoothing`` times the CTC loss added for a sequence
-    criterion, as RASR's sequence training adds cross-entropy). ``lf-mmi`` and ``smbr`` use the lattice-free denominator
-    of a label bigram estimated on the training labels (one graph shared by
-    every batch); MMI's numerators pay the reference's LM cost too, so that
+    criterion, as RASR's sequence training adds cross-entropy). ``lf-mmi``
+    and ``smbr`` use the lattice-free denominator of a label bigram
+    estimated on the training labels (one graph shared by every batch);
+    MMI's numerators pay the reference's LM cost too, so that
     its loss is log P(reference | x) under the bigram-weighted model, >= 0."""
     sequences = [labels for _, labels, _ in train_set]
     lm = sprintrt.torch.LabelLm(sequences, order=2) if args.criterion != "ctc" else None
@@ -418,18 +419,22 @@ def parse_args(argv):
     parser.add_argument("--epochs", type=positive_int, default=None,
                         help="passes over the training utterances (default 10; 6 with --short)")
     parser.add_argument("--short", action="store_true", help="a quick run (the test's)")
-    parser.add_argument("--segments", type=positive_int, default=1024, help="training utterances (default %(default)s)")
+    parser.add_argument("--segments", type=positive_int, default=1024,
+                        help="training utterances (default %(default)s)")
     parser.add_argument("--heldout", type=positive_int, default=256,
                         help="held-out utterances for the label error rate (default %(default)s)")
-    parser.add_argument("--batch-size", type=positive_int, default=16, help="utterances per step (default %(default)s)")
-    parser.add_argument("--hidden", type=positive_int, default=64, help="units per hidden layer (default %(default)s)")
-    parser.add_argument("--learning-rate", type=float, default=0.01, help="Adam's step size (default %(default)s)")
+    parser.add_argument("--batch-size", type=positive_int, default=16,
+                        help="utterances per step (default %(default)s)")
+    parser.add_argument("--hidden", type=positive_int, default=64,
+                        help="units per hidden layer (default %(default)s)")
+    parser.add_argument("--learning-rate", type=float, default=0.01,
+                        help="Adam's step size (default %(default)s)")
     parser.add_argument("--criterion", choices=("ctc", "lf-mmi", "smbr"), default="ctc",
                         help="ctc (the full sum), lf-mmi (lattice-free MMI from scratch) or smbr "
                              "(sMBR after --ctc-epochs of ctc); default %(default)s")
     parser.add_argument("--ctc-epochs", type=int, default=None,
-                        help="epochs of ctc before the criterion (default: two thirds of the epochs for "
-                             "smbr, 0 for lf-mmi)")
+                        help="epochs of ctc before the criterion (default: two thirds of the "
+                             "epochs for smbr, 0 for lf-mmi)")
     parser.add_argument("--sequence-learning-rate", type=float, default=0.002,
                         help="Adam's step size after the ctc epochs (default %(default)s)")
     parser.add_argument("--ctc-smoothing", type=float, default=None,
@@ -438,8 +443,10 @@ def parse_args(argv):
                              "lf-mmi)")
     parser.add_argument("--lm-scale", type=float, default=1.0,
                         help="the label bigram's scale in lf-mmi and smbr (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=1, help="seed of task, model and order (default %(default)s)")
-    parser.add_argument("--workers", type=positive_int, default=2, help="sprint-sim workers (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=1,
+                        help="seed of task, model and order (default %(default)s)")
+    parser.add_argument("--workers", type=positive_int, default=2,
+                        help="sprint-sim workers (default %(default)s)")
     parser.add_argument("--in-process", action="store_true",
                         help="in-process simulated workers instead of sprint-sim children (the "
                              "same FSAs)")
@@ -456,7 +463,8 @@ def parse_args(argv):
     if args.ctc_smoothing is None:
         args.ctc_smoothing = 1.0 if args.criterion == "smbr" else 0.0
     if args.ctc_epochs is None:
-        args.ctc_epochs = {"ctc": args.epochs, "lf-mmi": 0, "smbr": 2 * args.epochs // 3}[args.criterion]
+        args.ctc_epochs = {"ctc": args.epochs, "lf-mmi": 0,
+                           "smbr": 2 * args.epochs // 3}[args.criterion]
     if args.sprint_sim is None:
         args.sprint_sim = find_sprint_sim()
         if args.sprint_sim is None:

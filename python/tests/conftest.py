@@ -125,7 +125,8 @@ def cli_loss(tmp_path, opts, lp, lengths, names):
     (tmp_path / "opts.json").write_text(json.dumps(opts))
     subprocess.run([CLI, "loss", "--config", str(tmp_path / "opts.json"),
                     "--log-posteriors", str(tmp_path / "lp.npy"),
-                    "--seq-lengths", str(tmp_path / "len.npy"), "--tags", str(tmp_path / "tags.txt"),
+                    "--seq-lengths", str(tmp_path / "len.npy"),
+                    "--tags", str(tmp_path / "tags.txt"),
                     "--loss-out", str(tmp_path / "loss.npy"),
                     "--error-signal-out", str(tmp_path / "es.npy")], check=True)
     return numpy.load(tmp_path / "loss.npy"), numpy.load(tmp_path / "es.npy")

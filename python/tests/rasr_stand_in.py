@@ -96,7 +96,8 @@ def full_sum(num_states, edges, log_posteriors):
         return None, None
     gamma = numpy.zeros((frames, dim))
     for t in range(frames):
-        edge_posterior = numpy.exp(alpha[t, src] + log_posteriors[t, emission] + beta[t + 1, dst] - total)
+        edge_posterior = numpy.exp(
+            alpha[t, src] + log_posteriors[t, emission] + beta[t + 1, dst] - total)
         numpy.add.at(gamma[t], emission, edge_posterior)
     return -total, gamma
 
@@ -125,7 +126,8 @@ class Rasr:
             return self.calculate_criterion(posteriors, orthography, error_type, segment_name)
         if command == "export_allophone_state_fsa_by_segment_name":
             (name,) = bind(args, kwargs, ["segment_name"], required=1, strings=(1,))
-            num_states, num_edges, flat, weights = self.exported_fsa(self.orthography(name, command))
+            num_states, num_edges, flat, weights = self.exported_fsa(
+                self.orthography(name, command))
             if self.options.get("broken-fsa") == "1":
                 flat = flat[:-1]
             return num_states, num_edges, flat, weights
@@ -133,8 +135,9 @@ class Rasr:
             (orthography,) = bind(args, kwargs, ["orthography"], required=1, strings=(1,))
             # RASR's precondition (it aborts on anything else): words
             # separated by one blank, one trailing blank.
-            if orthography and (orthography != orthography.lstrip() or not orthography.endswith(" ")
-                                or "  " in orthography or any(c in orthography for c in "\t\n\r\f\v")):
+            if orthography and (orthography != orthography.lstrip()
+                                or not orthography.endswith(" ") or "  " in orthography
+                                or any(c in orthography for c in "\t\n\r\f\v")):
                 raise RuntimeError("stand-in: orthography %r is not whitespace-normalized with a "
                                    "trailing blank" % orthography)
             return self.exported_fsa(orthography)
@@ -280,7 +283,8 @@ class LatticeProcessor:
         self.lm_scale = number_option(options, "lm-scale", "1", 0.0, strict=False)
         self.boost = number_option(options, "boost", "0", 0.0, strict=False)
         if "denominator" not in options or "feature-lengths" not in options:
-            raise SystemExit("stand-in: lattice-processor needs --*.denominator and --*.feature-lengths")
+            raise SystemExit(
+                "stand-in: lattice-processor needs --*.denominator and --*.feature-lengths")
         try:
             self.denominator = sequence_criteria.read_denominator(options["denominator"], corpus)
         except sequence_criteria.DenominatorError as exc:
@@ -301,7 +305,8 @@ class LatticeProcessor:
         layer.setOutputDimension(size=self.output_dim)
         layer.setInputDimension(stream=0, size=self.input_dim)
         if self.options.get("parameters-old"):
-            layer.loadNetworkParameters(filename=self.options["parameters-old"] + "-f32-layer-0.xml")
+            layer.loadNetworkParameters(
+                filename=self.options["parameters-old"] + "-f32-layer-0.xml")
         else:
             layer.initializeNetworkParameters()
         trainable = layer.isTrainable()
@@ -312,8 +317,8 @@ class LatticeProcessor:
                                "backpropagate into it")
         free = layer.getNumberOfFreeParameters()
         if isinstance(free, bool) or not isinstance(free, int) or free < 0:
-            raise TypeError("PythonLayer: 'getNumberOfFreeParameters' must return an int >= 0, got %r"
-                            % (free,))
+            raise TypeError("PythonLayer: 'getNumberOfFreeParameters' must return an int >= 0, "
+                            f"got {free!r}")
         return layer
 
     def segment_order(self):
@@ -336,8 +341,9 @@ class LatticeProcessor:
         layer = self.make_layer()
         control = None
         if self.options.get("python-control-enabled") == "true":
-            control = self.module.init(name="Sprint.PythonControl", sprint_unit="SegmentwiseNnTrainer",
-                                       reference=object(), callback=rasr.callback, version_number=5,
+            control = self.module.init(name="Sprint.PythonControl",
+                                       sprint_unit="SegmentwiseNnTrainer", reference=object(),
+                                       callback=rasr.callback, version_number=5,
                                        config=self.options.get("pymod-config", ""))
             if control is None:
                 raise RuntimeError("PythonControl(SegmentwiseNnTrainer): init() returned None")
@@ -350,7 +356,8 @@ class LatticeProcessor:
             self.segment(layer, control, name)
         layer.finalize()
         if self.options.get("parameters-new"):
-            layer.saveNetworkParameters(filename=self.options["parameters-new"] + "-f32-layer-0.xml")
+            layer.saveNetworkParameters(
+                filename=self.options["parameters-new"] + "-f32-layer-0.xml")
 
     def segment(self, layer, control, name):
         if name not in self.denominator:
@@ -369,19 +376,20 @@ class LatticeProcessor:
             raise TypeError("numpy2nnMatrix: expected a 2-d float array, got %r" % type(output))
         output = numpy.asfortranarray(output, dtype=numpy.float32)
         if output.shape != (self.output_dim, frames):
-            raise RuntimeError("stand-in: the python layer's output is %s, the network needs (%d, %d)"
-                               % (output.shape, self.output_dim, frames))
+            raise RuntimeError(f"stand-in: the python layer's output is {output.shape}, the "
+                               f"network needs ({self.output_dim}, {frames})")
         if control is not None:
             control.init_segment(segment_name=name)
         numerator, hypotheses = self.hypotheses(name)
         try:
             loss, error_signal = sequence_criteria.criterion(
-                self.kind, output.T, numerator, hypotheses, self.am_scale, self.lm_scale, self.boost)
+                self.kind, output.T, numerator, hypotheses, self.am_scale, self.lm_scale,
+                self.boost)
         except ValueError as exc:
             warn("segment '%s': no error signal (%s): skipped" % (name, exc))
             return
         if loss is None:
-            warn("segment '%s': the reference has no alignment to %d frames: skipped" % (name, frames))
+            warn(f"segment '{name}': the reference has no alignment to {frames} frames: skipped")
             return
         if control is not None and self.fault != "no-notify":
             control.notify_segment_loss(segment_name=name, loss=float(numpy.float32(loss)))
@@ -390,7 +398,8 @@ class LatticeProcessor:
         result = layer.backpropagate(
             errorSignalIn=numpy.asfortranarray(error_signal.T, dtype=numpy.float32))
         if not isinstance(result, tuple):
-            raise TypeError("PythonLayer: 'backpropagate' must return a tuple, got %r" % type(result))
+            raise TypeError(
+                "PythonLayer: 'backpropagate' must return a tuple, got %r" % type(result))
         if len(result) != 1 or not isinstance(result[0], numpy.ndarray) \
                 or result[0].shape != (self.input_dim, frames):
             raise ValueError("PythonLayer: 'backpropagate' must return one (%d, %d) matrix, got %r"

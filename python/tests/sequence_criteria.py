@@ -32,7 +32,8 @@ def read_denominator(path, corpus, blank=0):
         with open(path) as text:
             lines = text.read().splitlines()
     except OSError as exc:
-        raise DenominatorError("denominator file %s cannot be read: %s" % (path, exc.strerror)) from exc
+        raise DenominatorError("denominator file %s cannot be read: %s" %
+                               (path, exc.strerror)) from exc
     found = {}
     for number, line in enumerate(lines, start=1):
         where = "denominator file %s line %d" % (path, number)
@@ -40,7 +41,8 @@ def read_denominator(path, corpus, blank=0):
             continue
         fields = line.split("\t")
         if len(fields) not in (2, 3):
-            raise DenominatorError("%s: expected NAME<TAB>labels[<TAB>cost], got %r" % (where, line))
+            raise DenominatorError(
+                "%s: expected NAME<TAB>labels[<TAB>cost], got %r" % (where, line))
         name = fields[0]
         if name not in corpus:
             raise DenominatorError("%s: segment '%s' is not in the corpus" % (where, name))
@@ -207,8 +209,8 @@ def criterion(kind, log_posteriors, numerator, hypotheses, am_scale=1.0, lm_scal
                              % (int(numpy.max(fsa[1][:, 2])), dim))
     num_fsa, num_cost = numerator
     num = _union([num_fsa], [-lm_scale * num_cost])
-    log_z_num, num_posteriors = _forward_backward(num[0], num[1], _frame_scores(num_fsa, x, am_scale),
-                                                  num[3], num[4])
+    log_z_num, num_posteriors = _forward_backward(
+        num[0], num[1], _frame_scores(num_fsa, x, am_scale), num[3], num[4])
     if not numpy.isfinite(log_z_num):
         return None, None
     den = _union([fsa for fsa, _ in hypotheses], [-lm_scale * cost for _, cost in hypotheses])
@@ -218,8 +220,8 @@ def criterion(kind, log_posteriors, numerator, hypotheses, am_scale=1.0, lm_scal
         reference = best_path(num_fsa, x, am_scale)
         accuracy = (den[1][None, :, 2] == reference[:, None]).astype(numpy.float64)
     if kind == "smbr":
-        _, posteriors, expected, through = _forward_backward(den[0], den[1], den_scores, den[3], den[4],
-                                                             accuracy)
+        _, posteriors, expected, through = _forward_backward(
+            den[0], den[1], den_scores, den[3], den[4], accuracy)
         error = numpy.zeros((frames, dim))
         for t in range(frames):
             numpy.add.at(error[t], den[1][:, 2], posteriors[t] * (through[t] - expected))

@@ -50,8 +50,8 @@ def test_the_scheduler_names_a_batch_major_array(corpus):
     pool = sprintrt.SprintInstancePool.get_global_instance(sim_options(path))
     scheduler = sprintrt.SeqTrainScheduler(pool)
     scheduler.start_epoch(1)
-    with pytest.raises(ValueError, match="tags has 2 names for a batch of 9; " + "the first axis of "
-                                         "log_posteriors" + BATCH_MAJOR):
+    with pytest.raises(ValueError, match="tags has 2 names for a batch of 9; "
+                                         + "the first axis of log_posteriors" + BATCH_MAJOR):
         scheduler.forward([0, 1], lp, lengths, names)
     scheduler.finish_epoch()
 
@@ -79,8 +79,8 @@ def test_fsa_loss_names_swapped_axes_both_ways(corpus):
     # Time-major given with batch_first=True.
     time_major = torch.from_numpy(lp).transpose(0, 1)
     with pytest.raises(ValueError, match=r"seq_lens has 2 entries for a batch of 9; the second "
-                                         r"axis of log_probs matches instead: did you pass a time-major "
-                                         r"\(T, B, D\) array with batch_first=True\?"):
+                                         r"axis of log_probs matches instead: did you pass a "
+                                         r"time-major \(T, B, D\) array with batch_first=True\?"):
         fsa_loss(time_major, lengths, fsa, batch_first=True)
     assert torch.isfinite(fsa_loss(time_major, lengths, fsa)).all()
     assert torch.isfinite(fsa_loss(torch.from_numpy(lp), lengths, fsa, batch_first=True)).all()

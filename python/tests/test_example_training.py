@@ -3,7 +3,8 @@ its own: it exits 0, its model learns (the held-out label error rate falls
 well below the untrained model's and below a bound measured with margin),
 every epoch after the first takes every FSA from the builder's cache, and no
 sprint-sim worker outlives it; with ``--in-process`` it trains the same model
-(the same losses and error rates) without any child process. Its task, decoding and label error rate,
+(the same losses and error rates) without any child process. Its task,
+decoding and label error rate,
 imported, against hand-computed values."""
 
 import importlib.util

@@ -371,4 +371,3 @@ def test_forks_while_the_log_thread_delivers(corpus):
     assert len(result["before"]) == 1
     assert result["after"] == result["before"]
     assert result["own_left"] == []
-

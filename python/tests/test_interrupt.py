@@ -35,7 +35,8 @@ small = (numpy.ascontiguousarray(lp[:, :2]), lengths[:2], names[:2])
 plain = dict(opts, sprintConfigStr=[a for a in opts["sprintConfigStr"]
                                     if not a.startswith(("--*.fault", "--*.delay"))],
              numInstances=1)
-want = sprintrt.SprintInstancePool.get_global_instance(plain).get_batch_loss_and_error_signal(*small)
+plain_pool = sprintrt.SprintInstancePool.get_global_instance(plain)
+want = plain_pool.get_batch_loss_and_error_signal(*small)
 pool = sprintrt.SprintInstancePool.get_global_instance(opts)
 if call in ("torch", "builder"):  # imported before the signal can come
     import torch

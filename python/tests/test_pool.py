@@ -83,7 +83,7 @@ def test_float64_and_strided_inputs_are_converted(corpus):
     wide = numpy.zeros(lp.shape[:2] + (2 * DIM,), dtype=numpy.float64)
     wide[:, :, ::2] = lp
     got = pool.get_batch_loss_and_error_signal(wide[:, :, ::2], lengths.astype(numpy.int64),
-                                              names[:3])
+                                               names[:3])
     assert numpy.array_equal(got[0], want[0])
     assert numpy.array_equal(got[1], want[1])
 
@@ -106,7 +106,8 @@ def test_bad_arguments_name_the_argument(corpus):
 
 def test_errors_raise_sprintrt_error_with_the_cpp_code_and_message(corpus):
     path, names = corpus
-    with pytest.raises(sprintrt.Error, match="option 'numInstances' must be an integer >= 0") as bad:
+    with pytest.raises(sprintrt.Error,
+                       match="option 'numInstances' must be an integer >= 0") as bad:
         sprintrt.SprintInstancePool.get_global_instance(sim_options(path, numInstances="two"))
     assert bad.value.code == "invalid_options"
     pool = sprintrt.SprintInstancePool.get_global_instance(sim_options(path))

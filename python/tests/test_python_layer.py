@@ -81,17 +81,17 @@ def stand_ins_result(words, lp, lengths, names):
     """The stand-in's own criterion for the batch, computed here on the same
     float32 inputs: loss float32 [B] (inf: skipped), error signal [T, B, D]."""
     options = rasr_stand_in.parse_args(words)
-    processor = rasr_stand_in.LatticeProcessor(options, rasr_stand_in.read_corpus(options["corpus"]),
-                                               None)
+    processor = rasr_stand_in.LatticeProcessor(
+        options, rasr_stand_in.read_corpus(options["corpus"]), None)
     loss = numpy.full(len(names), numpy.inf, dtype=numpy.float32)
     signal = numpy.zeros(lp.shape, dtype=numpy.float32)
     for b, (name, frames) in enumerate(zip(names, lengths)):
         if name not in processor.denominator:
             continue
         numerator, hypotheses = processor.hypotheses(name)
-        value, error = sequence_criteria.criterion(processor.kind, lp[:frames, b], numerator, hypotheses,
-                                                   processor.am_scale, processor.lm_scale,
-                                                   processor.boost)
+        value, error = sequence_criteria.criterion(
+            processor.kind, lp[:frames, b], numerator, hypotheses, processor.am_scale,
+            processor.lm_scale, processor.boost)
         if value is not None:
             loss[b] = numpy.float32(value)
             signal[:frames, b] = error.astype(numpy.float32)
@@ -104,7 +104,7 @@ def stand_ins_result(words, lp, lengths, names):
 @pytest.mark.parametrize("children", [1, 2])
 @pytest.mark.parametrize("kind", ["mmi", "bmmi", "smbr"])
 def test_losses_and_error_signals_are_the_stand_ins_bit_for_bit(nn_trainer, corpus, tmp_path,
-                                                                 kind, children):
+                                                                kind, children):
     path, names = corpus
     lp, lengths = random_batch(names)
     words = stand_in_words(path, write_denominator(tmp_path / "den.txt", path, names),
@@ -118,14 +118,14 @@ def test_losses_and_error_signals_are_the_stand_ins_bit_for_bit(nn_trainer, corp
     assert numpy.array_equal(signal, want_signal)
     # Again through the same children, in another order: the same bits.
     order = numpy.arange(len(names))[::-1]
-    again = pool.get_batch_loss_and_error_signal(numpy.ascontiguousarray(lp[:, order]), lengths[order],
-                                                 [names[i] for i in order])
+    again = pool.get_batch_loss_and_error_signal(
+        numpy.ascontiguousarray(lp[:, order]), lengths[order], [names[i] for i in order])
     assert numpy.array_equal(again[0], loss[order])
     assert numpy.array_equal(again[1], signal[:, order])
 
 
 def test_segments_rasr_skips_are_loss_inf_and_zeros_and_the_others_exact(nn_trainer, corpus,
-                                                                          tmp_path):
+                                                                         tmp_path):
     # seg-1 has no denominator line: no lattice, RASR never forwards it.
     # seg-0 (3 3 4) gets 2 frames, too few for its reference: RASR forwards
     # it, finds no alignment and skips it before its loss.
@@ -161,8 +161,8 @@ def test_a_trainer_length_other_than_the_features_fails_naming_segment_and_lengt
     with pytest.raises(sprintrt.Error) as failed:
         pool.get_batch_loss_and_error_signal(lp, lengths, names)
     message = str(failed.value)
-    assert ("segment 'seg-3': the parent's log-posteriors are [T=%d, D=%d], but RASR's features have "
-            "T=%d frames" % (lengths[3], DIM, features[3])) in message, message
+    assert (f"segment 'seg-3': the parent's log-posteriors are [T={lengths[3]}, D={DIM}], but "
+            f"RASR's features have T={features[3]} frames") in message, message
     # The pool serves on (a new child where the old one ended).
     fine = [0, 1, 2]
     loss, signal = pool.get_batch_loss_and_error_signal(numpy.ascontiguousarray(lp[:, fine]),
@@ -176,11 +176,12 @@ def test_a_trainer_length_other_than_the_features_fails_naming_segment_and_lengt
                                        "notify_segment_loss for it: no loss"),
     (["--*.python-control-enabled=false"], "RASR backpropagated segment '%s' but never called "
                                            "notify_segment_loss for it: no loss"),
-    (["--*.stand-in-fault=no-backpropagate"], "RASR gave segment '%s' its loss (notify_segment_loss) "
-                                              "but never called the python layer's backpropagate"),
+    (["--*.stand-in-fault=no-backpropagate"],
+     "RASR gave segment '%s' its loss (notify_segment_loss) but never called the python layer's "
+     "backpropagate"),
 ])
 def test_a_missing_loss_or_error_signal_fails_the_segment_naming_it(nn_trainer, corpus, tmp_path,
-                                                                     fault, says):
+                                                                    fault, says):
     path, names = corpus
     names = names[:1]
     lp, lengths = random_batch(names)
@@ -212,10 +213,12 @@ def test_the_stand_in_equals_sprint_sims_criteria(nn_trainer, corpus, tmp_path, 
     path, names = corpus
     lp, lengths = random_batch(names, seed=9)
     denominator = write_denominator(tmp_path / "den.txt", path, names, seed=8)
-    words = stand_in_words(path, denominator, write_lengths(tmp_path / "len.txt", names, lengths), kind)
+    words = stand_in_words(path, denominator, write_lengths(
+        tmp_path / "len.txt", names, lengths), kind)
     ours = lattice_pool(nn_trainer, words, numInstances=2)
     sim_words = ["--*.criterion=" + kind, "--*.denominator=" + denominator]
-    sim_words += ["--*.%s=%s" % item for item in SCALES.items() if item[0] != "boost" or kind == "bmmi"]
+    sim_words += ["--*.%s=%s" % item for item in SCALES.items()
+                  if item[0] != "boost" or kind == "bmmi"]
     sim = sprintrt.SprintInstancePool.get_global_instance(sim_options(path, sim_words))
     loss, signal = ours.get_batch_loss_and_error_signal(lp, lengths, names)
     want_loss, want_signal = sim.get_batch_loss_and_error_signal(lp, lengths, names)
@@ -326,7 +329,8 @@ def test_the_error_signals_are_the_losses_gradients(kind):
         up[t, k] += step
         down[t, k] -= step
         slope = (sequence_criteria.criterion(kind, up, numerator, hypotheses, *scales)[0]
-                 - sequence_criteria.criterion(kind, down, numerator, hypotheses, *scales)[0]) / (2 * step)
+                 - sequence_criteria.criterion(kind, down, numerator, hypotheses, *scales)[0]
+                 ) / (2 * step)
         assert abs(slope - error[t, k]) <= 1e-6, (t, k, slope, error[t, k])
 
 
@@ -364,8 +368,10 @@ def test_the_denominator_file_is_read_as_the_doc_says(tmp_path):
     (tmp_path / "den.txt").write_text("# comment\n\na\t1 2\t0.5\na\t\nb\t1\t-1.5\n")
     found = sequence_criteria.read_denominator(str(tmp_path / "den.txt"), corpus)
     assert found == {"a": [((1, 2), 0.5), ((), None)], "b": [((1,), -1.5)]}
-    assert sequence_criteria.segment_hypotheses([1, 2], found["a"]) == (0.5, [((1, 2), 0.5), ((), 0.0)])
-    assert sequence_criteria.segment_hypotheses([3], found["b"]) == (0.0, [((3,), 0.0), ((1,), -1.5)])
+    assert sequence_criteria.segment_hypotheses(
+        [1, 2], found["a"]) == (0.5, [((1, 2), 0.5), ((), 0.0)])
+    assert sequence_criteria.segment_hypotheses(
+        [3], found["b"]) == (0.0, [((3,), 0.0), ((1,), -1.5)])
     for text, says in [("a 1 2\n", "line 1: expected NAME<TAB>labels"),
                        ("a\t1 x\n", "line 1: label 'x' is no non-negative integer"),
                        ("a\t1\tinf\n", "line 1: cost 'inf' is no finite number"),
@@ -400,9 +406,9 @@ class InProcess:
         self.layer.setOutputDimension(size=DIM)
         for stream, size in enumerate((3, 2)):
             self.layer.setInputDimension(stream=stream, size=size)
-        self.control = sprintrt_control.init(name="Sprint.PythonControl", sprint_unit="SegmentwiseNnTrainer",
-                                             reference=None, callback=None, version_number=5,
-                                             config=self.config)
+        self.control = sprintrt_control.init(name="Sprint.PythonControl",
+                                             sprint_unit="SegmentwiseNnTrainer", reference=None,
+                                             callback=None, version_number=5, config=self.config)
 
     def request(self, *message):
         data = self.codec.encode_message(message)
@@ -472,7 +478,8 @@ def test_the_layer_gives_rasr_the_posteriors_and_the_parent_rasrs_error_signal(i
      "segment 's1': RASR's error signal has shape (5, 5), but the segment's posteriors are "
      "(D x T) = (5, 4)"),
     (lambda r: r.layer.forward(input=[numpy.zeros((4, 4), numpy.float32)]),
-     "segment 's1': feature stream 0 has 4 rows, but RASR set the python layer's input dimension 3"),
+     "segment 's1': feature stream 0 has 4 rows, but RASR set the python layer's input "
+     "dimension 3"),
 ])
 def test_a_call_that_does_not_fit_the_segment_fails_it_naming_it(in_process, call, says):
     rasr = in_process
@@ -488,7 +495,8 @@ def test_a_call_that_does_not_fit_the_segment_fails_it_naming_it(in_process, cal
 
 def test_backpropagate_without_forward_and_calls_outside_the_segment_order_fail(in_process):
     rasr = in_process
-    with pytest.raises(RuntimeError, match="outside the Python segment order.*usePythonSegmentOrder"):
+    with pytest.raises(RuntimeError,
+                       match="outside the Python segment order.*usePythonSegmentOrder"):
         rasr.layer.forward(input=rasr.features(4))
     rasr.request("get_loss_and_error_signal", "s1", 4, numpy.zeros((4, DIM), numpy.float32))
     order = rasr.segment_order(["s1"])
@@ -511,7 +519,8 @@ def test_a_segment_order_rasr_drops_still_answers_its_segment(in_process, comple
     order.close()
     got = rasr.reply()
     if complete:
-        assert got[:2] == ("ok", 2.0) and numpy.array_equal(got[2], numpy.ones((4, DIM), numpy.float32))
+        assert got[:2] == ("ok", 2.0) and numpy.array_equal(
+            got[2], numpy.ones((4, DIM), numpy.float32))
     else:
         assert got == ("exception", "RASR stopped iterating its segments at segment 's1' before it "
                                     "finished it")

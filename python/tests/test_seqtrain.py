@@ -52,7 +52,8 @@ def test_an_epoch_gives_the_pools_loss_and_error_signal_for_every_batch(corpus):
         assert following > i + 1 or following == len(batches)
     stats = sched.finish_epoch()
     assert stats["epoch"] == 1
-    assert (stats["forwarded"], stats["computed"], stats["failed"], stats["skipped"]) == (12, 12, 0, 0)
+    assert (stats["forwarded"], stats["computed"],
+            stats["failed"], stats["skipped"]) == (12, 12, 0, 0)
     assert stats["train_requests"] == 4
     assert sorted(x["seq_idx"] for x in stats["timeline"]) == list(range(12))
     assert all(x["lane"] < 2 and x["start_ns"] <= x["end_ns"] for x in stats["timeline"])
@@ -124,7 +125,8 @@ def test_errors_name_what_was_wrong(corpus):
     sched.start_epoch(3)
     with pytest.raises(sprintrt.Error, match="increase"):
         sched.forward([1, 0], lp, lengths, names[:2])
-    with pytest.raises(sprintrt.Error, match=r"sequence 0 of sequences \[0, 2\) has not been forwarded yet"):
+    with pytest.raises(sprintrt.Error,
+                       match=r"sequence 0 of sequences \[0, 2\) has not been forwarded yet"):
         sched.train([whole_sequences(0, lengths)])
     with pytest.raises(ValueError, match="seq_indices must not be negative, got -1"):
         sched.forward([-1, 0], lp, lengths, names[:2])

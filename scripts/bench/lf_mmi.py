@@ -158,7 +158,7 @@ def main():
     for name in ("mmi-kernel-%d" % args.threads, "mmi-torch"):
         if not abs(losses[name] - kernel_loss) <= 1e-4 * abs(kernel_loss):
             sys.exit("%s's loss %r differs from the kernel's %r" % (name, losses[name],
-                                                                   kernel_loss))
+                                                                    kernel_loss))
     samples, medians = interleaved(methods, log_probs, args.repeat)
     ratios = {name: medians[name] / medians["ctc_loss"] for name in medians}
     numerator_ms = medians["numerator-kernel-%d" % args.threads]

@@ -55,7 +55,7 @@ def main():
     try:
         import sprintrt
     except ImportError as e:
-        print(json.dumps({"skipped": "no sprintrt Python module in %s (%s)" % (args.module_dir, e)}))
+        print(json.dumps({"skipped": f"no sprintrt Python module in {args.module_dir} ({e})"}))
         return 0
 
     rng = numpy.random.default_rng(20261201)

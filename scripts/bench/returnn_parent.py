@@ -111,10 +111,10 @@ class Pickler(_BasePickler):
             __import__(module)
             klass = getattr(sys.modules[module], name)
             if klass is not obj:
-                raise pickle.PicklingError("Can't pickle %r: not the same as %s.%s" % (obj, module, name))
+                raise pickle.PicklingError(
+                    "Can't pickle %r: not the same as %s.%s" % (obj, module, name))
         self.write(pickle.GLOBAL + bytes(module + "\n" + name + "\n", "utf8"))
         self.memoize(obj)
-
 
 
 if numpy is not None:
@@ -146,7 +146,8 @@ def read_bytes_to_new_buffer(p, size):
     while read_size < size:
         data_raw = p.read(size - read_size)
         if len(data_raw) == 0:
-            raise EOFError("expected to read %i bytes but got EOF after %i bytes" % (size, read_size))
+            raise EOFError("expected to read %i bytes but got EOF after %i bytes" %
+                           (size, read_size))
         read_size += len(data_raw)
         stream.write(data_raw)
     stream.seek(0)
@@ -243,7 +244,8 @@ class SprintSubprocessInstance:
                 sys.stdin.close()
                 self.pipe_c2p[0].close()
                 self.pipe_p2c[1].close()
-                close_all_fds_except([0, 1, 2, self.pipe_c2p[1].fileno(), self.pipe_p2c[0].fileno()])
+                close_all_fds_except(
+                    [0, 1, 2, self.pipe_c2p[1].fileno(), self.pipe_p2c[0].fileno()])
                 os.execv(args[0], args)
             finally:
                 os._exit(1)
@@ -268,7 +270,8 @@ class SprintSubprocessInstance:
         self._cur_seg_name = seg_name
         assert seg_len == log_posteriors.shape[0]
         self._cur_posteriors_shape = log_posteriors.shape
-        self._send(("get_loss_and_error_signal", seg_name, seg_len, log_posteriors.astype("float32", copy=False)))
+        self._send(("get_loss_and_error_signal", seg_name, seg_len,
+                   log_posteriors.astype("float32", copy=False)))
         self.is_calculating = True
 
     def get_loss_and_error_signal__read(self):
@@ -327,7 +330,8 @@ class SprintInstancePool:
                     break
                 instance = self._get_instance(i)
                 instance.get_loss_and_error_signal__send(
-                    seg_name=tags[b], seg_len=seq_lengths[b], log_posteriors=log_posteriors[: seq_lengths[b], b]
+                    seg_name=tags[b], seg_len=seq_lengths[b],
+                    log_posteriors=log_posteriors[: seq_lengths[b], b]
                 )
             for i in range(self.max_num_instances):
                 b = bb + i
@@ -376,7 +380,8 @@ def main():
         samples = []
         for _ in range(batches):
             start = time.perf_counter()
-            loss, error_signal = pool.get_batch_loss_and_error_signal(log_posteriors, seq_lengths, tags)
+            loss, error_signal = pool.get_batch_loss_and_error_signal(
+                log_posteriors, seq_lengths, tags)
             samples.append((time.perf_counter() - start) * 1e6 / args.batch)
     finally:
         instance.exit()

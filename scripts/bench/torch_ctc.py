@@ -45,7 +45,8 @@ def main():
     target_lengths = torch.full((args.batch,), args.labels, dtype=torch.long)
 
     def run():
-        loss = F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="sum")
+        loss = F.ctc_loss(log_probs, targets, input_lengths,
+                          target_lengths, blank=0, reduction="sum")
         loss.backward()
         grad = log_probs.grad
         log_probs.grad = None

@@ -94,7 +94,8 @@ def linear_segmentation_flow(cache_path):
         ("features", "generic-cache", {"id": "$(id)", "path": cache_path}),
         ("split", "generic-vector-f32-split", {}),
         ("energy", "generic-convert-vector-f32-to-f32", {}),
-        ("alignment", "speech-linear-segmentation", {"id": "$(id)", "orthography": "$(orthography)"}),
+        ("alignment", "speech-linear-segmentation",
+         {"id": "$(id)", "orthography": "$(orthography)"}),
     ]
     links = [("features", "network:features"), ("features", "split"), ("split:0", "energy"),
              ("energy", "alignment"), ("alignment", "network:alignments")]
@@ -110,7 +111,8 @@ def alignment_flow(cache_path, alignment_cache=None):
         ("aggregate", "generic-aggregation-vector-f32", {}),
         ("alignment", "speech-alignment", {"id": "$(id)", "orthography": "$(orthography)"}),
     ]
-    links = [("features", "network:features"), ("features", "aggregate"), ("aggregate", "alignment")]
+    links = [("features", "network:features"),
+             ("features", "aggregate"), ("aggregate", "alignment")]
     if alignment_cache:
         nodes.append(("alignment-cache", "generic-cache", {"id": "$(id)", "path": alignment_cache}))
         links += [("alignment", "alignment-cache"), ("alignment-cache", "network:alignments")]
@@ -216,8 +218,9 @@ def aligner_options(minimum=500, maximum=10000):
 def _orthographic_parser(prefix):
     """The FSA fixes RWTH's recipes set wherever an orthography becomes an
     allophone-state graph (no silence repetitions, no lemma score normalizing)."""
-    return {prefix + "allophone-state-graph-builder.orthographic-parser.allow-for-silence-repetitions": False,
-            prefix + "allophone-state-graph-builder.orthographic-parser.normalize-lemma-sequence-scores": False}
+    parser = prefix + "allophone-state-graph-builder.orthographic-parser."
+    return {parser + "allow-for-silence-repetitions": False,
+            parser + "normalize-lemma-sequence-scores": False}
 
 
 # --------------------------------------------------------------------------
@@ -348,9 +351,11 @@ def denominator_config(setup, raw, numerator, out, lm_scale, beam):
     scale = 1.0 / lm_scale
     return render([
         channels(), *corpus_and_lexicon(setup), acoustic_model(), language_model(setup, lm_scale),
-        ("lattice-processor", {"actions": "read,linear-combination,prune,graph-error-rate,merge,write",
-                               "selections": "lattice-reader,linear-combination,pruning,ger,merging,lattice-writer"}),
-        ("lattice-processor.lattice-reader", {"readers": "acoustic,lm", "lattice-archive.path": raw}),
+        ("lattice-processor",
+         {"actions": "read,linear-combination,prune,graph-error-rate,merge,write",
+          "selections": "lattice-reader,linear-combination,pruning,ger,merging,lattice-writer"}),
+        ("lattice-processor.lattice-reader",
+         {"readers": "acoustic,lm", "lattice-archive.path": raw}),
         ("lattice-processor.linear-combination", {"scales": [scale, scale]}),
         ("lattice-processor.pruning", {"threshold": beam, "threshold-is-relative": True}),
         *_merge_numerator_and_write(numerator, out),
@@ -371,7 +376,8 @@ def pruning_config(setup, denominator, numerator, out, threshold, lm_scale):
         channels(), *corpus_and_lexicon(setup), acoustic_model(), language_model(setup, lm_scale),
         ("lattice-processor", {"actions": "read,prune,merge,write",
                                "selections": "lattice-reader,pruning,merging,lattice-writer"}),
-        ("lattice-processor.lattice-reader", {"readers": "total", "lattice-archive.path": denominator}),
+        ("lattice-processor.lattice-reader",
+         {"readers": "total", "lattice-archive.path": denominator}),
         ("lattice-processor.pruning", {"threshold": threshold, "threshold-is-relative": True}),
         *_merge_numerator_and_write(numerator, out),
     ])
@@ -411,7 +417,8 @@ def state_accuracy_config(setup, flow, mixtures, denominator, out, alignment_cac
         channels(), *corpus_and_lexicon(setup), acoustic_model(mixtures),
         ("lattice-processor", {"actions": "read,rescore,write",
                                "selections": "topology-reader,rescoring,accuracy-writer"}),
-        ("lattice-processor.topology-reader", {"readers": "total", "lattice-archive.path": denominator}),
+        ("lattice-processor.topology-reader",
+         {"readers": "total", "lattice-archive.path": denominator}),
         ("lattice-processor.rescoring", rescoring),
         ("lattice-processor.accuracy-writer", {"lattice-archive.path": out}),
         ("*", {"allow-overwrite": True}),

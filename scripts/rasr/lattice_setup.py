@@ -119,7 +119,8 @@ def make_corpus(setup, count, seed):
     and lexicon.xml. Returns [{"name", "orth", "seconds", "audio"}]."""
     listing = setup.path("segments.json")
     spec = {"count": count, "seed": seed, "lexicon": lexicon_xml(), "sox": "-R"}
-    if not setup.step("corpus", spec, [listing, setup.path("corpus.xml"), setup.path("lexicon.xml")]):
+    outputs = [listing, setup.path("corpus.xml"), setup.path("lexicon.xml")]
+    if not setup.step("corpus", spec, outputs):
         with open(listing) as f:
             return json.load(f)
     rng = random.Random(seed)
@@ -138,7 +139,8 @@ def make_corpus(setup, count, seed):
             orth = orth[:-1]
         if seconds < 1.0:
             padded = wav + ".pad.wav"
-            subprocess.check_call(["sox", "-q", "-R", wav, padded, "pad", "0", "%.3f" % (1.0 - seconds)])
+            subprocess.check_call(["sox", "-q", "-R", wav, padded,
+                                  "pad", "0", "%.3f" % (1.0 - seconds)])
             os.replace(padded, wav)
             seconds = _wav_seconds(wav)
         segments.append({"name": "lat/r%02d/s%02d" % (i, i), "orth": " ".join(orth),
@@ -263,7 +265,8 @@ def train_gmm(setup, files, iterations):
     cache = setup.path("features.cache")
     g = lambda name: setup.path("gmm", name)  # noqa: E731
     flow = cfg.linear_segmentation_flow(cache)
-    accumulate = cfg.linear_accumulation_config(files, setup.path("flows", "linear.flow"), g("linear.acc"))
+    accumulate = cfg.linear_accumulation_config(
+        files, setup.path("flows", "linear.flow"), g("linear.acc"))
     combine = cfg.combine_config(g("linear.acc"), g("am-0.mix"))
     if setup.step("gmm-0", [flow, accumulate, combine], [g("linear.acc"), g("am-0.mix")],
                   uses=["features"]):
@@ -280,7 +283,8 @@ def train_gmm(setup, files, iterations):
                                              old, g("am-%d.acc" % n))
         combine = cfg.combine_config(g("am-%d.acc" % n), g("am-%d.mix" % n))
         if setup.step("gmm-%d" % n, [align_flow, acc_flow, align, accumulate, combine],
-                      [alignment, g("am-%d.acc" % n), g("am-%d.mix" % n)], uses=["gmm-%d" % (n - 1)]):
+                      [alignment, g("am-%d.acc" % n), g("am-%d.mix" % n)],
+                      uses=["gmm-%d" % (n - 1)]):
             setup.write("flows/align-%d.flow" % n, align_flow)
             setup.write("flows/accumulate-%d.flow" % n, acc_flow)
             setup.run("acoustic-model-trainer", "gmm-%d-align" % n, align)
@@ -328,12 +332,14 @@ def raw_denominator_lattices(setup, files, segments, mixtures, numerator, lm_sca
     flow = cfg.cached_features_flow(setup.path("features.cache"))
     config = cfg.raw_denominator_config(files, setup.path("flows", "features.flow"), mixtures,
                                         out, lm_scale, beam)
-    if setup.step("raw-denominator", [flow, config, "alphabet-fix-2"], [out], uses=["numerator", "lm"]):
+    if setup.step("raw-denominator", [flow, config, "alphabet-fix-2"], [out],
+                  uses=["numerator", "lm"]):
         setup.write("flows/features.flow", flow)
         log = setup.run("speech-recognizer", "raw-denominator", config)
         selection = setup.write("lattices/alphabet.selection", "alphabets.binfsa.gz\n")
         setup.run_args("archiver", "raw-denominator-alphabet",
-                       ["--mode=combine", "--overwrite=replace", "--select=" + selection, out, numerator])
+                       ["--mode=combine", "--overwrite=replace", "--select=" + selection, out,
+                        numerator])
         check_archive(setup, out, segments, ".binwb.gz")
         setup.done("raw-denominator", word_error_rate=_word_error_rate(log))
     return out
@@ -445,7 +451,8 @@ def main():
     args = parser.parse_args()
     for program in ("espeak-ng", "sox"):
         if not shutil.which(program):
-            raise SystemExit("lattice_setup: %s is missing (scripts/setup.sh espeak-ng sox)" % program)
+            raise SystemExit(
+                "lattice_setup: %s is missing (scripts/setup.sh espeak-ng sox)" % program)
     setup = Setup(args.rasr, args.out, args.force)
     try:
         segments = make_corpus(setup, args.segments, args.seed)

@@ -93,7 +93,8 @@ def read_fsa(path):
     flags = r.take("I")
     version = flags >> 24
     if version < 2 or not flags & 1:
-        raise FormatError("%s: format version %d / flags %#x not supported" % (path, version, flags))
+        raise FormatError("%s: format version %d / flags %#x not supported" %
+                          (path, version, flags))
     fsa_type = r.take("I")
     if fsa_type != 1:
         raise FormatError("%s: type %d is not an acceptor" % (path, fsa_type))
@@ -424,7 +425,8 @@ def lattice_criteria(lattice, x, scale, orthography, lm=None, lm_scale=1.0):
     T, D = x.shape
     # The frames the arcs' alignments cover (the sentence-end arcs cover none,
     # so the final states' times may lie beyond them).
-    covered = max(lattice.times[s] + len(al) for (s, _, _), al in zip(lattice.arcs, lattice.alignment))
+    covered = max(lattice.times[s] + len(al)
+                  for (s, _, _), al in zip(lattice.arcs, lattice.alignment))
     if covered != T:
         raise FormatError("%s: the lattice's alignments end at frame %d, the posteriors have %d"
                           % (lattice.name, covered, T))

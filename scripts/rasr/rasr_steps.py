@@ -154,5 +154,6 @@ def rasr_errors(log_text, limit=12):
                     and not text.startswith("Creating stack trace"):
                 current[2].append(text)
         elif "PROGRAM DEFECTIVE" in line:
-            messages.append(" ".join([line.strip()] + [l.strip() for l in lines[i + 1:i + 2]]))
+            messages.append(" ".join([line.strip()] + [following.strip()
+                            for following in lines[i + 1:i + 2]]))
     return "\n".join(messages[-limit:]) or "\n".join(lines[-limit:])

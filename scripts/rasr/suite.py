@@ -57,7 +57,8 @@ class Suite:
         count = [] if segments is None else ["--segments", str(segments)]
         summary = subprocess.run([sys.executable, os.path.join(HERE, "tiny_setup.py"),
                                   os.path.join(self.work, "setup")] + count,
-                                 check=True, capture_output=True, text=True, errors="replace").stdout
+                                 check=True, capture_output=True, text=True,
+                                 errors="replace").stdout
         self.setup = json.loads(summary)
         self.tags = [s["name"] for s in self.setup["segments"]]
         sys.path.insert(0, os.path.join(args.sprintrt_build, "python"))
@@ -109,7 +110,8 @@ class Suite:
 
     def cli(self, *argv):
         return subprocess.run([os.path.join(self.args.sprintrt_build, "tools/sprintrt/sprintrt")]
-                              + list(argv), capture_output=True, text=True, errors="replace", timeout=300)
+                              + list(argv), capture_output=True, text=True, errors="replace",
+                              timeout=300)
 
     # -- doctor --------------------------------------------------------------
 
@@ -222,8 +224,8 @@ numpy.savez(out, edges=edges, weights=weights, start_end_states=start_end)
             self.same("automata: RETURNN's module, %d child(ren), equal sprintrt's" % children,
                       self.pool_automata("returnn", children), one)
         try:
-            self.same("automata: RETURNN's own pool equals sprintrt's", self.returnn_pool_automata(),
-                      one)
+            self.same("automata: RETURNN's own pool equals sprintrt's",
+                      self.returnn_pool_automata(), one)
         except RuntimeError as e:
             self.check("automata: RETURNN's own pool equals sprintrt's", False, str(e))
 
@@ -662,8 +664,8 @@ print("MEDIAN", median(lambda: pool.get_automata_for_batch(numpy.array(tags))))
 
     def run(self):
         self.before_kill = []
-        for part in (self.doctor, self.automata, self.orthography, self.losses, self.settings, self.faults,
-                     self.kill_part, self.figures, self.lattice):
+        for part in (self.doctor, self.automata, self.orthography, self.losses, self.settings,
+                     self.faults, self.kill_part, self.figures, self.lattice):
             try:
                 part()
             except Exception as e:  # a broken part is a failure, named, and the rest runs

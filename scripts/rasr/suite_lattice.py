@@ -59,7 +59,8 @@ def rasr_root(lattice_processor):
     """build.sh's output directory of a lattice-processor binary in it."""
     path = os.path.abspath(lattice_processor)
     if not path.endswith(TOOL_SUFFIX):
-        raise RuntimeError("%s is not OUT/%s of a scripts/rasr/build.sh output" % (path, TOOL_SUFFIX))
+        raise RuntimeError("%s is not OUT/%s of a scripts/rasr/build.sh output" %
+                           (path, TOOL_SUFFIX))
     return path[:-len(TOOL_SUFFIX)].rstrip("/")
 
 
@@ -71,8 +72,10 @@ class LatticeChecks:
         skipped when up to date) and reads its summary."""
         self.suite, self.sp = suite, suite.sprintrt
         self.work = os.path.join(suite.work, "lattice")
-        run = subprocess.run(["nice", "-n", "5", sys.executable, os.path.join(HERE, "lattice_setup.py"),
-                              "--rasr", rasr_root(suite.args.lattice_processor), "--out", self.work],
+        run = subprocess.run(["nice", "-n", "5", sys.executable,
+                              os.path.join(HERE, "lattice_setup.py"),
+                              "--rasr", rasr_root(suite.args.lattice_processor),
+                              "--out", self.work],
                              capture_output=True, text=True, errors="replace", timeout=900)
         if run.returncode != 0:
             raise RuntimeError("lattice_setup.py failed: " + (run.stderr + run.stdout)[-3000:])
@@ -106,8 +109,8 @@ class LatticeChecks:
         the lengths int32 [B]."""
         tags = self.tags if tags is None else tags
         lengths = numpy.array([self.frames[t] for t in tags], dtype=numpy.int32)
-        logits = numpy.random.default_rng(seed).normal(0, spread, size=(int(lengths.max()), len(tags),
-                                                                        self.classes))
+        logits = numpy.random.default_rng(seed).normal(
+            0, spread, size=(int(lengths.max()), len(tags), self.classes))
         lp = logits - numpy.log(numpy.exp(logits).sum(axis=2, keepdims=True))
         for b, n in enumerate(lengths):
             lp[n:, b] = 0
@@ -191,6 +194,7 @@ class LatticeChecks:
             order = numpy.argsort(-numpy.abs(error[:lengths[b], b]).ravel())[:entries]
             picks.append([divmod(int(k), self.classes) for k in order])
         pool = self.pool(config)
+
         def central(e, h):
             """Per chosen segment, the central difference at its e-th entry."""
             values, steps = [], []
@@ -261,7 +265,7 @@ class LatticeChecks:
         listing = subprocess.run([archiver, "--mode=list", copy], capture_output=True, text=True,
                                  errors="replace").stdout
         members = [line.split()[0] for line in listing.splitlines()
-                   if line.strip().startswith(victim + "-") or line.strip().startswith(victim + ".")]
+                   if line.strip().startswith((victim + "-", victim + "."))]
         subprocess.run([archiver, "--mode=remove", copy] + members, capture_output=True, check=True)
         with open(self.summary["configs"]["smbr"]) as f:
             text = f.read().replace(archive, copy).replace("train-smbr.log", "missing-smbr.log")
@@ -349,7 +353,8 @@ class LatticeChecks:
             theirs = figures.get(name.replace("sprintrt's", "RETURNN's"))
             print("FIGURE lattice per segment (%d segments, T %d-%d, D %d), %s: %.2f ms%s"
                   % (len(self.tags), lengths.min(), lengths.max(), self.classes, name, ms,
-                     " (RETURNN's pool %.2fx)" % (theirs / ms) if theirs and "sprintrt" in name else ""))
+                     " (RETURNN's pool %.2fx)" % (theirs / ms)
+                     if theirs and "sprintrt" in name else ""))
         figures.update(self.startup_figures())
         return figures
 
@@ -396,7 +401,7 @@ class LatticeChecks:
             medians["sprintrt"])
         if "returnn" in medians:
             line += ", RETURNN's %.0f ms (%.1fx)" % (medians["returnn"],
-                                                    medians["returnn"] / medians["sprintrt"])
+                                                     medians["returnn"] / medians["sprintrt"])
         print(line + ", medians of %d alternating runs" % ROUNDS)
         return {"start-up to handshake, %s's module" % m: v for m, v in medians.items()}
 

@@ -91,8 +91,8 @@ class CriteriaChecks:
                     loss_dev <= LOSS_TOL and error_dev <= ERROR_TOL,
                     "worst loss deviation %.3g, error signal %.3g (segment %s)"
                     % (loss_dev, error_dev, self.checks.tags[worst]))
-                print("     %s%s: RASR against float64, worst relative loss deviation %.2g, "
-                      "worst error-signal deviation %.2g" % (criterion, suffix, loss_dev, error_dev))
+                print(f"     {criterion}{suffix}: RASR against float64, worst relative loss "
+                      f"deviation {loss_dev:.2g}, worst error-signal deviation {error_dev:.2g}")
 
     # -- b. ---------------------------------------------------------------------
 
@@ -112,7 +112,8 @@ class CriteriaChecks:
             for sequence, cost in sorted(groups.items()):
                 hypotheses.append("%s\t%s\t%r" % (tag, " ".join(map(str, sequence)), cost))
         self.suite.check("lattice: sprint-sim's definitions describe RASR's computation on every "
-                         "pruned lattice (%d of %d segments)" % (len(usable), len(self.checks.tags)),
+                         "pruned lattice (%d of %d segments)" % (
+                             len(usable), len(self.checks.tags)),
                          not refused, "; ".join(refused))
         for line in refused:
             print("     not comparable with sprint-sim: " + line)
@@ -149,8 +150,8 @@ class CriteriaChecks:
                 loss_dev <= LOSS_TOL and error_dev <= ERROR_TOL,
                 "worst loss deviation %.3g, error signal %.3g (segment %s)"
                 % (loss_dev, error_dev, tags[worst]))
-            print("     %s: sprint-sim against RASR over %d pruned lattices, worst relative loss "
-                  "deviation %.2g, error signal %.2g" % (criterion, len(usable), loss_dev, error_dev))
+            print(f"     {criterion}: sprint-sim against RASR over {len(usable)} pruned lattices, "
+                  f"worst relative loss deviation {loss_dev:.2g}, error signal {error_dev:.2g}")
 
     def hypotheses(self, lattice, orthography, frames, scale):
         """sprint-sim's view of a pruned lattice: (reason it does not fit or

@@ -27,7 +27,10 @@ broken pipe or bytes that are no request end the child with a message on
 stderr and an exception to RASR (which then exits with an error).
 """
 
+from __future__ import annotations
+
 import math
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy
 
@@ -58,7 +61,7 @@ def _rasr_orthography(text):
     return "".join(w + " " for w in words)
 
 
-def parse_config(config):
+def parse_config(config: str) -> dict[str, str]:
     """The pymod config string ``k:v,k:v`` as a dict of str (RASR passes it to
     ``init`` and ``getSegmentList`` unchanged)."""
     result = {}
@@ -90,7 +93,8 @@ class Control:
     RASR's callback. There is one per process (RASR's PythonControl and its
     Python segment order share it)."""
 
-    def __init__(self, config, callback=None, version_number=None):
+    def __init__(self, config: dict[str, str], callback: Callable[..., Any] | None = None,
+                 version_number: int | None = None) -> None:
         self.config = config
         for key in ("c2p_fd", "p2c_fd"):
             if key not in config:
@@ -108,7 +112,7 @@ class Control:
         self.layer_path = LayerPath(self)
         self.update(callback, version_number)
 
-    def update(self, callback, version_number):
+    def update(self, callback: Callable[..., Any] | None, version_number: int | None) -> None:
         """Takes RASR's callback and version from a (later) ``init`` call."""
         if callback is not None:
             self.callback = callback
@@ -121,7 +125,7 @@ class Control:
 
     # What RASR calls -------------------------------------------------------------
 
-    def run_control_loop(self, callback, **_kwargs):
+    def run_control_loop(self, callback: Callable[..., Any], **_kwargs: Any) -> None:
         """RASR's ``python-control-loop``: serves requests until ``exit``."""
         self.callback = callback
         self.control_loop_running = True
@@ -131,11 +135,13 @@ class Control:
         finally:
             self.control_loop_running = False
 
-    def init_processing(self, input_dim=None, output_dim=None, **_kwargs):
+    def init_processing(self, input_dim: int | None = None, output_dim: int | None = None,
+                        **_kwargs: Any) -> None:
         """RASR's ``iterate-corpus``, before its first segment: nothing to set up
         (features and alignments are not used)."""
 
-    def process_segment(self, name, orthography=None, **_kwargs):
+    def process_segment(self, name: str, orthography: str | bytes | None = None,
+                        **_kwargs: Any) -> None:
         """RASR's ``iterate-corpus``: one segment of its corpus, with its
         orthography (bytes): answers the parent's loss request for it."""
         name = _text(name)
@@ -151,20 +157,21 @@ class Control:
             "get_loss_and_error_signal", name,
             lambda: self._criterion(name, request.log_posteriors, _text(orthography)))
 
-    def exit(self, **_kwargs):
+    def exit(self, **_kwargs: Any) -> None:
         """RASR is done: closes the pipes."""
         self.exited = True
         self.pipes.close()
 
-    def init_segment(self, segment_name=None, **_kwargs):
+    def init_segment(self, segment_name: str | None = None, **_kwargs: Any) -> None:
         """RASR's SegmentwiseNnTrainer starts the current segment's criterion."""
         self.layer_path.init_segment(segment_name)
 
-    def notify_segment_loss(self, segment_name=None, loss=None, **_kwargs):
+    def notify_segment_loss(self, segment_name: str | None = None, loss: float | None = None,
+                            **_kwargs: Any) -> None:
         """RASR's SegmentwiseNnTrainer has the current segment's loss."""
         self.layer_path.notify_segment_loss(segment_name, loss)
 
-    def segment_list(self, corpus_name, segment_list):
+    def segment_list(self, corpus_name: str, segment_list: Iterable[Any]) -> Iterator[str]:
         """The generator behind ``getSegmentList``: yields the segment of each
         loss request. RASR's ``process_segment`` for it answers it; on the
         python-layer path the answer goes out when RASR asks for the next
@@ -394,8 +401,9 @@ class Control:
 _control = None
 
 
-def init(name, reference=None, config="", sprint_unit=None, version_number=None, callback=None,
-         **_kwargs):
+def init(name: str, reference: Any = None, config: str = "", sprint_unit: str | None = None,
+         version_number: int | None = None, callback: Callable[..., Any] | None = None,
+         **_kwargs: Any) -> Control:
     """RASR's PythonControl: ``init(name, sprint_unit, reference, callback,
     version_number, config)``; returns the object it then drives."""
     global _control
@@ -406,7 +414,8 @@ def init(name, reference=None, config="", sprint_unit=None, version_number=None,
     return _control
 
 
-def getSegmentList(corpusName, segmentList, segmentsInfo=None, config="", **_kwargs):  # noqa: N802
+def getSegmentList(corpusName: str | bytes, segmentList: Iterable[Any],  # noqa: N802, N803
+                   segmentsInfo: Any = None, config: str = "", **_kwargs: Any) -> Iterator[Any]:
     """RASR's Python segment order: yields the segments to process, in the
     order of the parent's loss requests."""
     control = init(name="sprintrt.segment-order", reference=corpusName, config=config)

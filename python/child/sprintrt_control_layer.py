@@ -27,7 +27,10 @@ Python 3 and NumPy only; no threads of its own (RASR may call ``forward``
 from one of its OpenMP threads, holding the GIL).
 """
 
+from __future__ import annotations
+
 import math
+from typing import Any
 
 import numpy
 
@@ -41,7 +44,7 @@ class SegmentError(RuntimeError):
 class LayerSegment:
     """What RASR gave for the current segment on the python-layer path."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.input_dims = None  # the rows of the features, per stream, once forwarded
         self.started = False  # init_segment
         self.loss = None  # notify_segment_loss
@@ -52,16 +55,16 @@ class LayerPath:
     """The python-layer path of one Control: the calls RASR makes for the
     current segment (``control.pending``) and the reply once it is done."""
 
-    def __init__(self, control):
+    def __init__(self, control: Any) -> None:
         self.control = control
         self.layers = 0  # SprintNnPythonLayer objects RASR made
 
-    def in_use(self, request):
+    def in_use(self, request: Any) -> bool:
         """Whether `request` is answered on this path (a python layer exists,
         or RASR called part of it for the segment)."""
         return self.layers > 0 or request.layer is not None
 
-    def current(self, call):
+    def current(self, call: str) -> Any:
         """The request of the segment RASR is at, for its call `call`."""
         request = self.control.pending
         if request is None or request.answered:
@@ -79,7 +82,7 @@ class LayerPath:
             request.layer = LayerSegment()
         return request
 
-    def fail(self, request, message):
+    def fail(self, request: Any, message: str) -> None:
         """Sends the segment's exception reply and raises: RASR ends."""
         request.answered = True
         self.control._send_exception("get_loss_and_error_signal", request.name, message)
@@ -87,7 +90,7 @@ class LayerPath:
 
     # RASR's calls --------------------------------------------------------------------
 
-    def forward(self, layer, inputs):
+    def forward(self, layer: SprintNnPythonLayer, inputs: Any) -> numpy.ndarray:
         request = self.current("the python layer's forward")
         name = request.name
         if not isinstance(inputs, (list, tuple)) or not inputs:
@@ -120,12 +123,12 @@ class LayerPath:
         # C-ordered [T, D] posteriors, which RASR copies as they are.
         return posteriors.T
 
-    def init_segment(self, segment_name):
+    def init_segment(self, segment_name: str | None) -> None:
         request = self.current("init_segment")
         self._same_segment(request, "init_segment", segment_name)
         request.layer.started = True
 
-    def notify_segment_loss(self, segment_name, loss):
+    def notify_segment_loss(self, segment_name: str | None, loss: float | None) -> None:
         request = self.current("notify_segment_loss")
         self._same_segment(request, "notify_segment_loss", segment_name)
         try:
@@ -134,7 +137,8 @@ class LayerPath:
             self.fail(request, "segment '%s': notify_segment_loss gave the loss %r, not a number"
                       % (request.name, loss))
 
-    def backpropagate(self, layer, error_signal):
+    def backpropagate(self, layer: SprintNnPythonLayer,
+                      error_signal: Any) -> tuple[numpy.ndarray, ...]:
         request = self.current("the python layer's backpropagate")
         name = request.name
         if request.layer.input_dims is None:
@@ -161,7 +165,7 @@ class LayerPath:
 
     # The reply ------------------------------------------------------------------------
 
-    def reply(self, request):
+    def reply(self, request: Any) -> None:
         """Answers `request` with what RASR gave for it (RASR is done with it)."""
         request.answered = True
         state = request.layer or LayerSegment()
@@ -211,38 +215,38 @@ class SprintNnPythonLayer:
     it says it is trainable, since RASR backpropagates only into trainable
     layers."""
 
-    def __init__(self, config="", **_kwargs):
+    def __init__(self, config: str = "", **_kwargs: Any) -> None:
         self.path = _control(config).layer_path
         self.path.layers += 1
         self.input_dims = {}
         self.output_dim = None
 
-    def setInputDimension(self, stream, size):  # noqa: N802 (RASR's names)
+    def setInputDimension(self, stream: int, size: int) -> None:  # noqa: N802 (RASR's names)
         self.input_dims[int(stream)] = int(size)
 
-    def setOutputDimension(self, size):  # noqa: N802
+    def setOutputDimension(self, size: int) -> None:  # noqa: N802
         self.output_dim = int(size)
 
-    def initializeNetworkParameters(self):  # noqa: N802
+    def initializeNetworkParameters(self) -> None:  # noqa: N802
         """No parameters: the trainer holds them."""
 
-    def loadNetworkParameters(self, filename):  # noqa: N802
+    def loadNetworkParameters(self, filename: str) -> None:  # noqa: N802
         """No parameters to load."""
 
-    def saveNetworkParameters(self, filename):  # noqa: N802
+    def saveNetworkParameters(self, filename: str) -> None:  # noqa: N802
         """No parameters to save."""
 
-    def isTrainable(self):  # noqa: N802
+    def isTrainable(self) -> bool:  # noqa: N802
         return True
 
-    def getNumberOfFreeParameters(self):  # noqa: N802
+    def getNumberOfFreeParameters(self) -> int:  # noqa: N802
         return 0
 
-    def forward(self, input):  # noqa: A002 (RASR's keyword)
+    def forward(self, input: Any) -> numpy.ndarray:  # noqa: A002 (RASR's keyword)
         return self.path.forward(self, input)
 
-    def backpropagate(self, errorSignalIn):  # noqa: N803
+    def backpropagate(self, errorSignalIn: Any) -> tuple[numpy.ndarray, ...]:  # noqa: N803
         return self.path.backpropagate(self, errorSignalIn)
 
-    def finalize(self):
+    def finalize(self) -> None:
         """RASR is done with the network: nothing to do."""

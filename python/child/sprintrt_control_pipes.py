@@ -3,6 +3,8 @@ with a restricted unpickler, replies written as conservative pickles, length
 prefixed or raw; and the small helpers the control's modules share. Python 3
 and NumPy only, as sprintrt_control."""
 
+from __future__ import annotations
+
 import codecs
 import importlib
 import io
@@ -10,6 +12,7 @@ import os
 import pickle
 import struct
 import sys
+from typing import Any
 
 import numpy
 
@@ -56,7 +59,8 @@ def _shape_text(value):
 # -- pickles ---------------------------------------------------------------------
 
 
-def make_numpy_ndarray_fromstring(data, dtype, shape):
+def make_numpy_ndarray_fromstring(data: bytes, dtype: str,
+                                  shape: tuple[int, ...]) -> numpy.ndarray:
     """The array a request's ``make_numpy_ndarray_fromstring`` global builds: C
     order, little-endian."""
     if dtype not in _ARRAY_DTYPES:
@@ -80,7 +84,7 @@ class _RequestUnpickler(pickle.Unpickler):
     """Python's unpickler with the globals of docs/protocol.md section 3 only: a
     request can build values, never call anything else."""
 
-    def find_class(self, module, name):
+    def find_class(self, module: str, name: str) -> Any:
         if name == "make_numpy_ndarray_fromstring" and module in _ARRAY_MODULES:
             return make_numpy_ndarray_fromstring
         if name == "scalar" and module in ("numpy.core.multiarray", "numpy._core.multiarray"):
@@ -130,7 +134,7 @@ def _encode(value, out):
         raise TypeError("cannot send a %s to the parent" % type(value).__name__)
 
 
-def encode_message(value):
+def encode_message(value: Any) -> bytes:
     """One message as a pickle (protocol 3) of `value`."""
     out = bytearray(b"\x80\x03")
     _encode(value, out)
@@ -146,7 +150,7 @@ class Pipes:
     ``c2p_fd``, each one pickle, with a little-endian int32 length in front
     (``framing`` ``length_prefixed``) or back to back (``raw``)."""
 
-    def __init__(self, p2c_fd, c2p_fd, framing="length_prefixed"):
+    def __init__(self, p2c_fd: int, c2p_fd: int, framing: str = "length_prefixed") -> None:
         if framing not in ("length_prefixed", "raw"):
             raise ValueError(
                 "pymod config framing must be length_prefixed or raw, got %r" % framing)
@@ -176,7 +180,7 @@ class Pipes:
             got += n
         return buffer
 
-    def read(self):
+    def read(self) -> Any:
         """The next request, decoded; a ProtocolError when there is none."""
         self.requests += 1
         number = self.requests
@@ -205,7 +209,7 @@ class Pipes:
             raise ProtocolError("request %d is not a valid pickle: %s" %
                                 (number, _describe(exc))) from exc
 
-    def write(self, value):
+    def write(self, value: Any) -> None:
         """Sends one reply."""
         data = encode_message(value)
         if self.framing == "length_prefixed":
@@ -222,7 +226,7 @@ class Pipes:
                                     (self.c2p_fd, exc.strerror)) from exc
             view = view[n:]
 
-    def close(self):
+    def close(self) -> None:
         """Closes both pipes (once)."""
         if self._raw_reader is not None:
             self._raw_reader.close()

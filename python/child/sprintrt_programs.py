@@ -5,13 +5,16 @@ in the package's `bin` directory (the real executables, which
 this command). A top-level module, so that starting a program imports
 neither the package nor NumPy."""
 
+from __future__ import annotations
+
 import os
 import sys
+from typing import NoReturn
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _run(name):
+def _run(name: str) -> NoReturn:
     """Execs the package's program ``name`` with this command's arguments.
     Its Sprint children load the child module installed beside this file
     unless ``SPRINTRT_CONTROL_DIR`` says otherwise."""
@@ -23,11 +26,11 @@ def _run(name):
     os.execv(program, [name] + sys.argv[1:])
 
 
-def sprintrt_main():
+def sprintrt_main() -> None:
     """The `sprintrt` command."""
     _run("sprintrt")
 
 
-def sprint_sim_main():
+def sprint_sim_main() -> None:
     """The `sprint-sim` command."""
     _run("sprint-sim")

@@ -98,8 +98,8 @@ class Control:
         self.config = config
         for key in ("c2p_fd", "p2c_fd"):
             if key not in config:
-                raise ValueError("the pymod config lacks %s (sprintrt passes c2p_fd:C,p2c_fd:P): %r"
-                                 % (key, config))
+                raise ValueError(f"the pymod config lacks {key} (sprintrt passes "
+                                 f"c2p_fd:C,p2c_fd:P): {config!r}")
         self.pipes = Pipes(int(config["p2c_fd"]), int(config["c2p_fd"]),
                            config.get("framing", "length_prefixed"))
         self.callback = None
@@ -119,8 +119,8 @@ class Control:
         if version_number is not None:
             needed = int(self.config.get("minPythonControlVersion", 0))
             if version_number < needed:
-                raise RuntimeError("RASR's PythonControl has version %d, minPythonControlVersion "
-                                   "asks for %d: use a newer RASR" % (version_number, needed))
+                raise RuntimeError(f"RASR's PythonControl has version {int(version_number)}, "
+                                   f"minPythonControlVersion asks for {needed}: use a newer RASR")
             self.version_number = version_number
 
     # What RASR calls -------------------------------------------------------------
@@ -149,9 +149,8 @@ class Control:
             self._wait_for_loss_request(name)
         request = self.pending
         if request is None or request.name != name:
-            wanted = "no segment" if request is None else "segment '%s'" % request.name
-            raise RuntimeError("RASR processes segment '%s' but the parent asked for %s"
-                               % (name, wanted))
+            wanted = "no segment" if request is None else f"segment '{request.name}'"
+            raise RuntimeError(f"RASR processes segment '{name}' but the parent asked for {wanted}")
         request.answered = True
         self._reply_guarded(
             "get_loss_and_error_signal", name,
@@ -207,8 +206,8 @@ class Control:
             return
         self._send_exception(
             "get_loss_and_error_signal", request.name,
-            "RASR did not process segment '%s' (not in its corpus '%s', or left out by its "
-            "segment selection)" % (request.name, corpus_name))
+            f"RASR did not process segment '{request.name}' (not in its corpus '{corpus_name}', or "
+            "left out by its segment selection)")
 
     def _abandoned(self, request):
         """RASR dropped the segment order while at `request` (it is ending):
@@ -238,8 +237,8 @@ class Control:
         except ProtocolError as exc:
             self._fail(exc)
         if not isinstance(message, tuple) or not message or not isinstance(message[0], str):
-            self._send_exception("request", None, "a request must be a tuple (command, ...), got %r"
-                                 % (message,))
+            self._send_exception("request", None, "a request must be a tuple (command, ...), got "
+                                                  f"{message!r}")
             return None
         command, args = message[0], message[1:]
         if command == "exit" and not args:
@@ -278,8 +277,8 @@ class Control:
 
     def _init_reply(self, parent_name, version):
         if version != PROTOCOL_VERSION:
-            _say("init from %r asks for protocol version %r, this child speaks %d"
-                 % (parent_name, version, PROTOCOL_VERSION))
+            _say(f"init from {parent_name!r} asks for protocol version {version!r}, this child "
+                 f"speaks {PROTOCOL_VERSION}")
         return (CHILD_NAME, PROTOCOL_VERSION)
 
     @staticmethod
@@ -302,8 +301,8 @@ class Control:
     def _queue(self, name, log_posteriors, known, corpus_name, found):
         if known and name not in known:
             self._send_exception("get_loss_and_error_signal", name,
-                                 "unknown segment '%s': not in RASR's corpus '%s' (%d segments)"
-                                 % (name, corpus_name, len(known)))
+                                 f"unknown segment '{name}': not in RASR's corpus '{corpus_name}' "
+                                 f"({len(known)} segments)")
             return
         self.pending = _Request(name, log_posteriors)
         found.append(self.pending)
@@ -319,9 +318,9 @@ class Control:
             if found:
                 self.pending = found[0]
                 if found[0].name != name:
-                    message = ("RASR iterates its corpus in its own order and is at segment '%s', "
-                               "but the parent asked for '%s': use the Python segment order "
-                               "(usePythonSegmentOrder true)" % (name, found[0].name))
+                    message = ("RASR iterates its corpus in its own order and is at segment "
+                               f"'{name}', but the parent asked for '{found[0].name}': use the "
+                               "Python segment order (usePythonSegmentOrder true)")
                     self._send_exception("get_loss_and_error_signal", found[0].name, message)
                     raise RuntimeError(message)
                 return
@@ -337,15 +336,15 @@ class Control:
         callback `command` with `argument` (`text` if None) as its argument
         `keyword`."""
         if not isinstance(text, str) or not text:
-            raise ValueError("%s: the %s must be a non-empty str, got %r"
-                             % (command, keyword.replace("_", " "), text))
+            what = keyword.replace("_", " ")
+            raise ValueError(f"{command}: the {what} must be a non-empty str, got {text!r}")
         num_states, num_edges, edges, weights = self._rasr(
             command, **{keyword: text if argument is None else argument})
         edges = numpy.asarray(edges, dtype=numpy.uint32).reshape(-1)
         weights = numpy.asarray(weights, dtype=numpy.float32).reshape(-1)
         if edges.size != 3 * int(num_edges) or weights.size != int(num_edges):
-            raise ValueError("RASR's FSA of '%s' has %d edges but %d edge values and %d weights"
-                             % (text, num_edges, edges.size, weights.size))
+            raise ValueError(f"RASR's FSA of '{text}' has {num_edges} edges but {edges.size} edge "
+                             f"values and {weights.size} weights")
         return (int(num_states), int(num_edges), edges, weights)
 
     def _loss_by_segment_name(self, name, log_posteriors):
@@ -365,8 +364,8 @@ class Control:
             return (math.inf, numpy.zeros((frames, dim), dtype=numpy.float32))
         error_signal = numpy.asarray(error_signal)
         if error_signal.shape != (dim, frames):
-            raise ValueError("RASR's error signal of '%s' has shape %s, expected (%d, %d)"
-                             % (name, error_signal.shape, dim, frames))
+            raise ValueError(f"RASR's error signal of '{name}' has shape {error_signal.shape}, "
+                             f"expected ({dim}, {frames})")
         return (float(loss), numpy.ascontiguousarray(error_signal.T, dtype=numpy.float32))
 
     # Replies ----------------------------------------------------------------------
@@ -392,7 +391,7 @@ class Control:
             self._fail(exc)
 
     def _fail(self, exc):
-        _say("%s; ending" % exc)
+        _say(f"{exc}; ending")
         raise exc
 
 

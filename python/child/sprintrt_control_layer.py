@@ -98,8 +98,8 @@ class LayerPath:
                       f"{_shape_text(inputs)}, not a list of feature matrices (dim x T)")
         for stream, matrix in enumerate(inputs):
             if not isinstance(matrix, numpy.ndarray) or matrix.ndim != 2:
-                self.fail(request, "segment '%s': feature stream %d is %s, not a (dim x T) matrix"
-                          % (name, stream, _shape_text(matrix)))
+                self.fail(request, f"segment '{name}': feature stream {stream} is "
+                                   f"{_shape_text(matrix)}, not a (dim x T) matrix")
             wanted = layer.input_dims.get(stream)
             if wanted is not None and matrix.shape[0] != wanted:
                 self.fail(request, f"segment '{name}': feature stream {stream} has "
@@ -107,8 +107,8 @@ class LayerPath:
                           f"dimension {wanted}")
         frames = inputs[0].shape[1]
         if any(matrix.shape[1] != frames for matrix in inputs):
-            self.fail(request, "segment '%s': the feature streams differ in length: %s"
-                      % (name, [list(m.shape) for m in inputs]))
+            self.fail(request, f"segment '{name}': the feature streams differ in length: "
+                               f"{[list(m.shape) for m in inputs]}")
         posteriors = request.log_posteriors  # float32 [T, D], checked with the request
         dim = posteriors.shape[1] if layer.output_dim is None else layer.output_dim
         if posteriors.shape != (frames, dim):
@@ -134,21 +134,21 @@ class LayerPath:
         try:
             request.layer.loss = float(loss)
         except (TypeError, ValueError):
-            self.fail(request, "segment '%s': notify_segment_loss gave the loss %r, not a number"
-                      % (request.name, loss))
+            self.fail(request, f"segment '{request.name}': notify_segment_loss gave the loss "
+                               f"{loss!r}, not a number")
 
     def backpropagate(self, layer: SprintNnPythonLayer,
                       error_signal: Any) -> tuple[numpy.ndarray, ...]:
         request = self.current("the python layer's backpropagate")
         name = request.name
         if request.layer.input_dims is None:
-            self.fail(request, "segment '%s': RASR called the python layer's backpropagate without "
-                      "its forward" % name)
+            self.fail(request, f"segment '{name}': RASR called the python layer's backpropagate "
+                               "without its forward")
         frames, dim = request.log_posteriors.shape
         if (not isinstance(error_signal, numpy.ndarray) or error_signal.ndim != 2
                 or error_signal.dtype not in (numpy.float32, numpy.float64)):
-            self.fail(request, "segment '%s': RASR's error signal is %s, not a float matrix (D x T)"
-                      % (name, _shape_text(error_signal)))
+            self.fail(request, f"segment '{name}': RASR's error signal is "
+                               f"{_shape_text(error_signal)}, not a float matrix (D x T)")
         if error_signal.shape != (dim, frames):
             self.fail(request, f"segment '{name}': RASR's error signal has shape "
                       f"({error_signal.shape[0]}, {error_signal.shape[1]}), but the segment's "
@@ -160,8 +160,8 @@ class LayerPath:
 
     def _same_segment(self, request, call, segment_name):
         if _text(segment_name) != request.name:
-            self.fail(request, "RASR's %s names segment '%s', but the segment order gave it '%s'"
-                      % (call, _text(segment_name), request.name))
+            self.fail(request, f"RASR's {call} names segment '{_text(segment_name)}', but the "
+                               f"segment order gave it '{request.name}'")
 
     # The reply ------------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ def _describe(exc):
 
 def _say(message):
     """One line on stderr, which the parent keeps and quotes in its errors."""
-    sys.stderr.write("sprintrt_control[pid %d]: %s\n" % (os.getpid(), message))
+    sys.stderr.write(f"sprintrt_control[pid {os.getpid()}]: {message}\n")
     sys.stderr.flush()
 
 
@@ -126,12 +126,13 @@ def _encode(value, out):
         out += b"t"
     elif isinstance(value, numpy.ndarray):
         little = value.astype(value.dtype.newbyteorder("<"), order="C", copy=False)
-        out += b"c" + ("%s\n%s\n" % ARRAY_GLOBAL).encode("ascii")
+        module, name = ARRAY_GLOBAL
+        out += b"c" + f"{module}\n{name}\n".encode("ascii")
         _encode((numpy.ascontiguousarray(little).tobytes(),
                 value.dtype.name, tuple(value.shape)), out)
         out += b"R"
     else:
-        raise TypeError("cannot send a %s to the parent" % type(value).__name__)
+        raise TypeError(f"cannot send a {type(value).__name__} to the parent")
 
 
 def encode_message(value: Any) -> bytes:
@@ -153,7 +154,7 @@ class Pipes:
     def __init__(self, p2c_fd: int, c2p_fd: int, framing: str = "length_prefixed") -> None:
         if framing not in ("length_prefixed", "raw"):
             raise ValueError(
-                "pymod config framing must be length_prefixed or raw, got %r" % framing)
+                f"pymod config framing must be length_prefixed or raw, got {framing!r}")
         self.p2c_fd = p2c_fd
         self.c2p_fd = c2p_fd
         self.framing = framing
@@ -170,13 +171,13 @@ class Pipes:
             try:
                 n = os.readv(self.p2c_fd, [view[got:]])
             except OSError as exc:
-                raise ProtocolError("reading %s from the request pipe (fd %d): %s"
-                                    % (what, self.p2c_fd, exc.strerror)) from exc
+                raise ProtocolError(f"reading {what} from the request pipe (fd {self.p2c_fd}): "
+                                    f"{exc.strerror}") from exc
             if n == 0:
                 if got == 0 and what == "a length prefix":
                     raise ProtocolError("the parent closed the request pipe without sending exit")
-                raise ProtocolError("the parent closed the request pipe in the middle of %s "
-                                    "(%d of %d bytes received)" % (what, got, count))
+                raise ProtocolError(f"the parent closed the request pipe in the middle of {what} "
+                                    f"({got} of {count} bytes received)")
             got += n
         return buffer
 
@@ -189,10 +190,10 @@ class Pipes:
                 return _RequestUnpickler(self._raw_reader).load()
             except EOFError as exc:
                 raise ProtocolError(
-                    "the parent closed the request pipe (request %d)" % number) from exc
+                    f"the parent closed the request pipe (request {number})") from exc
             except Exception as exc:
-                raise ProtocolError("request %d is not a valid pickle: %s" %
-                                    (number, _describe(exc))) from exc
+                raise ProtocolError(f"request {number} is not a valid pickle: "
+                                    f"{_describe(exc)}") from exc
         prefix = self._read_exactly(4, "a length prefix")
         if number == 1 and prefix[0] == 0x80 and 2 <= prefix[1] <= 5:
             raise ProtocolError("the first request starts with a pickle, not a length prefix: the "
@@ -200,14 +201,14 @@ class Pipes:
                                 "sprintControlConfig {\"framing\": \"raw\"})")
         (size,) = struct.unpack("<i", bytes(prefix))
         if size <= 0 or size > MAX_MESSAGE_SIZE:
-            raise ProtocolError("request %d has length prefix %d: no message is that long"
-                                % (number, size))
-        data = self._read_exactly(size, "request %d (%d bytes)" % (number, size))
+            raise ProtocolError(f"request {number} has length prefix {size}: no message is that "
+                                "long")
+        data = self._read_exactly(size, f"request {number} ({size} bytes)")
         try:
             return _RequestUnpickler(io.BytesIO(data)).load()
         except Exception as exc:
-            raise ProtocolError("request %d is not a valid pickle: %s" %
-                                (number, _describe(exc))) from exc
+            raise ProtocolError(f"request {number} is not a valid pickle: "
+                                f"{_describe(exc)}") from exc
 
     def write(self, value: Any) -> None:
         """Sends one reply."""
@@ -219,11 +220,9 @@ class Pipes:
             try:
                 n = os.write(self.c2p_fd, view)
             except BrokenPipeError as exc:
-                raise ProtocolError("the parent closed the reply pipe (fd %d)" %
-                                    self.c2p_fd) from exc
+                raise ProtocolError(f"the parent closed the reply pipe (fd {self.c2p_fd})") from exc
             except OSError as exc:
-                raise ProtocolError("writing a reply to fd %d: %s" %
-                                    (self.c2p_fd, exc.strerror)) from exc
+                raise ProtocolError(f"writing a reply to fd {self.c2p_fd}: {exc.strerror}") from exc
             view = view[n:]
 
     def close(self) -> None:

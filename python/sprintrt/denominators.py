@@ -40,8 +40,8 @@ def _sequences(label_sequences: Iterable[Any], name: str) -> list[list[int]]:
     for i, labels in enumerate(label_sequences):
         array = numpy.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels)
         if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
-            raise ValueError("%s[%d] must be a 1-D sequence of integer labels, got shape %s of %s"
-                             % (name, i, list(array.shape), array.dtype))
+            raise ValueError(f"{name}[{i}] must be a 1-D sequence of integer labels, got shape "
+                             f"{list(array.shape)} of {array.dtype}")
         out.append([int(x) for x in array])
     return out
 
@@ -51,9 +51,9 @@ def _graph(arrays: dict[str, Any], num_labels: int) -> WeightedFsa:
     a class >= ``num_labels``."""
     edges = arrays["edges"]
     if edges.shape[1] and int(edges[2].max()) >= num_labels:
-        raise ValueError("the denominator emits class %d, but num_labels is %d (a label, the "
-                         "blank or the silence index is too large)"
-                         % (int(edges[2].max()), num_labels))
+        raise ValueError(f"the denominator emits class {int(edges[2].max())}, but num_labels is "
+                         f"{int(num_labels)} (a label, the blank or the silence index is too "
+                         "large)")
     num_states = int(arrays["num_states"])
     return WeightedFsa(torch.tensor(num_states, dtype=torch.int32),
                        torch.from_numpy(edges.astype(numpy.int32)),
@@ -67,8 +67,8 @@ def _topology_arguments(topology: str, blank_index: int, hmm_options: dict[str, 
     hmm = dict(hmm_options or {})
     unknown = sorted(set(hmm) - set(_HMM_OPTIONS))
     if unknown:
-        raise ValueError("unknown hmm_options %s (known: %s)"
-                         % (", ".join(unknown), ", ".join(_HMM_OPTIONS)))
+        raise ValueError(f"unknown hmm_options {', '.join(unknown)} "
+                         f"(known: {', '.join(_HMM_OPTIONS)})")
     return topology, int(blank_index), hmm
 
 
@@ -155,8 +155,8 @@ def join_graphs(graphs: Sequence[WeightedFsa]) -> WeightedFsa:
     for b, graph in enumerate(graphs):
         count = int(graph.num_states)
         if graph.start_end_states.shape != (2, 1):
-            raise ValueError("graphs[%d] has %d sequences (join_graphs joins graphs of one)"
-                             % (b, graph.start_end_states.shape[1]))
+            raise ValueError(f"graphs[{b}] has {graph.start_end_states.shape[1]} sequences "
+                             "(join_graphs joins graphs of one)")
         part = graph.edges.to(torch.int64).clone()
         part[0:2] += offset
         part[3] = b

@@ -117,25 +117,23 @@ def _joined(fsas: Iterable[Sequence[Any]], rows: int
     weight_parts = []
     for i, fsa in enumerate(fsas):
         if len(fsa) != 4:
-            raise ValueError("fsas[%d] must be (num_states, num_edges, edges, weights), got %d "
-                             "items" % (i, len(fsa)))
+            raise ValueError(f"fsas[{i}] must be (num_states, num_edges, edges, weights), got "
+                             f"{len(fsa)} items")
         states, count, edges, weights = fsa
         edges = numpy.asarray(edges)
         weights = numpy.asarray(weights)
         if edges.size != 3 * count or weights.shape != (count,):
-            raise ValueError("fsas[%d] has %d edges, but %d edge values (3 per edge) and weights "
-                             "of shape %s" % (i, count, edges.size, weights.shape))
+            raise ValueError(f"fsas[{i}] has {count} edges, but {edges.size} edge values (3 per "
+                             f"edge) and weights of shape {weights.shape}")
         if states < 1:
-            raise ValueError("fsas[%d] has %d states (at least a start state is needed)"
-                             % (i, states))
+            raise ValueError(f"fsas[{i}] has {states} states (at least a start state is needed)")
         num_states[i] = states
         num_edges[i] = count
         edge_parts.append(edges.reshape(3, count))
         weight_parts.append(weights)
     ends = numpy.cumsum(num_states)
     if ends[-1] > _INT32_MAX:
-        raise ValueError("fsas hold %d states together, more than int32 can number"
-                         % ends[-1])
+        raise ValueError(f"fsas hold {ends[-1]} states together, more than int32 can number")
     offsets = (ends - num_states).astype(numpy.int32)
     edges = numpy.empty((rows, int(num_edges.sum())), dtype=numpy.int32)
     numpy.concatenate(edge_parts, axis=1, out=edges[:3], casting="same_kind")

@@ -126,7 +126,7 @@ def _count_and_warn(skipped: list[int], total: int) -> None:
             "fsa_loss: %d of %d sequences without a path (loss inf, gradient zero: too few "
             "frames for the FSA, no path to its end state, a denominator without a path, or a "
             "frame whose every score is -inf): %s%s", len(skipped), total, shown,
-            " and %d more" % more if more > 0 else "")
+            f" and {more} more" if more > 0 else "")
 
 
 def _host_array(value: Any, name: str) -> numpy.ndarray:
@@ -138,8 +138,8 @@ def _host_array(value: Any, name: str) -> numpy.ndarray:
     try:
         array = numpy.asarray(value)
     except (TypeError, ValueError) as e:
-        raise TypeError("%s must be a tensor or an array, got %s (%s)"
-                        % (name, type(value).__name__, e)) from None
+        raise TypeError(f"{name} must be a tensor or an array, got {type(value).__name__} "
+                        f"({e})") from None
     if array.dtype == object:
         raise TypeError(f"{name} must be a tensor or an array, got {type(value).__name__}")
     if array.dtype.kind == "u":
@@ -155,11 +155,11 @@ def _fsa_fields(fsa: Any, name: str) -> tuple[Any, ...]:
     try:
         fields = tuple(fsa)
     except TypeError:
-        raise TypeError("%s must be a WeightedFsa or a tuple (num_states, edges, weights, "
-                        "start_end_states), got %s" % (name, type(fsa).__name__)) from None
+        raise TypeError(f"{name} must be a WeightedFsa or a tuple (num_states, edges, weights, "
+                        f"start_end_states), got {type(fsa).__name__}") from None
     if len(fields) != 4:
-        raise ValueError("%s must have 4 fields (num_states, edges, weights, start_end_states), "
-                         "got %d" % (name, len(fields)))
+        raise ValueError(f"{name} must have 4 fields (num_states, edges, weights, "
+                         f"start_end_states), got {len(fields)}")
     return fields
 
 
@@ -180,32 +180,33 @@ def _fsa_structure(fsa: Any, name: str, sizes: Sequence[int], log_probs_shape: S
     num_states, edges, weights, start_end = _fsa_fields(fsa, name)
     num_states = _host_array(num_states, name + ".num_states")
     if num_states.ndim != 0 or num_states.dtype.kind not in "iu":
-        raise ValueError("%s.num_states must be one integer (0-d: the total state count), got "
-                         "shape %s of %s (a WeightedFsaV2? fsa_loss takes the V1 layout)"
-                         % (name, list(num_states.shape), num_states.dtype))
+        raise ValueError(f"{name}.num_states must be one integer (0-d: the total state count), got "
+                         f"shape {list(num_states.shape)} of {num_states.dtype} (a WeightedFsaV2? "
+                         "fsa_loss takes the V1 layout)")
     edges = _host_array(edges, name + ".edges")
     if edges.ndim != 2 or edges.shape[0] != 4:
-        raise ValueError("%s.edges must have shape [4, E] (from, to, emission, sequence), got %s"
-                         % (name, list(edges.shape)))
+        raise ValueError(f"{name}.edges must have shape [4, E] (from, to, emission, sequence), got "
+                         f"{list(edges.shape)}")
     if edges.dtype.kind not in "iu":
         raise TypeError(f"{name}.edges must be integers, got {edges.dtype}")
     weights = _host_array(weights, name + ".weights")
     if weights.shape != (edges.shape[1],) or weights.dtype.kind != "f":
-        raise ValueError("%s.weights must be floats of shape [E] = [%d], got %s of %s"
-                         % (name, edges.shape[1], list(weights.shape), weights.dtype))
+        raise ValueError(f"{name}.weights must be floats of shape [E] = [{edges.shape[1]}], got "
+                         f"{list(weights.shape)} of {weights.dtype}")
     start_end = _host_array(start_end, name + ".start_end_states")
     if start_end.ndim != 2 or start_end.shape[0] != 2:
-        raise ValueError("%s.start_end_states must have shape [2, N], got %s"
-                         % (name, list(start_end.shape)))
+        raise ValueError(f"{name}.start_end_states must have shape [2, N], got "
+                         f"{list(start_end.shape)}")
     if start_end.shape[1] not in sizes:
         batch = sizes[-1]
         if name == "fsa":
-            raise ValueError("fsa has %d sequences (fsa.start_end_states columns) for a batch of "
-                             "%d (log_probs)%s" % (start_end.shape[1], batch, _batch_major_hint(
-                                 start_end.shape[1], log_probs_shape, "log_probs", batch_first)))
-        raise ValueError("%s has %d sequences (%s.start_end_states columns) for a batch of %d: "
-                         "give one graph for every sequence, or one per sequence"
-                         % (name, start_end.shape[1], name, batch))
+            hint = _batch_major_hint(start_end.shape[1], log_probs_shape, "log_probs",
+                                     batch_first)
+            raise ValueError(f"fsa has {start_end.shape[1]} sequences (fsa.start_end_states "
+                             f"columns) for a batch of {batch} (log_probs){hint}")
+        raise ValueError(f"{name} has {start_end.shape[1]} sequences ({name}.start_end_states "
+                         f"columns) for a batch of {batch}: give one graph for every sequence, or "
+                         "one per sequence")
     if start_end.dtype.kind not in "iu":
         raise TypeError(f"{name}.start_end_states must be integers, got {start_end.dtype}")
     return int(num_states), edges, weights, start_end
@@ -229,35 +230,33 @@ def _check_fsa_values(name: str, num_states: int, edges: numpy.ndarray, weights:
     sequences = len(start)
     b = _first((start < 0) | (end < start) | (end >= num_states))
     if b is not None:
-        raise ValueError("%s.start_end_states: sequence %d has start state %d and end state %d "
-                         "(need 0 <= start <= end < num_states = %d)"
-                         % (name, b, start[b], end[b], num_states))
+        raise ValueError(f"{name}.start_end_states: sequence {b} has start state {start[b]} and "
+                         f"end state {end[b]} (need 0 <= start <= end < num_states = {num_states})")
     order = numpy.argsort(start, kind="stable")
     b = _first(end[order[:-1]] >= start[order[1:]])
     if b is not None:
-        raise ValueError("%s.start_end_states: the states of sequences %d and %d overlap"
-                         % (name, order[b], order[b + 1]))
+        raise ValueError(f"{name}.start_end_states: the states of sequences {order[b]} and "
+                         f"{order[b + 1]} overlap")
     e = _first(numpy.isnan(weights) | (weights == -numpy.inf))
     if e is not None:
-        raise ValueError("%s.weights[%d] is %s (a cost: finite or +inf)"
-                         % (name, e, float(weights[e])))
+        raise ValueError(f"{name}.weights[{e}] is {float(weights[e])} (a cost: finite or +inf)")
     sequence = edges[3]
     e = _first((sequence < 0) | (sequence >= sequences))
     if e is not None:
-        raise ValueError("%s.edges: edge %d belongs to sequence %d, but %s has %d sequences"
-                         % (name, e, sequence[e], name, sequences))
+        raise ValueError(f"{name}.edges: edge {e} belongs to sequence {sequence[e]}, but {name} "
+                         f"has {sequences} sequences")
     first, last = start[sequence], end[sequence]
     for row in (0, 1):
         e = _first((edges[row] < first) | (edges[row] > last))
         if e is not None:
             s = sequence[e]
-            raise ValueError("%s.edges: edge %d of sequence %d touches state %d, outside the "
-                             "sequence's states [%d, %d] (%s.start_end_states)"
-                             % (name, e, s, edges[row, e], start[s], end[s], name))
+            raise ValueError(f"{name}.edges: edge {e} of sequence {s} touches state "
+                             f"{edges[row, e]}, outside the sequence's states [{start[s]}, "
+                             f"{end[s]}] ({name}.start_end_states)")
     e = _first((edges[2] < 0) | (edges[2] >= classes))
     if e is not None:
-        raise ValueError("%s.edges: edge %d emits %d, but log_probs has %d classes (D)"
-                         % (name, e, edges[2, e], classes))
+        raise ValueError(f"{name}.edges: edge {e} emits {edges[2, e]}, but log_probs has {classes} "
+                         "classes (D)")
     return edges, start, end
 
 
@@ -279,13 +278,12 @@ def lengths_numpy(lengths: Any, batch: int, name: str, log_probs_shape: Sequence
         lengths = lengths.detach().cpu().numpy()
     lengths = numpy.asarray(lengths)
     if lengths.ndim != 1:
-        raise ValueError("%s must be 1-D (batch), got %d-D" % (name, lengths.ndim))
+        raise ValueError(f"{name} must be 1-D (batch), got {lengths.ndim}-D")
     if lengths.dtype.kind not in "iu":
         raise TypeError(f"{name} must be integers, got {lengths.dtype}")
     if len(lengths) != batch:
-        raise ValueError("%s has %d entries for a batch of %d%s" % (
-            name, len(lengths), batch,
-            _batch_major_hint(len(lengths), log_probs_shape, "log_probs", batch_first)))
+        hint = _batch_major_hint(len(lengths), log_probs_shape, "log_probs", batch_first)
+        raise ValueError(f"{name} has {len(lengths)} entries for a batch of {batch}{hint}")
     return lengths
 
 
@@ -298,8 +296,7 @@ def _check_lengths(seq_lens: Any, batch: int, frames: int, log_probs_shape: Sequ
                             batch_first).astype(numpy.int64)
     b = _first((lengths < 0) | (lengths > frames))
     if b is not None:
-        raise ValueError("seq_lens[%d] is %d, not in [0, %d] (log_probs' frames)"
-                         % (b, lengths[b], frames))
+        raise ValueError(f"seq_lens[{b}] is {lengths[b]}, not in [0, {frames}] (log_probs' frames)")
     return lengths
 
 
@@ -319,8 +316,8 @@ def _raise_nonfinite(log_probs: torch.Tensor, lengths: numpy.ndarray) -> NoRetur
     bad = ~(log_probs.detach().cpu() < float("inf")) & valid[:, :, None]
     t, b, k = (int(i) for i in bad.nonzero()[0])
     value = "NaN" if math.isnan(float(log_probs[t, b, k])) else "+inf"
-    raise ValueError("log_probs[%d, %d, %d] (frame, sequence, class) is %s (only finite "
-                     "values and -inf are valid)" % (t, b, k, value))
+    raise ValueError(f"log_probs[{t}, {b}, {k}] (frame, sequence, class) is {value} (only finite "
+                     "values and -inf are valid)")
 
 
 class _PrecomputedGradientLoss(torch.autograd.Function):
@@ -426,18 +423,18 @@ def _check_parameters(criterion: str, den_fsa: Any, am_scale: Any, boost: Any, n
             ("boost", _is_number(boost) and boost != 0), ("num_cost", num_cost is not None))
             if given]
         if given:
-            raise ValueError("%s applies to criteria mmi, bmmi and smbr, not full-sum"
-                             % " and ".join(given))
+            raise ValueError(f"{' and '.join(given)} applies to criteria mmi, bmmi and smbr, "
+                             "not full-sum")
         return numpy.zeros(batch)
     if den_fsa is None:
-        raise ValueError("criterion %r needs den_fsa, the denominator graph (e.g. "
-                         "sprintrt.torch.label_lm_denominator)" % criterion)
+        raise ValueError(f"criterion {criterion!r} needs den_fsa, the denominator graph (e.g. "
+                         "sprintrt.torch.label_lm_denominator)")
     if not _is_number(am_scale) or not math.isfinite(am_scale) or am_scale <= 0:
         raise ValueError(f"am_scale must be a finite number > 0, got {am_scale!r}")
     if not _is_number(boost) or not math.isfinite(boost) or boost < 0:
         raise ValueError(f"boost must be a finite number >= 0, got {boost!r}")
     if boost != 0 and criterion != "bmmi":
-        raise ValueError("boost applies to criterion bmmi only, not %s" % criterion)
+        raise ValueError(f"boost applies to criterion bmmi only, not {criterion}")
     if num_cost is not None and criterion == "smbr":
         raise ValueError("num_cost applies to criteria mmi and bmmi, not smbr (the expected "
                          "accuracy does not depend on it)")
@@ -445,11 +442,11 @@ def _check_parameters(criterion: str, den_fsa: Any, am_scale: Any, boost: Any, n
         return numpy.zeros(batch)
     cost = _host_array(num_cost, "num_cost")
     if cost.shape != (batch,) or cost.dtype.kind not in "iuf":
-        raise ValueError("num_cost must be B = %d numbers, got shape %s of %s"
-                         % (batch, list(cost.shape), cost.dtype))
+        raise ValueError(f"num_cost must be B = {batch} numbers, got shape {list(cost.shape)} of "
+                         f"{cost.dtype}")
     b = _first(~numpy.isfinite(cost))
     if b is not None:
-        raise ValueError("num_cost[%d] is %s (must be finite)" % (b, cost[b]))
+        raise ValueError(f"num_cost[{b}] is {cost[b]} (must be finite)")
     return cost.astype(numpy.float64)
 
 
@@ -487,20 +484,19 @@ def fsa_loss(log_probs: torch.Tensor, seq_lens: Any, fsa: Any, *, den_fsa: Any =
     times ``grad_loss`` (zero in the padding frames). Bad arguments raise
     ``ValueError`` or ``TypeError`` naming the argument and what is wrong."""
     if not isinstance(log_probs, torch.Tensor):
-        raise TypeError("log_probs must be a torch.Tensor, got %s" % type(log_probs).__name__)
+        raise TypeError(f"log_probs must be a torch.Tensor, got {type(log_probs).__name__}")
     if log_probs.dim() != 3:
-        raise ValueError("log_probs must be 3-D (%s), got %d-D"
-                         % ("batch, time, dim" if batch_first else "time, batch, dim",
-                            log_probs.dim()))
+        axes = "batch, time, dim" if batch_first else "time, batch, dim"
+        raise ValueError(f"log_probs must be 3-D ({axes}), got {log_probs.dim()}-D")
     if not log_probs.is_floating_point():
-        raise TypeError("log_probs must be a floating-point tensor, got %s" % log_probs.dtype)
+        raise TypeError(f"log_probs must be a floating-point tensor, got {log_probs.dtype}")
     if implementation not in _IMPLEMENTATIONS:
-        raise ValueError("implementation must be one of %s, got %r"
-                         % (", ".join(_IMPLEMENTATIONS), implementation))
+        raise ValueError(f"implementation must be one of {', '.join(_IMPLEMENTATIONS)}, "
+                         f"got {implementation!r}")
     on_cpu = log_probs.device.type == "cpu"
     if implementation == "kernel" and not on_cpu:
-        raise ValueError("implementation='kernel' runs on the CPU, but log_probs is on %s"
-                         % log_probs.device)
+        raise ValueError("implementation='kernel' runs on the CPU, but log_probs is on "
+                         f"{log_probs.device}")
     if implementation == "auto":
         implementation = "kernel" if on_cpu and log_probs.dtype != torch.float64 else "torch"
     time_major = log_probs.transpose(0, 1) if batch_first else log_probs

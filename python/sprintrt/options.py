@@ -35,15 +35,15 @@ class Options:
 
     def __init__(self, document: dict[str, Any], source: str = "<options>") -> None:
         if not isinstance(document, dict):
-            raise TypeError("options must be a JSON object (a dict), got %s"
-                            % type(document).__name__)
+            raise TypeError("options must be a JSON object (a dict), got "
+                            f"{type(document).__name__}")
         if not isinstance(source, str):
-            raise TypeError("source must be a str, got %s" % type(source).__name__)
+            raise TypeError(f"source must be a str, got {type(source).__name__}")
         try:
             text = json.dumps(document)
         except (TypeError, ValueError) as e:
-            raise TypeError("%s: options must hold JSON values (str, numbers, bools, lists, "
-                            "dicts): %s" % (source, e))
+            raise TypeError(f"{source}: options must hold JSON values (str, numbers, bools, lists, "
+                            f"dicts): {e}")
         try:
             canonical = canonical_options(text)
         except Error as e:
@@ -61,7 +61,7 @@ class Options:
         be read, ``ValueError`` naming it if it is not JSON)."""
         with open(path, "rb") as f:
             data = f.read()
-        return cls.from_json(data, source="options file '%s'" % path)
+        return cls.from_json(data, source=f"options file '{path}'")
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "<string>") -> Options:
@@ -69,7 +69,7 @@ class Options:
         if isinstance(text, bytes):
             text = text.decode("utf8")
         if not isinstance(text, str):
-            raise TypeError("options JSON must be str or bytes, got %s" % type(text).__name__)
+            raise TypeError(f"options JSON must be str or bytes, got {type(text).__name__}")
         try:
             document = json.loads(text)
         except ValueError as e:
@@ -101,7 +101,7 @@ class Options:
         return hash(self._canonical)
 
     def __repr__(self) -> str:
-        return "sprintrt.Options(%s)" % self._text
+        return f"sprintrt.Options({self._text})"
 
     def __getstate__(self) -> dict[str, str]:
         return {"json": self._text, "source": self.source}

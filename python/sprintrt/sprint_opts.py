@@ -24,12 +24,11 @@ def _returnn_config_value(key: str) -> Any:
         # RETURNN is optional and ships no types.
         from returnn.config import get_global_config  # type: ignore[import]
     except ImportError as e:
-        raise ValueError("sprintConfigStr 'config:%s' names RETURNN's config, but RETURNN cannot "
-                         "be imported (%s)" % (key, e))
+        raise ValueError(f"sprintConfigStr 'config:{key}' names RETURNN's config, but RETURNN "
+                         f"cannot be imported ({e})")
     config = get_global_config()
     if config is None or key not in config.typed_dict:
-        raise ValueError("sprintConfigStr 'config:%s': RETURNN's global config has no %r"
-                         % (key, key))
+        raise ValueError(f"sprintConfigStr 'config:{key}': RETURNN's global config has no {key!r}")
     return config.typed_dict[key]
 
 
@@ -57,14 +56,14 @@ def _eval_shell_str(value: Any) -> list[str]:
         tokens = shlex.split(value)
     else:
         raise TypeError("sprintConfigStr must be a str, a list of str or a callable returning "
-                        "one, got %s" % type(value).__name__)
+                        f"one, got {type(value).__name__}")
     args = []
     for token in tokens:
         if callable(token):
             token = token()
         if not isinstance(token, str):
-            raise TypeError("sprintConfigStr: an argument must be a str, got %s"
-                            % type(token).__name__)
+            raise TypeError("sprintConfigStr: an argument must be a str, got "
+                            f"{type(token).__name__}")
         if token.startswith("$"):
             args += _eval_shell_str(os.environ.get(token[1:], ""))
         else:
@@ -77,7 +76,7 @@ def _check_sprint_opts(sprint_opts: object) -> None:
     ``Options`` (sprintrt's)."""
     if not isinstance(sprint_opts, (dict, Options)):
         raise TypeError("sprint_opts must be a dict (RETURNN's sprint_opts) or a sprintrt.Options, "
-                        "got %s" % type(sprint_opts).__name__)
+                        f"got {type(sprint_opts).__name__}")
 
 
 def _copy_opts(sprint_opts: dict[str, Any] | Options) -> dict[str, Any] | Options:
@@ -106,8 +105,8 @@ def _options_json(sprint_opts: dict[str, Any] | Options) -> str:
     try:
         return json.dumps(opts)
     except TypeError as e:
-        raise TypeError("sprint_opts must hold JSON values (str, numbers, bools, lists, dicts): %s"
-                        % e)
+        raise TypeError("sprint_opts must hold JSON values (str, numbers, bools, lists, dicts): "
+                        f"{e}")
 
 
 def _warn_if_read_differently(sprint_opts: dict[str, Any], returnn_args: list[str]) -> None:
@@ -133,13 +132,13 @@ def _warn_if_read_differently(sprint_opts: dict[str, Any], returnn_args: list[st
         sprintrt_args = _sprintrt.sprint_arguments(json.dumps(probe))
     except Error as e:
         sprintrt_args = None
-        sprintrt_reading = "refuse them (%s)" % e
+        sprintrt_reading = f"refuse them ({e})"
     except (TypeError, ValueError):
         return
     if sprintrt_args == returnn_args:
         return
     if sprintrt_args is not None:
-        sprintrt_reading = "give %s" % sprintrt_args
+        sprintrt_reading = f"give {sprintrt_args}"
     logging.getLogger("sprintrt").warning(
         "sprint_opts is a dict, so its sprintConfigStr is read by RETURNN's rules (only an "
         "argument that starts with $ is a variable): the children get %s; sprintrt's rules (the "

@@ -88,14 +88,13 @@ def sprint_loss(log_probs: torch.Tensor, seq_lengths: Any, tags: Any,
     ``ValueError`` naming the argument; the pool's errors raise
     ``sprintrt.Error``."""
     if not isinstance(log_probs, torch.Tensor):
-        raise TypeError("log_probs must be a torch.Tensor, got %s" % type(log_probs).__name__)
+        raise TypeError(f"log_probs must be a torch.Tensor, got {type(log_probs).__name__}")
     if log_probs.dim() != 3:
-        raise ValueError("log_probs must be 3-D (time, batch, dim), got %d-D" % log_probs.dim())
+        raise ValueError(f"log_probs must be 3-D (time, batch, dim), got {log_probs.dim()}-D")
     if not log_probs.is_floating_point():
-        raise TypeError("log_probs must be a floating-point tensor, got %s" % log_probs.dtype)
+        raise TypeError(f"log_probs must be a floating-point tensor, got {log_probs.dtype}")
     if not isinstance(pool, SprintInstancePool):
-        raise TypeError("pool must be a sprintrt.SprintInstancePool, got %s"
-                        % type(pool).__name__)
+        raise TypeError(f"pool must be a sprintrt.SprintInstancePool, got {type(pool).__name__}")
     lengths = lengths_numpy(seq_lengths, log_probs.shape[1], "seq_lengths",
                             tuple(log_probs.shape))
     return SprintLoss.apply(log_probs, lengths, tags, pool)

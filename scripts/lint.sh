@@ -25,8 +25,20 @@ lint_python() {
   return $status
 }
 
+# C++: every tracked C++ file formatted as .clang-format says, and the
+# layering without back-edges (cmake/check_layers.cmake).
+lint_cpp() {
+  scripts/setup.sh clang-format || return 1
+  local status=0
+  echo "-- clang-format"
+  git ls-files -z '*.cpp' '*.hpp' | xargs -0 clang-format --dry-run --Werror || status=1
+  echo "-- layers"
+  cmake -DSOURCE_DIR="$PWD" -P cmake/check_layers.cmake || status=1
+  return $status
+}
+
 status=0
-for section in lint_python; do
+for section in lint_cpp lint_python; do
   echo "== ${section#lint_}"
   "$section" || { echo "== ${section#lint_}: findings above"; status=1; }
 done

@@ -14,7 +14,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "actors/caller/caller_actors.hpp"
-#include "actors/caller/caller_execution_unit.hpp"
+#include "actors/execution/caller_execution_unit.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "sprintrt/stop_token.hpp"

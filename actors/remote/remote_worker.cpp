@@ -15,6 +15,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/remote/remote_commands.hpp"
 #include "actors/remote/remote_tls.hpp"
 #include "actors/worker/worker_requests.hpp"
 #include "sprintrt/error.hpp"
@@ -115,9 +116,9 @@ void send(worker_pointer self, segment_request req) {
   std::visit(
       [&](auto& sent_request) {
         using request_type = std::decay_t<decltype(sent_request)>;
-        using entry = typename request_type::entry;
-        using remote_reply = typename entry::remote_reply;
-        auto remote_work = entry::to_remote(sent_request.work);
+        using remote = remote_entry<typename request_type::command_type>;
+        using remote_reply = typename remote::remote_reply;
+        auto remote_work = remote::to_remote(sent_request.work);
         using atom = typename request_type::command_type::atom;
         st.sent.emplace(id, std::move(req));
         self->request(st.remote, st.settings.reply_deadline, atom::value, std::move(remote_work))
@@ -128,7 +129,7 @@ void send(worker_pointer self, segment_request req) {
                     return;
                   auto& request = std::get<request_type>(req->what);
                   auto& st = self->state;
-                  auto result = entry::from_remote(answer, request.work);
+                  auto result = remote::from_remote(answer, request.work);
                   if (!result) {
                     // A closed gate is the caller's doing; a wrong reply the server's.
                     if (result.error() == errc::cancelled) {

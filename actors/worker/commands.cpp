@@ -1,6 +1,5 @@
 #include "actors/worker/commands.hpp"
 
-#include <cstring>
 #include <memory>
 
 #include "protocol/messages.hpp"
@@ -63,34 +62,6 @@ caf::expected<double> command_entry<get_loss_command>::decode(const protocol::va
                                            "': its caller stopped waiting (output gate closed); "
                                            "the error signal was not written");
   return decoded->loss;
-}
-
-remote_segment command_entry<get_loss_command>::to_remote(const work& job) {
-  const auto& slice = job.log_posteriors;
-  float_rows rows{slice.rows, slice.cols, make_float_storage(slice.rows * slice.cols)};
-  for (size_t r = 0; r < slice.rows; ++r)
-    std::memcpy(rows.values->data() + r * slice.cols, slice.row(r), slice.cols * sizeof(float));
-  return {job.segment, std::move(rows)};
-}
-
-caf::expected<double> command_entry<get_loss_command>::from_remote(remote_loss& answer,
-                                                                   const work& job) {
-  auto& signal = answer.error_signal;
-  if (signal.rows != job.error_signal.rows || signal.cols != job.error_signal.cols ||
-      !signal.values)
-    return make_error(errc::invalid_message,
-                      "segment '" + job.segment + "': an error signal of " +
-                          std::to_string(signal.rows) + " x " + std::to_string(signal.cols) +
-                          " for " + std::to_string(job.error_signal.rows) + " x " +
-                          std::to_string(job.error_signal.cols) + " posteriors");
-  bool written = write_output(job, [&] {
-    for (size_t r = 0; r < signal.rows; ++r)
-      std::memcpy(job.error_signal.row(r), signal.values->data() + r * signal.cols,
-                  signal.cols * sizeof(float));
-  });
-  if (!written)
-    return make_error(errc::cancelled, "the caller stopped waiting");
-  return answer.loss;
 }
 
 // -- export_fsa_command ------------------------------------------------------------------------

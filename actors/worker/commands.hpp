@@ -6,10 +6,9 @@
 /// atom, work and reply). An entry says how its work is checked, what it
 /// weighs in a worker's load, how errors name it, how it is written to a
 /// child and how the child's reply is read (through `protocol/messages`),
-/// how it travels to a remote pool and back, which pool counters an answer
-/// moves, and what answering a cancelled request must close first. The
-/// workers (Sprint, simulated, remote) and the pool use these entries and
-/// never branch on the command. Internal to the actors library.
+/// which pool counters an answer moves, and what answering a cancelled request must close first.
+/// The workers (Sprint, simulated, remote) and the pool use these entries and never branch on the
+/// command. Internal to the actors library.
 
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +23,6 @@
 #include "protocol/messages.hpp"
 #include "protocol/pickle_value.hpp"
 #include "sprintrt/pool_interface.hpp"
-#include "sprintrt/remote_interface.hpp"
 #include "sprintrt/segment.hpp"
 #include "sprintrt/worker_interface.hpp"
 
@@ -39,9 +37,6 @@ template <>
 struct command_entry<get_loss_command> {
   using work = segment_job;
   using reply = double;
-  /// What a remote pool is sent, and answers.
-  using remote_work = remote_segment;
-  using remote_reply = remote_loss;
 
   /// Checks that a job names a segment and that its slices are valid and of
   /// the same shape. Errors are `invalid_input` naming the segment.
@@ -80,14 +75,6 @@ struct command_entry<get_loss_command> {
   /// if the job's gate is closed (the reply itself was valid).
   static caf::expected<reply> decode(const protocol::value& reply, const work& job);
 
-  /// The job's log-posteriors, copied out of its slice for a remote pool.
-  static remote_work to_remote(const work& job);
-
-  /// Writes a remote pool's error signal into the job's output (through its
-  /// gate) and returns the loss. Errors: `invalid_message` for an error
-  /// signal of the wrong shape, `cancelled` if the gate is closed.
-  static caf::expected<reply> from_remote(remote_reply& answer, const work& job);
-
   static void count_served(pool_stats& stats) { ++stats.segments; }
 
   static void count_failed(pool_stats& stats) { ++stats.failed_segments; }
@@ -105,8 +92,6 @@ struct command_entry<export_fsa_command> {
   /// A segment name or an orthography.
   using work = fsa_query;
   using reply = segment_fsa;
-  using remote_work = fsa_query;
-  using remote_reply = remote_fsa;
 
   /// Checks a query: a known source and a non-empty text. Errors are
   /// `invalid_input` naming what is wrong.
@@ -147,12 +132,6 @@ struct command_entry<export_fsa_command> {
   /// Decodes the child's `reply` into an automaton (a copy: the reply's
   /// arrays live in the message buffer).
   static caf::expected<reply> decode(const protocol::value& reply, const work& query);
-
-  static remote_work to_remote(const work& query) { return query; }
-
-  static caf::expected<reply> from_remote(remote_reply& answer, const work&) {
-    return std::move(answer.fsa);
-  }
 
   static void count_served(pool_stats& stats) { ++stats.fsa_exports; }
 

@@ -17,7 +17,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/caller/caller_execution_unit.hpp"
+#include "actors/execution/caller_execution_unit.hpp"
 #include "actors/worker/worker_requests.hpp"
 #include "config/wire_format.hpp"
 #include "protocol/messages.hpp"

@@ -40,7 +40,7 @@ public:
     /// matters most for small segments' round trips.
     /// sprintrt's shared queue wakes a second thread only when there is
     /// work for two (short handlers pass messages on without a thread
-    /// hand-off; see actors/caller/affine_sharing.hpp).
+    /// hand-off; see actors/execution/affine_sharing.hpp).
     bool shared_queue = true;
     /// TLS for remote pools: this process's certificate, key and CA (all
     /// empty: none). CAF 0.17 sets TLS up once per actor system, so a pool

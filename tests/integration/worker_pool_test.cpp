@@ -18,7 +18,7 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "actors/caller/affine_sharing.hpp"
+#include "actors/execution/affine_sharing.hpp"
 #include "criterion/corpus.hpp"
 #include "criterion/ctc_topology.hpp"
 #include "sim/corpus_criterion.hpp"

@@ -1,4 +1,4 @@
-#include "actors/caller/caller_execution_unit.hpp"
+#include "actors/execution/caller_execution_unit.hpp"
 
 #include <caf/actor_control_block.hpp>
 #include <caf/actor_system.hpp>
@@ -8,7 +8,7 @@
 #include <caf/resumable.hpp>
 #include <caf/scheduler/abstract_coordinator.hpp>
 
-#include "actors/caller/affine_sharing.hpp"
+#include "actors/execution/affine_sharing.hpp"
 
 namespace sprintrt::detail {
 

@@ -2,7 +2,7 @@
 // thread (and the io thread those of a small reply), but never work that
 // would run in parallel, nor work that would hold it past its reply.
 
-#include "actors/caller/caller_execution_unit.hpp"
+#include "actors/execution/caller_execution_unit.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 // only when there is work for two, and two actors that must run at the same
 // time still do (a rendezvous that one thread alone could never complete).
 
-#include "actors/caller/affine_sharing.hpp"
+#include "actors/execution/affine_sharing.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "actors/pool/pool_registry.hpp"
+#include "actors/caller/pool_registry.hpp"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@
 #include <caf/send.hpp>
 
 #include "actors/pool/worker_pool.hpp"
-#include "actors/worker/child_process_source.hpp"
+#include "actors/sources/child_process_source.hpp"
 
 namespace sprintrt {
 

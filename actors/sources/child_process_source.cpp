@@ -1,4 +1,4 @@
-#include "actors/worker/child_process_source.hpp"
+#include "actors/sources/child_process_source.hpp"
 
 #include <string>
 

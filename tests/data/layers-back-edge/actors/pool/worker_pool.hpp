@@ -1,0 +1,3 @@
+#pragma once
+
+#include "actors/worker/sprint_worker.hpp"

@@ -1,0 +1,4 @@
+#pragma once
+
+// A worker header that includes the pool above it: check_layers must fail.
+#include "actors/pool/worker_pool.hpp"

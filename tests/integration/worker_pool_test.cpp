@@ -13,12 +13,10 @@
 
 #include <caf/actor_system_config.hpp>
 #include <caf/exit_reason.hpp>
-#include <caf/scheduler/coordinator.hpp>
 #include <caf/send.hpp>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "actors/execution/affine_sharing.hpp"
 #include "criterion/corpus.hpp"
 #include "criterion/ctc_topology.hpp"
 #include "sim/corpus_criterion.hpp"
@@ -339,18 +337,6 @@ TEST_CASE("numInstances 0 through the C++ API is an error naming the pool") {
   REQUIRE_FALSE(r);
   CHECK(r.error() == errc::invalid_options);
   CHECK_THAT(render(r.error()), Catch::Contains("cannot make workers (capacity 0"));
-}
-
-TEST_CASE("the runtime schedules actors from a shared queue unless told otherwise") {
-  sprint_runtime shared;
-  using affine = caf::scheduler::coordinator<detail::affine_sharing>;
-  CHECK(dynamic_cast<affine*>(&shared.system().scheduler()) != nullptr);
-  CHECK(caf::get_or(shared.system().config(), "scheduler.max-threads", size_t{0}) == 2);
-  sprint_runtime::settings stealing;
-  stealing.shared_queue = false;
-  sprint_runtime rt{stealing};
-  CHECK(caf::get_or(rt.system().config(), "scheduler.policy", caf::atom("none")) ==
-        caf::atom("stealing"));
 }
 
 namespace {

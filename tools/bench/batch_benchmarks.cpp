@@ -1,10 +1,6 @@
-// CPU-bound CTC batches (the real full-sum criterion in every child): the
-// same batch through pools of 1, 2 (and 4) sprint-sim children and through
-// the criterion in this process, one segment after the other; every pool's
-// losses must equal the in-process ones bit for bit. Two batches: B=256
-// segments of T=150, D=28 with 40 labels each (also against PyTorch's
-// ctc_loss forward + backward on the same shape, scripts/bench/torch_ctc.py),
-// and B=32 segments of skewed lengths (300 down to 20 frames, D=50).
+// CPU-bound CTC batches through pools of 1, 2 (and 4) sprint-sim children,
+// the criterion in this process and PyTorch's ctc_loss (BENCHMARKS.md, "CTC
+// batches").
 
 #include <cmath>
 #include <random>
@@ -16,28 +12,38 @@ namespace sprintrt::bench {
 
 namespace {
 
-// One batch, its corpus, and the criterion over copies of its segments.
+// A batch: its key (also its tags' prefix), its name and title, segments.
+struct batch_spec {
+  std::string key;
+  std::string shape;
+  std::string text;
+  std::vector<int64_t> lengths;
+  size_t dim;
+  std::vector<std::vector<uint32_t>> labels;
+};
+
+// The batch, its corpus, the criterion in this process over copies of its
+// segments, and the pools; every pool's losses must equal the serial ones.
 struct ctc_rig {
-  ctc_rig(const std::vector<int64_t>& lengths, size_t dim,
-          const std::vector<std::vector<uint32_t>>& labels, const std::string& prefix) {
+  explicit ctc_rig(const batch_spec& spec) {
     std::vector<criterion::corpus_entry> entries;
     std::vector<std::string> tags;
-    for (size_t b = 0; b < lengths.size(); ++b) {
-      tags.push_back(prefix + std::to_string(b));
-      entries.push_back({tags.back(), labels[b]});
+    for (size_t b = 0; b < spec.lengths.size(); ++b) {
+      tags.push_back("bench/" + spec.key + "-" + std::to_string(b));
+      entries.push_back({tags.back(), spec.labels[b]});
     }
     corpus = std::make_unique<bench_corpus>(write_corpus(entries));
-    data = random_batch(lengths, tags, dim, 7);
+    data = random_batch(spec.lengths, tags, spec.dim, 7);
     serial_criterion = std::make_unique<sim::corpus_criterion>(load_criterion(corpus->path));
-    for (size_t b = 0; b < lengths.size(); ++b) {
-      const auto frames = static_cast<size_t>(lengths[b]);
+    for (size_t b = 0; b < spec.lengths.size(); ++b) {
+      const auto frames = static_cast<size_t>(spec.lengths[b]);
       auto slice = segment_slice(data.log_posteriors, b, frames);
-      segments.emplace_back(frames, dim);
+      segments.emplace_back(frames, spec.dim);
       for (size_t t = 0; t < frames; ++t)
-        std::copy(slice.row(t), slice.row(t) + dim, segments.back().row(t).data());
+        std::copy(slice.row(t), slice.row(t) + spec.dim, segments.back().row(t).data());
     }
-    error_signal = criterion::row_matrix_f(data.log_posteriors.shape()[0], dim);
-    expected.resize(lengths.size());
+    error_signal = criterion::row_matrix_f(data.log_posteriors.shape()[0], spec.dim);
+    expected.resize(spec.lengths.size());
     serial();
   }
 
@@ -50,11 +56,11 @@ struct ctc_rig {
               .loss);
   }
 
-  // The pool of `workers` children, started on first use.
+  // The pool of `workers` children, started and warmed up on first use.
   pool_client& pool(size_t workers) {
-    while (pools.size() < workers) {
-      pools.push_back(nullptr);
-      reuse.emplace_back();
+    if (pools.size() < workers) {
+      pools.resize(workers);
+      reuse.resize(workers);
     }
     if (!pools[workers - 1]) {
       pools[workers - 1] =
@@ -79,38 +85,18 @@ struct ctc_rig {
   std::vector<tensor> reuse;
 };
 
-struct batch_spec {
-  std::string key;
-  std::string shape;
-  std::string text;
-  std::vector<int64_t> lengths;
-  size_t dim;
-  std::vector<std::vector<uint32_t>> labels;
-};
-
-ctc_rig& rig_of(const batch_spec& spec) {
-  return world().rig<ctc_rig>(spec.key, [&] {
-    return std::make_unique<ctc_rig>(spec.lengths, spec.dim, spec.labels,
-                                     "bench/" + spec.key + "-");
-  });
-}
-
 // B segments of T=150, D=28, 40 random alignable labels each.
 batch_spec uniform_batch(size_t batch) {
-  constexpr size_t frames = 150;
-  constexpr size_t dim = 28;
-  constexpr size_t labels = 40;
   std::mt19937 rng{20240601};
+  const auto b = std::to_string(batch);
   batch_spec spec{"ctc",
-                  "B:" + std::to_string(batch) + "/T:150/D:28/L:40",
-                  "B=" + std::to_string(batch) + ", T=150, D=28, 40 labels",
-                  {},
-                  dim,
+                  "B:" + b + "/T:150/D:28/L:40",
+                  "B=" + b + ", T=150, D=28, 40 labels",
+                  std::vector<int64_t>(batch, 150),
+                  28,
                   {}};
-  for (size_t b = 0; b < batch; ++b) {
-    spec.lengths.push_back(frames);
-    spec.labels.push_back(alignable_labels(labels, dim, frames, rng));
-  }
+  for (size_t i = 0; i < batch; ++i)
+    spec.labels.push_back(alignable_labels(40, spec.dim, 150, rng));
   return spec;
 }
 
@@ -134,25 +120,26 @@ std::string workers_name(const batch_spec& spec, size_t workers) {
   return "pool/ctc_batch/" + spec.shape + "/workers:" + std::to_string(workers);
 }
 
-// Registers the serial run and the pools; returns the serial one's name.
-std::string register_batch(const batch_spec& spec, const std::vector<size_t>& workers) {
+// Registers the serial run and the pools of `workers` children.
+void register_batch(const batch_spec& spec, const std::vector<size_t>& workers) {
+  auto rig = [spec]() -> ctc_rig& {
+    return world().rig<ctc_rig>(spec.key, [&] { return std::make_unique<ctc_rig>(spec); });
+  };
   const std::string serial = "sim/criterion_serial/" + spec.shape;
-  add_benchmark(serial, benchmark::kMillisecond, timing::manual, [spec](bench_state& state) {
-    auto& rig = rig_of(spec);
-    time_manually(state, [&] { rig.serial(); });
+  add_benchmark(serial, benchmark::kMillisecond, timing::manual, [rig](bench_state& state) {
+    auto& r = rig();
+    time_manually(state, [&] { r.serial(); });
   });
   for (size_t n : workers)
     add_benchmark(workers_name(spec, n), benchmark::kMillisecond, timing::manual,
-                  [spec, n](bench_state& state) {
-                    auto& rig = rig_of(spec);
-                    rig.pool(n);
-                    time_manually(state, [&] { rig.through(n); });
+                  [rig, n](bench_state& state) {
+                    auto& r = rig();
+                    r.pool(n);
+                    time_manually(state, [&] { r.through(n); });
                   });
   declare_figure("CTC batch (" + spec.text +
-                     ") through 1 worker, against the in-process serial "
-                     "criterion",
+                     ") through 1 worker, against the in-process serial criterion",
                  "ms/batch", workers_name(spec, 1), serial);
-  return serial;
 }
 
 void torch_ctc(bench_state& state, size_t batch, size_t samples) {
@@ -183,8 +170,8 @@ void register_batch_benchmarks() {
                 })
       ->Iterations(static_cast<benchmark::IterationCount>(samples));
   declare_figure("CTC batch (" + uniform.text +
-                     ") through 2 workers, against PyTorch's ctc_loss "
-                     "forward and backward on 2 threads",
+                     ") through 2 workers, against PyTorch's ctc_loss forward and backward on 2 "
+                     "threads",
                  "ms/batch", workers_name(uniform, 2), torch, "value/baseline", "< 1", "ratio",
                  true);
 

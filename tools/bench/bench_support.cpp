@@ -61,10 +61,6 @@ int benchmark_failures() {
   return failures;
 }
 
-void skip(bench_state& state, const std::string& reason) {
-  state.SkipWithError(("skipped: " + reason).c_str());
-}
-
 double seconds_since(bench_clock::time_point start) {
   return std::chrono::duration<double>(bench_clock::now() - start).count();
 }

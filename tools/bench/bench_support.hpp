@@ -1,15 +1,13 @@
 #pragma once
 
 /// @file
-/// What the benchmarks of sprintrt-bench share besides their run's state
-/// (bench_world.hpp): errors as exceptions, registration, timing, shape
-/// names, corpus files and options running sprint-sim on them, random jobs
-/// and batches, message sizes, and blocking fd I/O for the echo baselines.
+/// What the benchmarks share besides the run's state (bench_world.hpp):
+/// errors as exceptions, registration and timing, shape names, corpora and
+/// sprint-sim options, random jobs and batches, message sizes, fd I/O.
 
 #include <benchmark/benchmark.h>
 
 #include <chrono>
-#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -49,21 +47,14 @@ T unwrap(caf::expected<T> x, const std::string& what) {
 /// Which time Google Benchmark reports for a benchmark.
 enum class timing { cpu, real, manual };
 
-/// Registers `body` as benchmark `name`, reported in `unit` and `clock`. An
-/// exception thrown by `body` becomes the benchmark's error
-/// (`SkipWithError`), so that one failing benchmark neither ends the run nor
-/// hides the others; main's exit status counts them (`benchmark_failures`).
-/// Repetitions also report their minimum and maximum ("min", "max").
+/// Registers `body` as benchmark `name` in `unit` and `clock`, with "min"
+/// and "max" statistics. An exception from `body` fails only this benchmark
+/// (`SkipWithError`) and counts in `benchmark_failures`.
 benchmark::internal::Benchmark* add_benchmark(const std::string& name, benchmark::TimeUnit unit,
                                               timing clock, std::function<void(bench_state&)> body);
 
 /// The benchmarks that failed so far (not the skipped ones).
 int benchmark_failures();
-
-/// Marks the benchmark skipped with `reason`: an error whose message starts
-/// with "skipped: ", which scripts/bench/figures.py and the smoke test read
-/// as a figure that could not be measured here (no Python, no PyTorch).
-void skip(bench_state& state, const std::string& reason);
 
 /// The steady clock of every manual timing.
 using bench_clock = std::chrono::steady_clock;
@@ -71,8 +62,8 @@ using bench_clock = std::chrono::steady_clock;
 /// Returns the seconds since `start`.
 double seconds_since(bench_clock::time_point start);
 
-/// Runs `body` once untimed (buffers and workspaces grow once, as a
-/// worker's do), then once per iteration of `state`.
+/// Runs `body` once untimed (buffers grow once, as a worker's do), then once
+/// per iteration.
 template <class Body>
 void run_warm(bench_state& state, Body&& body) {
   body();
@@ -80,8 +71,8 @@ void run_warm(bench_state& state, Body&& body) {
     body();
 }
 
-/// Runs `body` once per iteration of `state`, reporting its wall time as the
-/// iteration's manual time; returns the sum of those times in seconds.
+/// Runs `body` once per iteration, its wall time the manual time; returns
+/// their sum in seconds.
 template <class Body>
 double time_manually(bench_state& state, Body&& body) {
   double total = 0;
@@ -95,11 +86,9 @@ double time_manually(bench_state& state, Body&& body) {
   return total;
 }
 
-/// Like `time_manually` for a body that handles `items` things (the
-/// segments of a batch), adding the counter `counter`: the mean time per
-/// item in microseconds, or in milliseconds if `counter` starts with "ms".
-/// (A manual time per item would make Google Benchmark run `items` times
-/// longer than its minimum time.)
+/// `time_manually` for a body handling `items` things, adding `counter`:
+/// the mean time per item in us, or in ms if `counter` starts with "ms". (A
+/// manual time per item would make Google Benchmark run `items` times longer.)
 template <class Body>
 void time_per_item(bench_state& state, double items, const std::string& counter, Body&& body) {
   const double unit = counter.compare(0, 2, "ms") == 0 ? 1e3 : 1e6;
@@ -116,63 +105,56 @@ std::string shape_name(const size_list& sizes);
 /// "T=150, D=28": the sizes as a figure's title shows them.
 std::string shape_text(const size_list& sizes);
 
-/// A corpus file in a directory of its own, removed with it.
+/// A corpus file (`path`) in a directory of its own, removed with it.
 struct bench_corpus {
   runtime::temp_directory dir;
-  /// `dir/corpus.txt`.
   std::string path;
 };
 
-/// Writes `segments` as a fresh directory's `corpus.txt` in sprint-sim's
-/// format.
+/// Writes `segments` as a fresh directory's corpus.txt (sprint-sim's format).
 bench_corpus write_corpus(const std::vector<criterion::corpus_entry>& segments);
 
-/// sprint-sim's parameter that makes it reply loss 0 and a zero error signal
-/// of full size (the request still decoded and checked): transport figures.
+/// sprint-sim's parameter for loss 0 and a zero error signal of full size
+/// (the request still decoded and checked).
 inline const std::string zero_criterion = "--*.criterion=zero";
 
-/// Options that run the run's sprint-sim (CTC, blank 0, length-prefixed
-/// framing) on `corpus` with `instances` children, with the sprint-sim
-/// parameters `extra` appended.
+/// Options running the run's sprint-sim (CTC, blank 0, length-prefixed) on
+/// `corpus` with `instances` children and the parameters `extra`.
 sprint_options sim_options(const std::string& corpus, size_t instances,
                            const std::vector<std::string>& extra = {});
 
-/// The criterion sprint-sim runs for these options (CTC, blank 0) over the
-/// corpus file `corpus`.
+/// The criterion sprint-sim runs with these options over `corpus`.
 sim::corpus_criterion load_criterion(const std::string& corpus,
                                      sim::criterion_kind kind = sim::criterion_kind::full_sum);
 
-/// `count` labels in 1..dim-1 (0 is the blank) that CTC can align in
-/// `frames` frames (one blank between equal neighbours), drawn from `rng`.
+/// `count` labels in 1..dim-1 that CTC can align in `frames` frames.
 std::vector<uint32_t> alignable_labels(size_t count, size_t dim, size_t frames, std::mt19937& rng);
 
-/// A job for segment `name` over random log-posteriors [frames, dim] (from
-/// `seed`), with an error-signal slice every request writes into again.
+/// A job for `name` over random log-posteriors [frames, dim] from `seed`,
+/// with an error-signal slice every request writes into again.
 segment_job make_job(const std::string& name, size_t frames, size_t dim, uint64_t seed);
 
-/// A batch of `tags.size()` segments of `lengths` frames (padded to the
-/// longest) over random log-posteriors [T, B, D] from `seed`.
+/// A batch of segments `tags` of `lengths` frames over random [T, B, D]
+/// log-posteriors from `seed`.
 batch random_batch(const std::vector<int64_t>& lengths, const std::vector<std::string>& tags,
                    size_t dim, uint64_t seed);
 
 /// Computes `data` through `client`, passing the previous error signal
-/// `reuse` back (as a trainer does, so that the batch allocates nothing) and
-/// keeping the new one there; returns the losses.
+/// `reuse` back (so that the batch allocates nothing) and keeping the new one
+/// there; returns the losses.
 std::vector<float> compute_reusing(const pool_client& client, const batch& data, tensor& reuse);
 
-/// The framed size of a `get_loss_and_error_signal` request for `segment`
-/// of [frames, dim] as the runtime encodes it.
+/// The framed size of a loss request for `segment` of [frames, dim].
 size_t request_bytes(const std::string& segment, size_t frames, size_t dim);
 
-/// The framed size of its reply ("ok", a loss, [frames, dim]).
+/// The framed size of its reply.
 size_t reply_bytes(size_t frames, size_t dim);
 
-/// Writes all `n` bytes at `data` to `fd` (retrying after signals); throws
-/// `std::runtime_error` naming `what` and the system error otherwise.
+/// Writes all `n` bytes to `fd`; throws naming `what` on errors.
 void write_fully(int fd, const char* data, size_t n, const std::string& what);
 
-/// Reads exactly `n` bytes from `fd` into `data`; returns false if the
-/// stream ended first; throws `std::runtime_error` naming `what` on errors.
+/// Reads exactly `n` bytes from `fd`; returns false if the stream ended
+/// first; throws naming `what` on errors.
 bool read_fully(int fd, char* data, size_t n, const std::string& what);
 
 } // namespace sprintrt::bench

@@ -1,14 +1,10 @@
 #pragma once
 
 /// @file
-/// What the benchmarks of one sprintrt-bench run share: its settings (the
-/// sprint-sim executable, the Python and its scripts, quick mode), one
-/// sprint_runtime, the pipe echo children, a worker driven without a pool,
-/// and rigs (pools, their batches and corpora) that several benchmarks and
-/// every repetition reuse, so that a child starts once per run, not once
-/// per repetition. main creates it before registering the benchmarks and
-/// destroys it after they ran: every child is stopped and reaped, every
-/// temporary file removed.
+/// The state one run shares: its settings, one sprint_runtime, the pipe
+/// echoes, a worker without a pool, and rigs (pools, batches, corpora) that
+/// every repetition reuses, so that a child starts once per run. Destroyed
+/// after the run: every child stopped and reaped, every file removed.
 
 #include <functional>
 #include <map>
@@ -25,20 +21,14 @@
 
 namespace sprintrt::bench {
 
-/// The run's settings, from sprintrt-bench's own flags.
+/// The run's settings, from sprintrt-bench's own flags (main.cpp).
 struct bench_settings {
-  /// Smaller shapes and counts (the smoke test); the names say which.
-  bool quick = false;
-  /// The sprint-sim executable.
-  std::string sprint_sim;
-  /// The Python with NumPy (and PyTorch) for the comparison scripts.
-  std::string python = "/usr/bin/python3";
-  /// The directory of returnn_parent.py, torch_ctc.py and python_module.py.
-  std::string scripts;
-  /// The directory holding the Python package `sprintrt`.
-  std::string python_module;
-  /// This program, for the helpers it runs in fresh processes.
-  std::string self;
+  bool quick = false;                      ///< smaller shapes and counts
+  std::string sprint_sim;                  ///< the sprint-sim executable
+  std::string python = "/usr/bin/python3"; ///< the comparison scripts' Python
+  std::string scripts;                     ///< the comparison scripts' directory
+  std::string python_module;               ///< the directory of the package sprintrt
+  std::string self;                        ///< this program, for its helpers
 };
 
 /// The shared state of one run (see the file comment).
@@ -62,14 +52,12 @@ public:
   /// Returns the echo child of `kind`, started on first use.
   pipe_echo& echo(echo_kind kind);
 
-  /// Returns a sprint worker for `opts` spawned without a pool, on an io
-  /// thread of its own (started on first use; `opts` of later calls are
-  /// ignored).
+  /// Returns a sprint worker for `opts` without a pool, on an io thread of
+  /// its own (started on first use; later calls' `opts` are ignored).
   const sprint_worker_actor& direct_worker(const sprint_options& opts);
 
-  /// Returns the rig kept under `key`, made by `make()` (returning a
-  /// `std::unique_ptr<T>`) on first use. Rigs are destroyed in reverse order
-  /// of creation, before the runtime stops.
+  /// Returns the rig under `key`, made by `make()` (a `std::unique_ptr<T>`)
+  /// on first use; rigs die in reverse order, before the runtime stops.
   template <class T, class Make>
   T& rig(const std::string& key, Make&& make) {
     auto& slot = rigs_[key];
@@ -80,8 +68,8 @@ public:
     return *static_cast<T*>(slot.get());
   }
 
-  /// Destroys every rig, stops the direct worker and the runtime (each child
-  /// stopped and reaped), then the echoes. Idempotent.
+  /// Destroys the rigs, stops the worker, the runtime and the echoes (every
+  /// child reaped). Idempotent.
   void stop();
 
 private:
@@ -95,8 +83,7 @@ private:
   std::vector<std::string> order_;
 };
 
-/// Returns the run's world (main's); only valid while main runs the
-/// benchmarks.
+/// Returns the run's world (main's, while it runs the benchmarks).
 bench_world& world();
 
 /// Makes `w` the run's world (nullptr: none).

@@ -26,6 +26,12 @@ void open_pipe(int fds[2], int size) {
     ::fcntl(fds[1], F_SETPIPE_SZ, size);
 }
 
+// An error whose message starts with "skipped: ", which figures.py and the
+// smoke test read as a figure that cannot be measured here.
+void skip(benchmark::State& state, const std::string& reason) {
+  state.SkipWithError(("skipped: " + reason).c_str());
+}
+
 } // namespace
 
 child_program spawn_program(const std::vector<std::string>& argv, bool piped_stdin, int pipe_size) {

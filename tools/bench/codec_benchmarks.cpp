@@ -1,7 +1,5 @@
 // The parent's side of the wire codec for one loss request and its reply,
-// float32 [T, D], each operation next to a memcpy of the same bytes. Buffers
-// are reused as the runtime reuses them; the "fresh" variants allocate a new
-// message buffer, decoder and destination per call.
+// each operation against a memcpy of the same bytes (BENCHMARKS.md, "Codec").
 
 #include <algorithm>
 #include <cstring>
@@ -20,9 +18,8 @@ namespace {
 
 using protocol::byte_buffer;
 
-// A request is encoded from column `batch_index` of a [T, 4, D] batch, as the
-// worker reads a batch; a reply arrives in chunks as the io thread commits
-// pipe reads.
+// A request is encoded from column 1 of a [T, 4, D] batch; a reply arrives
+// in chunks of 64 KiB, as the io thread commits pipe reads.
 constexpr size_t batch_size = 4;
 constexpr size_t batch_index = 1;
 constexpr size_t chunk_size = 64 * 1024;
@@ -105,8 +102,8 @@ struct codec_rig {
   protocol::frame_decoder decoder{protocol::framing::length_prefixed};
 };
 
-// One operation: its benchmark's name (without the shape), whether it moves
-// the request (else the reply), and the call.
+// An operation: its name (without the shape), whether it moves the request
+// (else the reply), and the call.
 struct operation {
   std::string name;
   bool request;
@@ -158,8 +155,6 @@ const std::vector<operation> operations{
 } // namespace
 
 void register_codec_benchmarks() {
-  // A tiny segment, small ASR-like segments (the transport and CTC batches),
-  // a larger inventory, and the 48 MB segments of the large batch.
   for (auto [frames, dim] : std::vector<std::pair<size_t, size_t>>{
            {3, 4}, {100, 40}, {150, 28}, {500, 211}, {1000, 12001}}) {
     const std::string shape = shape_name({{"T", frames}, {"D", dim}});

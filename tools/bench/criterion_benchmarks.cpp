@@ -1,8 +1,6 @@
-// The simulated Sprint's work for one segment, against one log_softmax + exp
-// pass over the same [T, D] (what any trainer does per frame anyway): the
-// criterion as sprint-sim runs it, and the full-sum engine alone over a
-// built CTC or HMM automaton, on its default path and on the log-space
-// reference.
+// The simulated Sprint's criterion and full-sum passes for one segment,
+// against log_softmax + exp (BENCHMARKS.md, "The simulated Sprint's
+// criterion").
 
 #include <cmath>
 #include <random>
@@ -97,8 +95,6 @@ void full_sum(bench_state& state, const std::string& topology, const shape& s,
 } // namespace
 
 void register_criterion_benchmarks() {
-  // A small ASR-like segment (characters) and a longer one with a larger
-  // inventory; the first is the CTC batch's segment.
   for (const shape s : {shape{150, 28, 40}, shape{500, 100, 50}}) {
     const size_list sizes{{"T", s.frames}, {"D", s.dim}};
     const size_list with_labels{{"T", s.frames}, {"D", s.dim}, {"L", s.labels}};

@@ -1,18 +1,7 @@
-// sprintrt-bench: every benchmark of sprintrt under Google Benchmark (its
-// flags: --benchmark_filter, --benchmark_repetitions, --benchmark_format,
-// --benchmark_out, ...), with sprintrt's own:
-//   --quick              smaller shapes and counts (the smoke test)
-//   --sprint-sim=PATH    the simulated Sprint [<dir of this
-//   program>/../sprint-sim/sprint-sim]
-//   --python=PATH        the Python of the comparison scripts
-//   [/usr/bin/python3]
-//   --scripts=DIR        the directory of the comparison scripts
-//   [scripts/bench]
-//   --python-module=DIR  the directory holding the Python package sprintrt
-//   [build/python]
-// The figures (figure_table.hpp) go into the output's context;
-// scripts/bench/figures.py prints them from a JSON output. `--helper=...`
-// runs one of the helper processes the benchmarks start.
+// sprintrt-bench: every benchmark of sprintrt under Google Benchmark (its own
+// flags select, repeat and write them) with sprintrt's flags in `usage`
+// (BENCHMARKS.md, "Running them"); `--helper=...` runs one of the helper
+// processes the benchmarks start.
 
 #include <exception>
 #include <filesystem>
@@ -39,8 +28,7 @@ using namespace sprintrt::bench;
 const char* usage = "sprintrt-bench [--quick] [--sprint-sim=PATH] [--python=PATH] "
                     "[--scripts=DIR] [--python-module=DIR] [Google Benchmark's flags]\n";
 
-// Takes sprintrt-bench's flags out of `argv` into `s`; returns the arguments
-// left.
+// Takes sprintrt-bench's flags out of `argv` into `s`; returns the rest.
 std::vector<std::string> parse_settings(int argc, char** argv, bench_settings& s) {
   const std::pair<std::string, std::string bench_settings::*> flags[] = {
       {"--sprint-sim=", &bench_settings::sprint_sim},

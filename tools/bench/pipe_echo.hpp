@@ -1,12 +1,9 @@
 #pragma once
 
 /// @file
-/// The pipe baselines: an echo child over two pipes with 1 MiB buffers, a
-/// raw round trip through the kernel without any codec, actor or io thread.
-/// Either `/bin/cat`, which streams (it writes back while it still reads),
-/// or this program as `sprintrt-bench --helper=pipe-echo`, which reads each
-/// length-prefixed message whole before it writes the reply, as a Sprint
-/// child does (store and forward).
+/// The pipe baselines: an echo child over two pipes of 1 MiB, a round trip
+/// through the kernel without codec, actor or io thread (BENCHMARKS.md,
+/// "Small segments").
 
 #include <cstddef>
 #include <string>
@@ -20,18 +17,16 @@ namespace sprintrt::bench {
 enum class echo_kind {
   /// `/bin/cat`: streams, so both directions overlap.
   cat,
-  /// `--helper=pipe-echo`: reads a 4-byte length and the whole message, then
-  /// writes a framed reply of the length the message's first 4 bytes ask
-  /// for, in one write.
+  /// `--helper=pipe-echo`: reads a length-prefixed message whole, then
+  /// writes a framed reply of the length its first 4 bytes ask for, in one
+  /// write, as a Sprint child does.
   store_and_forward,
 };
 
-/// A child that echoes what it is sent, ended (EOF on its stdin) and reaped
-/// on destruction.
+/// An echo child, ended (EOF on its stdin) and reaped on destruction.
 class pipe_echo {
 public:
-  /// Starts the child (`self`: this program, for the store-and-forward
-  /// helper). Throws `std::runtime_error` if that fails.
+  /// Starts the child (`self`: this program). Throws `std::runtime_error`.
   pipe_echo(echo_kind kind, const std::string& self);
 
   /// Closes the pipes and waits for the child.
@@ -41,11 +36,9 @@ public:
   pipe_echo& operator=(const pipe_echo&) = delete;
 
   /// Writes a 4-byte length and `request_payload` bytes (at least 4) and
-  /// reads back a 4-byte length and `reply_payload` bytes, as a request and
-  /// its reply travel to and from a Sprint child (`cat` echoes: both sizes
-  /// equal, small enough for the pipes to hold whole). Buffers are kept
-  /// between calls. Throws `std::runtime_error` on an I/O error or a reply
-  /// of the wrong length.
+  /// reads back a 4-byte length and `reply_payload` bytes (`cat`: equal and
+  /// small enough for the pipes). Throws `std::runtime_error` on an I/O
+  /// error or a reply of the wrong length.
   void round_trip(size_t request_payload, size_t reply_payload);
 
 private:
@@ -55,8 +48,8 @@ private:
   std::vector<char> in_;
 };
 
-/// The store-and-forward child's loop on fds 0 and 1 until EOF (what
-/// `--helper=pipe-echo` runs); returns its exit status.
+/// The store-and-forward child's loop on fds 0 and 1 until EOF
+/// (`--helper=pipe-echo`); returns its exit status.
 int serve_pipe_echo();
 
 } // namespace sprintrt::bench

@@ -9,7 +9,7 @@
 
 #include "protocol/messages.hpp"
 #include "protocol/pickle_reader.hpp"
-#include "tools/bench/bench_support.hpp"
+#include "sim/sprint_service.hpp"
 
 namespace sprintrt::bench {
 
@@ -44,35 +44,51 @@ const sim::service_options& default_service_options() {
   return options;
 }
 
+// What the child does for one request, run in this process: the request as
+// the child receives it, and a service over `corpus` computing `kind`.
+class child_probe {
+public:
+  child_probe(const std::string& corpus, const segment_job& job, sim::criterion_kind kind)
+      : service_(load_criterion(corpus, kind), default_service_options()) {
+    const auto& lp = job.log_posteriors;
+    protocol::byte_buffer framed;
+    check(protocol::encode_loss_command(framed, {}, job.segment, lp.rows, lp.cols, lp.row(0),
+                                        lp.row_stride),
+          "encode_loss_command");
+    request_->append(framed.bytes().subspan(4)); // the pickle without its length prefix
+    serve();                                     // warm-up
+  }
+
+  void serve() {
+    reply_.clear();
+    auto message =
+        unwrap(protocol::read_pickle(std::shared_ptr<const protocol::byte_buffer>{request_}),
+               "read_pickle");
+    service_.handle(message, reply_);
+  }
+
+private:
+  std::shared_ptr<protocol::byte_buffer> request_ = std::make_shared<protocol::byte_buffer>();
+  sim::sprint_service service_;
+  protocol::byte_buffer reply_;
+};
+
 } // namespace
 
-child_probe::child_probe(const std::string& corpus, const segment_job& job,
-                         sim::criterion_kind kind)
-    : request_(std::make_shared<protocol::byte_buffer>()),
-      service_(load_criterion(corpus, kind), default_service_options()) {
-  const auto& lp = job.log_posteriors;
-  protocol::byte_buffer framed;
-  check(protocol::encode_loss_command(framed, {}, job.segment, lp.rows, lp.cols, lp.row(0),
-                                      lp.row_stride),
-        "encode_loss_command");
-  // The child decodes the pickle without its length prefix.
-  request_->append(framed.bytes().subspan(4));
-  serve();
-}
-
-void child_probe::serve() {
-  reply_.clear();
-  auto message = unwrap(
-      protocol::read_pickle(std::shared_ptr<const protocol::byte_buffer>{request_}), "read_pickle");
-  service_.handle(message, reply_);
+std::string register_child_work(const std::string& name, benchmark::TimeUnit unit, timing clock,
+                                std::function<std::string()> corpus,
+                                std::function<segment_job()> job, sim::criterion_kind kind) {
+  add_benchmark(name, unit, clock, [corpus, job, kind](bench_state& state) {
+    child_probe child{corpus(), job(), kind};
+    for (auto _ : state)
+      child.serve();
+  });
+  return name;
 }
 
 void event_based_requests(caf::actor_system& system, const sprint_worker_actor& worker,
                           const segment_job& job, size_t count) {
-  auto chain = std::make_shared<request_chain>();
-  chain->worker = worker;
-  chain->job = job;
-  chain->left = count;
+  std::shared_ptr<request_chain> chain{new request_chain{worker, job, count, {}}};
   auto done = chain->done.get_future();
   system.spawn([chain](caf::event_based_actor* self) { chain_next(self, chain); });
   check(done.get(), "event-based request");

@@ -1,12 +1,6 @@
-// The Python module against the C++ facade: a CTC batch (B=64, T=150, D=28,
-// 40 random labels per segment) through one pool of 2 sprint-sim children,
-// by scripts/bench/python_module.py in rounds that alternate RETURNN's
-// per-batch path (SprintInstancePool.get_global_instance, the pool's lock,
-// get_batch_loss_and_error_signal with the tags as RETURNN passes them),
-// timed in Python around all of it, and Pool._time_facade, which times
-// pool_client::compute on the same batch in C++ with no Python in its loop.
-// Both sides come from one script run, so the C++ side is a counter of the
-// Python benchmark (cpp_ms), not a benchmark of its own.
+// The Python module against the C++ facade on one CTC batch, both timed by
+// scripts/bench/python_module.py in alternating rounds: the C++ side is a
+// counter (cpp_ms) of the Python benchmark (BENCHMARKS.md, "The Python module").
 
 #include "tools/bench/benchmarks.hpp"
 #include "tools/bench/child_program.hpp"
@@ -39,7 +33,7 @@ void module_batch(bench_state& state, size_t rounds, size_t per_round) {
 } // namespace
 
 void register_python_benchmarks() {
-  // Each repetition runs the script once; 6 rounds of 5 calls per side.
+  // Each repetition runs the script once.
   const size_t rounds = world().settings().quick ? 1 : 6;
   const size_t per_round = world().settings().quick ? 2 : 5;
   const std::string name = "python/module_batch/B:64/T:150/D:28/L:40/workers:2";

@@ -1,16 +1,6 @@
-// What the network path of a remote pool costs for a large segment, against
-// what loopback TCP allows. Both move the same bytes (a segment's
-// log-posteriors out, an error signal of the same size back) between two
-// processes over 127.0.0.1, to this program run as `--helper=remote-echo`:
-// - baseline: a raw TCP echo that reads a length-prefixed message whole and
-//   writes it back (store and forward, as a server does);
-// - remote pool: a trainer's pool whose only worker is the helper's
-//   published echo pool (it answers every segment with its own
-//   log-posteriors as the error signal: no Sprint computation is timed).
-//   The timed path is the trainer's: the pool, the remote worker copying the
-//   segment out of its slice, CAF's serialization, BASP over TCP, the
-//   server's deserialization, the reply the same way back, and the copy into
-//   the caller's slice.
+// A large segment to a remote pool and back over loopback, against a raw TCP
+// echo of the same bytes, both served by `--helper=remote-echo` (BENCHMARKS.md,
+// "Remote pool").
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -40,26 +30,16 @@ namespace {
   throw std::runtime_error(what + ": " + std::strerror(errno));
 }
 
-// 127.0.0.1 at `port` (0: any).
-sockaddr_in loopback(uint16_t port) {
+// A TCP socket and 127.0.0.1 at `port` (0: any).
+std::pair<int, sockaddr_in> loopback(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    fail_errno("socket");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(port);
-  return addr;
-}
-
-// Listens on 127.0.0.1 (any port); returns the socket and the port.
-std::pair<int, uint16_t> listen_loopback() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    fail_errno("socket");
-  auto addr = loopback(0);
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 1) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    fail_errno("listen on 127.0.0.1");
-  return {fd, ntohs(addr.sin_port)};
+  return {fd, addr};
 }
 
 // Echoes length-prefixed messages on one connection until it closes.
@@ -90,8 +70,8 @@ struct remote_rig {
     ::close(child.from_child);
     if (!got || ports[0] == 0 || ports[1] == 0)
       throw std::runtime_error("the remote echo could not listen or publish its pool");
-    conn = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    auto addr = loopback(ports[0]);
+    auto [fd, addr] = loopback(ports[0]);
+    conn = fd;
     if (::connect(conn, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
       fail_errno("connect to the TCP echo");
     sprint_options opts;
@@ -123,9 +103,13 @@ constexpr size_t dim = 4000;
 } // namespace
 
 int run_remote_echo_helper() {
-  auto [listener, tcp_port] = listen_loopback();
-  std::thread tcp{[listener = listener] { serve_tcp_echo(listener); }};
-  tcp.detach();
+  auto [listener, addr] = loopback(0);
+  socklen_t len = sizeof addr;
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      ::listen(listener, 1) != 0 ||
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    fail_errno("listen on 127.0.0.1");
+  std::thread{[listener = listener] { serve_tcp_echo(listener); }}.detach();
   caf::actor_system_config config;
   config.set("scheduler.max-threads", size_t{2});
   config.load<caf::io::middleman>();
@@ -141,7 +125,7 @@ int run_remote_echo_helper() {
     };
   });
   auto pool_port = system.middleman().publish(echo, 0, "127.0.0.1", true);
-  const uint16_t ports[2] = {tcp_port, pool_port ? *pool_port : uint16_t{0}};
+  const uint16_t ports[2] = {ntohs(addr.sin_port), pool_port ? *pool_port : uint16_t{0}};
   write_fully(1, reinterpret_cast<const char*>(ports), sizeof ports, "ports");
   ::close(1);
   ::pause(); // until the trainer side kills it

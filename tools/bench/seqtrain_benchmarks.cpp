@@ -1,15 +1,5 @@
-// The sequence-training scheduler (seqtrain_client, the trainer loop of its
-// header: forward while have_space, train, finish_epoch):
-// - its own cost: an epoch of sequences through the scheduler with no
-//   trainer work, over one in-process simulated worker at zero delay with
-//   criterion=zero, against the same batches sent straight to the same pool,
-//   per sequence;
-// - its overlap: epochs whose trainer works 10 ms per batch (a spin) while
-//   the workers take 10 ms per sequence (a reply delay that uses no CPU, so
-//   that trainer and workers do not compete for the cores), over in-process
-//   workers and sprint-sim children, without look-ahead (forward delay =
-//   batch size + 1) and at the default forward delay, against the bound of a
-//   perfect overlap, max(trainer time, Sprint time / workers).
+// The sequence-training scheduler's own cost per sequence and its overlap of
+// trainer and workers (BENCHMARKS.md, "The sequence-training scheduler").
 
 #include <chrono>
 
@@ -22,12 +12,12 @@ namespace sprintrt::bench {
 
 namespace {
 
-// Batches of sequences, each one forward message and its training layout,
+constexpr size_t per_batch = 2;
+
+// Batches of 2 sequences, each one forward message and its training layout,
 // made once: the trainer's forward pass is not measured.
 struct epoch_data {
-  epoch_data(size_t sequences, size_t per_batch, size_t frames, size_t dim,
-             const std::string& prefix)
-      : per_batch(per_batch) {
+  epoch_data(size_t sequences, size_t frames, size_t dim, const std::string& prefix) {
     for (size_t b = 0; b < sequences / per_batch; ++b) {
       forward_sequences f;
       f.data.log_posteriors = tensor::zeros({frames, per_batch, dim});
@@ -46,12 +36,12 @@ struct epoch_data {
     }
   }
 
-  std::vector<criterion::corpus_entry> corpus_entries() const {
+  bench_corpus corpus() const {
     std::vector<criterion::corpus_entry> entries;
     for (const auto& f : forwards)
       for (const auto& tag : f.data.tags)
         entries.push_back({tag, {1, 2, 3, 4}});
-    return entries;
+    return write_corpus(entries);
   }
 
   // One epoch through `sched`, calling `train_work` after each train reply.
@@ -70,14 +60,13 @@ struct epoch_data {
     return unwrap(sched.finish_epoch(), "finish_epoch");
   }
 
-  size_t per_batch;
   std::vector<forward_sequences> forwards;
   std::vector<seqtrain_batch> layouts;
 };
 
 struct cost_rig {
   explicit cost_rig(size_t sequences)
-      : data(sequences, 2, 100, 40, "bench/seq-"), corpus(write_corpus(data.corpus_entries())),
+      : data(sequences, 100, 40, "bench/seq-"), corpus(data.corpus()),
         pool(world().runtime().pool(unwrap(
             sim_worker_source(sim_options(corpus.path, 1, {zero_criterion})), "sim workers"))),
         direct(world().runtime(), pool), sched(world().runtime(), pool, seqtrain_options{}) {
@@ -102,33 +91,23 @@ struct cost_rig {
   uint64_t epochs = 0;
 };
 
-// The trainer's own work per batch: one core busy for `d`.
-void spin_for(std::chrono::milliseconds d) {
-  const auto until = bench_clock::now() + d;
-  while (bench_clock::now() < until) {
-  }
-}
-
-struct overlap_spec {
-  size_t sequences;
-  size_t workers = 2;
-  size_t per_batch = 2;
-  std::chrono::milliseconds sprint{10};
-  std::chrono::milliseconds trainer{10};
-};
+// The overlap epochs: 2 workers whose Sprint time is a 10 ms reply delay
+// per sequence (no CPU), a trainer spinning 10 ms per batch of 2.
+constexpr size_t overlap_workers = 2;
+constexpr std::chrono::milliseconds sprint_delay{10};
+constexpr std::chrono::milliseconds trainer_work{10};
 
 struct overlap_rig {
-  overlap_rig(const overlap_spec& s, bool children)
-      : data(s.sequences, s.per_batch, 50, 20, "bench/overlap-"),
-        corpus(write_corpus(data.corpus_entries())) {
-    auto opts = sim_options(corpus.path, s.workers);
+  overlap_rig(size_t sequences, bool children)
+      : data(sequences, 50, 20, "bench/overlap-"), corpus(data.corpus()) {
+    auto opts = sim_options(corpus.path, overlap_workers);
     if (children) {
       opts.sprint_config.push_back(
-          {{word_piece::literal, "--*.delay-ms=" + std::to_string(s.sprint.count())}});
+          {{word_piece::literal, "--*.delay-ms=" + std::to_string(sprint_delay.count())}});
       pool = world().runtime().pool(opts);
     } else {
       sim_worker_behavior timing;
-      timing.min_delay = timing.max_delay = s.sprint;
+      timing.min_delay = timing.max_delay = sprint_delay;
       pool = world().runtime().pool(unwrap(sim_worker_source(opts, timing), "sim workers"));
     }
   }
@@ -139,11 +118,16 @@ struct overlap_rig {
   uint64_t epochs = 0;
 };
 
-void overlap(bench_state& state, const overlap_spec& s, bool children, size_t delay) {
-  auto& rig = world().rig<overlap_rig>(children ? "overlap children" : "overlap in-process",
-                                       [&] { return std::make_unique<overlap_rig>(s, children); });
+void overlap(bench_state& state, size_t sequences, bool children, size_t delay) {
+  auto& rig = world().rig<overlap_rig>(children ? "overlap children" : "overlap in-process", [&] {
+    return std::make_unique<overlap_rig>(sequences, children);
+  });
   seqtrain_client sched{world().runtime(), rig.pool, {delay}};
-  auto work = [&] { spin_for(s.trainer); };
+  auto work = [] { // the trainer's own work: one core busy
+    const auto until = bench_clock::now() + trainer_work;
+    while (bench_clock::now() < until) {
+    }
+  };
   rig.data.epoch(sched, ++rig.epochs, work); // warm-up
   double wait = 0;
   double busy = 0;
@@ -153,12 +137,12 @@ void overlap(bench_state& state, const overlap_spec& s, bool children, size_t de
     busy += static_cast<double>(stats.worker_busy_ns) * 1e-9;
   });
   const double batches = static_cast<double>(rig.data.forwards.size());
-  const double trainer_ms = batches * static_cast<double>(s.trainer.count());
+  const double trainer_ms = batches * static_cast<double>(trainer_work.count());
   const double sprint_ms =
-      static_cast<double>(s.sequences * s.sprint.count()) / static_cast<double>(s.workers);
+      static_cast<double>(sequences * sprint_delay.count()) / static_cast<double>(overlap_workers);
   state.counters["bound_ms"] = std::max(trainer_ms, sprint_ms);
   state.counters["wait"] = wait / elapsed;
-  state.counters["utilization"] = busy / (elapsed * static_cast<double>(s.workers));
+  state.counters["utilization"] = busy / (elapsed * static_cast<double>(overlap_workers));
 }
 
 } // namespace
@@ -174,34 +158,30 @@ void register_seqtrain_benchmarks() {
   };
   const std::string scheduled = "seqtrain/scheduler_epoch/" + shape;
   const std::string straight = "baseline/pool_client_compute/" + shape;
-  for (const auto& name : {scheduled, straight})
-    add_benchmark(
-        name, benchmark::kMicrosecond, timing::manual,
-        [cost, per = static_cast<double>(sequences), name, scheduled](bench_state& state) {
-          auto& rig = cost();
-          time_per_item(state, per, "us_per_sequence", [&] {
-            if (name == scheduled)
-              rig.scheduled();
-            else
-              rig.straight();
-          });
-        });
+  for (auto [name, run] :
+       {std::pair{scheduled, &cost_rig::scheduled}, std::pair{straight, &cost_rig::straight}})
+    add_benchmark(name, benchmark::kMicrosecond, timing::manual,
+                  [cost, per = static_cast<double>(sequences), run = run](bench_state& state) {
+                    auto& rig = cost();
+                    time_per_item(state, per, "us_per_sequence", [&] { (rig.*run)(); });
+                  });
   declare_figure("the seqtrain scheduler per sequence (T=100, D=40, batches of 2, 1 in-process "
                  "sim worker, zero delay, criterion=zero), against the same batches straight to "
                  "the pool",
                  "us/sequence", scheduled + "@us_per_sequence", straight + "@us_per_sequence");
 
-  overlap_spec s{quick ? size_t{16} : size_t{64}};
-  const size_t none = s.per_batch + 1;
+  const size_t overlap_sequences = quick ? 16 : 64;
+  const size_t none = per_batch + 1;
   const size_t standard = seqtrain_options{}.forward_seq_delay;
   for (bool children : {false, true})
     for (size_t delay : {none, standard}) {
       const std::string name = std::string{"seqtrain/overlap/"} +
                                (children ? "children" : "in_process") +
-                               "/seqs:" + std::to_string(s.sequences) +
+                               "/seqs:" + std::to_string(overlap_sequences) +
                                "/workers:2/forward_delay:" + std::to_string(delay);
-      add_benchmark(name, benchmark::kMillisecond, timing::manual,
-                    [=](bench_state& state) { overlap(state, s, children, delay); });
+      add_benchmark(name, benchmark::kMillisecond, timing::manual, [=](bench_state& state) {
+        overlap(state, overlap_sequences, children, delay);
+      });
       declare_figure(std::string{"seqtrain epoch over 2 "} +
                          (children ? "sprint-sim children" : "in-process workers") +
                          (delay == none ? ", no look-ahead" : ", default forward delay") +

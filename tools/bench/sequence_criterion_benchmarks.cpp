@@ -1,8 +1,5 @@
-// The simulated Sprint's sequence-discriminative criteria (MMI, boosted MMI,
-// sMBR; docs/sequence-training.md) for one segment, against its full-sum
-// criterion on the same segment: what sprint-sim runs per request with
-// `--*.criterion=mmi|bmmi|smbr`, over a denominator of hypotheses read from
-// a file and over the label n-gram (`label-lm`) of a small corpus.
+// The simulated Sprint's MMI, boosted MMI and sMBR for one segment, against
+// its full-sum (BENCHMARKS.md, "The simulated Sprint's sequence criteria").
 
 #include <cmath>
 #include <fstream>
@@ -31,10 +28,9 @@ constexpr uint32_t seed = 20240601;
 
 const std::string segment = "bench";
 
-// The hypotheses file's lines for `reference`: `hypotheses` distinct
-// sequences, each the reference with one or two labels changed (never to the
-// blank), none of them the reference: with it, the segment's denominator is
-// `hypotheses` + 1 distinct sequences, near misses as a lattice would hold.
+// The hypotheses file's lines: `hypotheses` distinct sequences, each
+// `reference` with one or two labels changed (never to the blank), none the
+// reference itself: near misses, as a lattice would hold.
 std::string hypotheses_text(const std::vector<uint32_t>& reference) {
   std::mt19937 rng{seed + 1};
   std::uniform_int_distribution<size_t> position{0, reference.size() - 1};
@@ -127,9 +123,8 @@ void register_sequence_criterion_benchmarks() {
     std::string name;
     std::string title;
   };
-  // The baseline, first, is the same criterion with `full-sum` on the same
-  // segment (as sprint-sim runs it by default), so that the ratio is what a
-  // sequence criterion costs a child per request against what it replaces.
+  // The baseline first: `full-sum` on the same segment, what a sequence
+  // criterion replaces in a child.
   const std::vector<variant> variants{
       {sim::criterion_kind::full_sum, denominator_kind::none, 0, "full_sum", ""},
       {sim::criterion_kind::mmi, denominator_kind::file, 0, "mmi/hypotheses", "mmi" + file},

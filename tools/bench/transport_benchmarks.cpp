@@ -1,11 +1,5 @@
-// Small segments through one sprint-sim child against the pipe echoes: a
-// batch of B segments through pool_client::compute (criterion=zero: the
-// child decodes, checks and answers in full size but computes nothing),
-// per segment, against the store-and-forward echo of the same framed bytes;
-// one tiny segment (real CTC) through the blocking facade, the worker actor
-// from an event-based and a scoped actor, against the raw /bin/cat echo; the
-// child's own work measured in this process; and RETURNN's Python parent
-// (scripts/bench/returnn_parent.py) on the same batches and child.
+// Small segments and one tiny segment through one sprint-sim child, against
+// the pipe echoes (BENCHMARKS.md, "Small segments" and "One tiny segment").
 
 #include <optional>
 
@@ -31,39 +25,37 @@ size_t small_batch_size() {
   return world().settings().quick ? 50 : 100;
 }
 
-// The segments of both rigs (labels in case sprint-sim ignored
-// criterion=zero: it would compute a real CTC loss, still valid).
+std::vector<std::string> small_tags() {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < small_batch_size(); ++i)
+    names.push_back(small_prefix + std::to_string(i));
+  return names;
+}
+
+// The segments of every rig here (with labels: should sprint-sim ignore
+// criterion=zero, its real CTC loss is still valid).
 bench_corpus& corpus() {
   return world().rig<bench_corpus>("transport corpus", [] {
     std::vector<criterion::corpus_entry> entries{{tiny_segment, {1}}};
-    for (size_t i = 0; i < small_batch_size(); ++i)
-      entries.push_back({small_prefix + std::to_string(i), {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}});
+    for (const auto& tag : small_tags())
+      entries.push_back({tag, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}});
     return std::make_unique<bench_corpus>(write_corpus(entries));
   });
 }
 
-// One child (criterion=zero) and the fixed batch sent to it.
+// One child (criterion=zero) and the fixed batch sent to it, warmed up.
 struct small_rig {
-  small_rig()
-      : client(world().runtime(), sim_options(corpus().path, 1, {zero_criterion})),
-        data(random_batch(std::vector<int64_t>(small_batch_size(), small_frames), tags(), small_dim,
-                          11)) {
-    run_batch(); // starts the child, sizes every buffer
+  pool_client client{world().runtime(), sim_options(corpus().path, 1, {zero_criterion})};
+  batch data = random_batch(std::vector<int64_t>(small_batch_size(), small_frames), small_tags(),
+                            small_dim, 11);
+  tensor reuse;
+
+  small_rig() {
+    run_batch();
     run_batch();
   }
 
-  static std::vector<std::string> tags() {
-    std::vector<std::string> names;
-    for (size_t i = 0; i < small_batch_size(); ++i)
-      names.push_back(small_prefix + std::to_string(i));
-    return names;
-  }
-
   void run_batch() { compute_reusing(client, data, reuse); }
-
-  pool_client client;
-  batch data;
-  tensor reuse;
 };
 
 small_rig& small() {
@@ -79,6 +71,12 @@ pool_client& tiny_client() {
   });
 }
 
+segment_job tiny_job() {
+  return make_job(tiny_segment, tiny_frames, tiny_dim, 1);
+}
+
+// RETURNN's parent (scripts/bench/returnn_parent.py) on `batches` small
+// batches, starting the child with the Sprint words the runtime builds.
 void returnn_parent(bench_state& state, size_t batches) {
   const auto& s = world().settings();
   const size_t b = small_batch_size();
@@ -95,13 +93,9 @@ void returnn_parent(bench_state& state, size_t batches) {
                                 "--tag-prefix",
                                 small_prefix,
                                 "--"};
-  // The Sprint config words as the children get them (the options have no
-  // variables: nothing can be unset), for the script to start the same child.
+  auto no_variables = [](const std::string&) -> std::optional<std::string> { return {}; };
   const auto opts = sim_options(corpus().path, 1, {zero_criterion});
-  for (auto& word :
-       unwrap(config::expand_sprint_config(
-                  opts, [](const std::string&) -> std::optional<std::string> { return {}; }),
-              "sprint config"))
+  for (auto& word : unwrap(config::expand_sprint_config(opts, no_variables), "sprint config"))
     args.push_back(std::move(word));
   const auto result = run_script(state, "python3-numpy", "returnn_parent.py", args);
   if (!result)
@@ -109,13 +103,6 @@ void returnn_parent(bench_state& state, size_t batches) {
   replay_samples(state, result->at("samples_us"), 1e-6);
   state.SetLabel("Python " + result->value("python", std::string{"?"}) + ", NumPy " +
                  result->value("numpy", std::string{"?"}));
-}
-
-// The child's own work for one request in this process.
-void child_work(bench_state& state, const segment_job& job, sim::criterion_kind kind) {
-  child_probe child{corpus().path, job, kind};
-  for (auto _ : state)
-    child.serve();
 }
 
 } // namespace
@@ -145,12 +132,11 @@ void register_transport_benchmarks() {
   });
   const auto small_echo = register_echo(request_bytes(small_prefix + "0", small_frames, small_dim),
                                         reply_bytes(small_frames, small_dim));
-  const std::string small_work =
-      "sim/child_work/zero/" + shape_name({{"T", small_frames}, {"D", small_dim}});
-  add_benchmark(small_work, us, timing::cpu, [](bench_state& state) {
-    child_work(state, make_job(small_prefix + "0", small_frames, small_dim, 3),
-               sim::criterion_kind::zero);
-  });
+  const std::string small_work = register_child_work(
+      "sim/child_work/zero/" + shape_name({{"T", small_frames}, {"D", small_dim}}), us, timing::cpu,
+      [] { return corpus().path; },
+      [] { return make_job(small_prefix + "0", small_frames, small_dim, 3); },
+      sim::criterion_kind::zero);
   const std::string per_segment = small_batch + "@us_per_segment";
   declare_figure("1-worker batch of small segments (" + shape_text(small_sizes) +
                      ", criterion=zero), per segment, against the store-and-forward echo",
@@ -171,7 +157,6 @@ void register_transport_benchmarks() {
                  "us/segment", per_segment, python, "baseline/value", ">= 5", "ratio", true);
 
   const std::string tiny_shape = shape_name({{"T", tiny_frames}, {"D", tiny_dim}});
-  const auto tiny_job = [] { return make_job(tiny_segment, tiny_frames, tiny_dim, 1); };
   const size_t request = request_bytes(tiny_segment, tiny_frames, tiny_dim);
   const size_t reply = reply_bytes(tiny_frames, tiny_dim);
   const size_t mean_payload = (request + reply) / 2 - 4;
@@ -182,7 +167,7 @@ void register_transport_benchmarks() {
   });
   const auto tiny_echo = register_echo(request, reply);
   const std::string facade = "pool/tiny_segment/compute_segment/" + tiny_shape;
-  add_benchmark(facade, us, timing::real, [tiny_job](bench_state& state) {
+  add_benchmark(facade, us, timing::real, [](bench_state& state) {
     auto& client = tiny_client();
     const auto job = tiny_job();
     for (auto _ : state)
@@ -195,12 +180,10 @@ void register_transport_benchmarks() {
                      " through pool_client::compute_segment, against the store-and-forward echo",
                  "us/request", facade, tiny_echo);
 
-  // The worker actor without the pool and the facade, on an io thread of
-  // its own; the event-based requester sends blocks of 10, one after the
-  // other, from a fresh actor per block.
+  // Blocks of 10 requests, one after the other, from a fresh actor each.
   constexpr size_t block = 10;
   const std::string event_based = "worker/event_based_request/" + tiny_shape;
-  add_benchmark(event_based, us, timing::manual, [tiny_job](bench_state& state) {
+  add_benchmark(event_based, us, timing::manual, [](bench_state& state) {
     auto& system = world().runtime().system();
     const auto& worker = world().direct_worker(sim_options(corpus().path, 1));
     const auto job = tiny_job();
@@ -209,11 +192,10 @@ void register_transport_benchmarks() {
                   [&] { event_based_requests(system, worker, job, block); });
   });
   const std::string scoped = "worker/scoped_request/" + tiny_shape;
-  add_benchmark(scoped, us, timing::real, [tiny_job](bench_state& state) {
-    auto& rt = world().runtime();
+  add_benchmark(scoped, us, timing::real, [](bench_state& state) {
     const auto& worker = world().direct_worker(sim_options(corpus().path, 1));
     const auto job = tiny_job();
-    caf::scoped_actor self{rt.system()};
+    caf::scoped_actor self{world().runtime().system()};
     run_warm(state, [&] { scoped_request(self, worker, job); });
   });
   for (const auto& [name, text] :
@@ -222,10 +204,9 @@ void register_transport_benchmarks() {
     declare_figure(tiny_text + " to a sprint worker actor from " + text +
                        ", against the raw /bin/cat echo",
                    "us/request", name, cat_echo);
-  const std::string tiny_work = "sim/child_work/ctc/" + tiny_shape;
-  add_benchmark(tiny_work, us, timing::cpu, [tiny_job](bench_state& state) {
-    child_work(state, tiny_job(), sim::criterion_kind::full_sum);
-  });
+  const std::string tiny_work = register_child_work(
+      "sim/child_work/ctc/" + tiny_shape, us, timing::cpu, [] { return corpus().path; }, tiny_job,
+      sim::criterion_kind::full_sum);
   declare_figure("the child's own work for the tiny segment (T=3, D=4, CTC) (unpickle, criterion, "
                  "reply encode), in this process, against the facade's round trip",
                  "us/request", tiny_work, facade);

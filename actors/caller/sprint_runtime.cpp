@@ -7,10 +7,10 @@
 #include <caf/scheduler/coordinator.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/execution/affine_sharing.hpp"
 #include "actors/caller/caller_actors.hpp"
-#include "actors/sources/child_process_source.hpp"
 #include "actors/caller/pool_registry.hpp"
+#include "actors/execution/affine_sharing.hpp"
+#include "actors/sources/child_process_source.hpp"
 #include "runtime/io_thread.hpp"
 #include "sprintrt/remote_interface.hpp"
 

@@ -15,9 +15,9 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/worker/worker_requests.hpp"
+#include "criterion/matrix_views.hpp"
 #include "protocol/utf8.hpp"
 #include "sim/corpus_criterion.hpp"
-#include "criterion/matrix_views.hpp"
 
 namespace sprintrt {
 

@@ -12,10 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/sprintrt/npy_file.hpp"
 #include "tests/integration/cli_support.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/process_checks.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 
 using namespace sprintrt;
 namespace fs = std::filesystem;

@@ -16,12 +16,12 @@
 #include <optional>
 #include <stdexcept>
 
+#include "config/wire_format.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/pickle_reader.hpp"
 #include "runtime/child_reaper.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/output_tail.hpp"
-#include "config/wire_format.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/leak_check.hpp"
 #include "tests/support/process_checks.hpp"

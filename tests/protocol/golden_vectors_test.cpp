@@ -10,14 +10,14 @@
 #include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
 #include "protocol/pickle_writer.hpp"
-#include "tools/sprintrt/value_json.hpp"
 #include "tests/support/golden_vectors.hpp"
+#include "tools/sprintrt/value_json.hpp"
 
 using namespace sprintrt::protocol;
-using sprintrt::cli::from_json;
-using sprintrt::cli::to_json;
 using sprintrt::errc;
 using sprintrt::render;
+using sprintrt::cli::from_json;
+using sprintrt::cli::to_json;
 using sprintrt::test::golden_vectors;
 
 namespace {

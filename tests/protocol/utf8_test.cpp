@@ -36,7 +36,7 @@ TEST_CASE("escape_for_log keeps UTF-8, tabs and newlines and escapes everything 
   CHECK(escape_for_log("\xc3\xa4\xe2\x82\xac") == "\xc3\xa4\xe2\x82\xac"); // ä€
   CHECK(escape_for_log("a\\b") == "a\\\\b");
   CHECK(escape_for_log(std::string{"\x00\x1b\x7f", 3}) == "\\x00\\x1b\\x7f");
-  CHECK(escape_for_log("\xc2\x9b") == "\\xc2\\x9b");       // C1 CSI
-  CHECK(escape_for_log("\xff\xc3") == "\\xff\\xc3");       // invalid, truncated
-  CHECK(escape_for_log("\xe2\x82x") == "\\xe2\\x82x");     // cut-off sequence
+  CHECK(escape_for_log("\xc2\x9b") == "\\xc2\\x9b");   // C1 CSI
+  CHECK(escape_for_log("\xff\xc3") == "\\xff\\xc3");   // invalid, truncated
+  CHECK(escape_for_log("\xe2\x82x") == "\\xe2\\x82x"); // cut-off sequence
 }

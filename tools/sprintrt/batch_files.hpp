@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "tools/sprintrt/npy_file.hpp"
 #include "sprintrt/batch.hpp"
 #include "sprintrt/error.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 
 namespace sprintrt::cli {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "tools/sprintrt/npy_file.hpp"
 #include "runtime/temp_directory.hpp"
+#include "tools/sprintrt/npy_file.hpp"
 
 namespace npy_test {
 

@@ -92,14 +92,7 @@ row_matrix_f peaky_log_posteriors(const std::vector<uint32_t>& labels, Eigen::In
 }
 
 hmm_topology make_hmm() {
-  hmm_options options;
-  options.loop_cost = 0.3f;
-  options.forward_cost = 1.1f;
-  options.silence_index = 0;
-  options.silence_loop_cost = 0.2f;
-  options.silence_entry_cost = 0.9f;
-  options.silence_exit_cost = 0.4f;
-  return unwrap(hmm_topology::make(options));
+  return unwrap(hmm_topology::make(test::distinct_hmm_costs()));
 }
 
 } // namespace

@@ -55,16 +55,25 @@ auto send_running_handlers(caf::blocking_actor& self, Send&& send) {
   return pending;
 }
 
+/// The error of a call whose stop was requested before it began: nothing
+/// is sent, since a reply could come before the first check of the stop.
+inline caf::error stopped_before_the_call() {
+  return make_error(errc::cancelled, "a stop was requested before the call");
+}
+
 /// Sends `xs` to `receiver` as `self` and waits for the reply of type `T`.
 /// `caf::infinite` because the actors enforce their own timeouts (a blocking
 /// actor's request timeout would leave stale timeout messages behind). Until
 /// the reply comes, the caller's thread runs the first handlers of its
 /// request itself (see `caller_execution_unit`). A stop requested through
 /// `stop` cancels the request (see `await_reply`); the call then returns
-/// the receiver's `cancelled`.
+/// the receiver's `cancelled`. A stop requested before the call sends
+/// nothing and returns `cancelled` at once.
 template <class T, class Handle, class... Ts>
 caf::expected<T> ask_as(caf::blocking_actor& self, const Handle& receiver, const stop_token& stop,
                         Ts&&... xs) {
+  if (stop.stop_requested())
+    return stopped_before_the_call();
   auto pending = send_running_handlers(
       self, [&] { return self.request(receiver, caf::infinite, std::forward<Ts>(xs)...); });
   await_reply(self, receiver, pending.id(), stop);
@@ -89,7 +98,8 @@ void take_reply_if_there(caf::blocking_actor& self, caf::message_id pending_id, 
 
 /// Sends `receiver` one request `(atom, argument)` per element of
 /// `arguments`, all at once, as `self`, and waits for every reply: result i
-/// is the reply of type `T` (or the error) to argument i. The caller's
+/// is the reply of type `T` (or the error) to argument i; all `cancelled`,
+/// with nothing sent, when a stop was requested before the call. The caller's
 /// thread runs the first handlers of its requests itself, as in `ask_as`.
 /// While a reply is missing, `stop` is checked at once and then every
 /// `stop_token::poll_interval` against an absolute deadline, however many
@@ -102,6 +112,8 @@ template <class T, class Handle, class Atom, class Argument>
 std::vector<caf::expected<T>> ask_each_as(caf::blocking_actor& self, const Handle& receiver,
                                           const stop_token& stop, Atom atom,
                                           std::vector<Argument> arguments) {
+  if (stop.stop_requested())
+    return std::vector<caf::expected<T>>(arguments.size(), stopped_before_the_call());
   using pending_type = decltype(self.request(receiver, caf::infinite, atom, arguments.front()));
   using wait_clock = caf::blocking_actor::timeout_type::clock;
   auto pending = send_running_handlers(self, [&] {

@@ -25,7 +25,8 @@ class sprint_runtime;
 /// thread, or by the source's poll hook): the pool computes nothing more of
 /// it, and a Sprint child that was computing part of it is killed and
 /// restarted when next needed (see `worker_pool_actor`). A reply that was
-/// already on its way when the stop came is returned as it is.
+/// already on its way when the stop came is returned as it is. A call whose
+/// stop was requested before it began sends nothing and returns `cancelled`.
 class pool_client {
 public:
   /// A client of the pool `rt` keeps for `opts`.

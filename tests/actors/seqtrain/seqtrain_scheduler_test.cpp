@@ -19,7 +19,6 @@
 
 #include <caf/actor_cast.hpp>
 #include <caf/scoped_actor.hpp>
-#include <caf/sec.hpp>
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -381,39 +380,6 @@ TEST_CASE("a sequence Sprint skips has loss inf and hat_y = posteriors") {
   CHECK(stats->timeline[0].seq_idx == 0);
   CHECK(stats->timeline[0].lane == 0);
   CHECK(stats->timeline[0].end_ns >= stats->timeline[0].start_ns);
-}
-
-TEST_CASE("seqtrain_error_signal is exp(log_posteriors) - hat_y within the lengths") {
-  auto lp = *tensor::from_vector({std::log(0.5f), std::log(0.5f), std::log(0.25f), std::log(0.75f),
-                                  0.0f, -INFINITY, std::log(0.1f), std::log(0.9f)},
-                                 {2, 2, 2});
-  auto hat_y = *tensor::from_vector({0.25f, 0.75f, 0.5f, 0.5f, 1.0f, 0.0f, 9.0f, 9.0f}, {2, 2, 2});
-  auto dz = seqtrain_error_signal(lp, hat_y, {2, 1});
-  REQUIRE(dz);
-  std::vector<float> got(dz->data(), dz->data() + dz->size());
-  CHECK(got == std::vector<float>{std::exp(std::log(0.5f)) - 0.25f,
-                                  std::exp(std::log(0.5f)) - 0.75f,
-                                  std::exp(std::log(0.25f)) - 0.5f,
-                                  std::exp(std::log(0.75f)) - 0.5f, 0.0f, 0.0f, 0.0f, 0.0f});
-  CHECK(error_message(seqtrain_error_signal(lp, hat_y, {2}).error()) ==
-        "seqtrain_error_signal: 1 lengths for B = 2");
-  CHECK(error_message(seqtrain_error_signal(lp, hat_y, {3, 1}).error()) ==
-        "seqtrain_error_signal: length 3 of column 0 is not in 0..2");
-  CHECK(error_message(seqtrain_error_signal(lp, tensor::zeros({2, 2, 3}), {2, 2}).error()) ==
-        "seqtrain_error_signal: log_posteriors [2, 2, 2] and hat_y [2, 2, 3] must both be [T, B, "
-        "D]");
-}
-
-TEST_CASE("a client kept alive does not hold up the runtime's shutdown") {
-  corpus_fixture corpus{2};
-  sprint_runtime rt;
-  seqtrain_client sched{rt, corpus.pool(rt, 1), {5, 1, false}};
-  REQUIRE_FALSE(sched.start_epoch(1));
-  // Returns only once every actor is gone: the scheduler ends with its pool.
-  rt.shutdown();
-  auto after = sched.have_space(1);
-  REQUIRE_FALSE(after);
-  CHECK(after.error() == caf::sec::request_receiver_down);
 }
 
 namespace {

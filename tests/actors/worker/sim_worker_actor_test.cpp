@@ -1,7 +1,6 @@
 // The in-process simulated worker, without child processes: results equal to
 // the sim criterion on the same strided slices, FSA exports, exception-like
-// failures, the behavior's delays and injected failures, stats, stop, and
-// the option errors of sim_worker_source.
+// failures, the behavior's delays and injected failures, stats and stop.
 
 #include "sprintrt/sim_worker.hpp"
 
@@ -495,41 +494,6 @@ TEST_CASE("stop replies 0, cancels what is pending and terminates") {
               [&](caf::error& err) { CHECK(err == errc::cancelled); });
   self->wait_for(worker);
   CHECK(batch.output->to_vector() == std::vector<float>(4 * 3 * dim, 7.0f));
-}
-
-TEST_CASE("sim_worker_source expands variables like a child and names bad parameters") {
-  corpus_fixture fx;
-  auto opts = corpus_fixture::options("--*.corpus=${SIM_CORPUS} --*.topology=ctc");
-  opts.env.set["SIM_CORPUS"] = fx.path();
-  opts.num_instances = 3;
-  auto source = sim_worker_source(opts);
-  REQUIRE(source);
-  CHECK(source->capacity == 3);
-  CHECK_FALSE(source->unavailable);
-  CHECK(contains(source->description, fx.path()));
-
-  auto error_of = [](const sprint_options& o) {
-    auto s = sim_worker_source(o);
-    REQUIRE_FALSE(s);
-    return s.error();
-  };
-  auto missing = error_of(corpus_fixture::options("--*.topology=ctc"));
-  CHECK(missing == errc::invalid_options);
-  CHECK(contains(error_message(missing), "--*.corpus=FILE is required"));
-  for (auto fault : {"fault=crash", "fault-after=2", "crash-segment=rec/a", "delay-ms=5"}) {
-    INFO(fault);
-    auto refused = error_of(fx.options_with(std::string{"--*."} + fault));
-    CHECK(refused == errc::invalid_options);
-    CHECK(contains(error_message(refused), fault));
-    CHECK(contains(error_message(refused), "sim_worker_behavior"));
-  }
-  auto bad_value = error_of(fx.options_with("--*.topology=dag"));
-  CHECK(contains(error_message(bad_value), "--*.topology=dag"));
-  auto no_file = error_of(corpus_fixture::options("--*.corpus=/nonexistent/corpus.txt"));
-  CHECK(no_file == errc::io_error);
-  auto version = fx.options_with("");
-  version.min_python_control_version = 6;
-  CHECK(contains(error_message(error_of(version)), "minPythonControlVersion 6"));
 }
 
 namespace {

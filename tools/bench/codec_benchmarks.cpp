@@ -10,7 +10,7 @@
 #include "protocol/messages.hpp"
 #include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
-#include "tools/bench/benchmarks.hpp"
+#include "tools/bench/bench.hpp"
 
 namespace sprintrt::bench {
 

@@ -11,8 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/child_spawn.hpp"
-#include "tools/bench/benchmarks.hpp"
-#include "tools/bench/pipe_echo.hpp"
+#include "tools/bench/bench.hpp"
 
 #ifndef SPRINTRT_BENCH_SCRIPTS
 #define SPRINTRT_BENCH_SCRIPTS "scripts/bench"
@@ -64,10 +63,7 @@ int run_helper(const std::string& mode, const std::vector<std::string>& args,
     return run_remote_echo_helper();
   if (mode == "large-rss") {
     bench_world w{s};
-    set_world(&w);
-    const int status = run_large_rss_helper(args);
-    set_world(nullptr);
-    return status;
+    return run_large_rss_helper(args);
   }
   std::cerr << "sprintrt-bench: unknown helper " << mode << '\n';
   return 2;
@@ -114,12 +110,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     bench_world w{settings};
-    set_world(&w);
     for (auto family :
-         {register_codec_benchmarks, register_criterion_benchmarks,
-          register_sequence_criterion_benchmarks, register_transport_benchmarks,
-          register_large_benchmarks, register_batch_benchmarks, register_seqtrain_benchmarks,
-          register_remote_benchmarks, register_python_benchmarks})
+         {register_codec_benchmarks, register_criterion_benchmarks, register_transport_benchmarks,
+          register_batch_benchmarks, register_seqtrain_benchmarks, register_remote_benchmarks,
+          register_python_benchmarks})
       family();
     if (json)
       publish_figures();
@@ -127,7 +121,6 @@ int main(int argc, char** argv) {
     benchmark::RunSpecifiedBenchmarks();
     // Before main returns: every child stopped and reaped, files removed.
     w.stop();
-    set_world(nullptr);
     benchmark::Shutdown();
   } catch (const std::exception& e) {
     std::cerr << "sprintrt-bench: " << e.what() << '\n';

@@ -19,8 +19,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "sprintrt/remote_interface.hpp"
-#include "tools/bench/benchmarks.hpp"
-#include "tools/bench/child_program.hpp"
+#include "tools/bench/bench.hpp"
 
 namespace sprintrt::bench {
 

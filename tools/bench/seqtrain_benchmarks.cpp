@@ -6,7 +6,7 @@
 #include "criterion/random_posteriors.hpp"
 #include "sprintrt/seqtrain_client.hpp"
 #include "sprintrt/sim_worker.hpp"
-#include "tools/bench/benchmarks.hpp"
+#include "tools/bench/bench.hpp"
 
 namespace sprintrt::bench {
 

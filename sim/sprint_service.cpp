@@ -1,5 +1,7 @@
 #include "sim/sprint_service.hpp"
 
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <variant>
@@ -8,6 +10,7 @@
 
 #include "criterion/matrix_views.hpp"
 #include "protocol/ndarray_access.hpp"
+#include "sprintrt/output_gate.hpp"
 
 namespace sprintrt::sim {
 
@@ -123,6 +126,53 @@ void sprint_service::answer_fsa(const protocol::fsa_command& request, protocol::
   check_encoded(protocol::encode_fsa_reply(out, options_.wire, exported.num_states(),
                                            exported.flat_edges(), exported.weights()),
                 out);
+}
+
+caf::expected<double> sprint_service::answer(const segment_job& job) {
+  using strided = Eigen::OuterStride<>;
+  const auto& in = job.log_posteriors;
+  const auto& out = job.error_signal;
+  const auto rows = static_cast<Eigen::Index>(in.rows);
+  const auto cols = static_cast<Eigen::Index>(in.cols);
+  Eigen::Map<const criterion::row_matrix_f, Eigen::Unaligned, strided> input{
+      in.row(0), rows, cols, strided{static_cast<Eigen::Index>(in.row_stride)}};
+  Eigen::Map<criterion::row_matrix_f, Eigen::Unaligned, strided> error_signal{
+      out.row(0), rows, cols, strided{static_cast<Eigen::Index>(out.row_stride)}};
+  std::optional<decltype(criterion_.loss_and_error_signal(job.segment, input, error_signal))>
+      computed;
+  auto compute = [&] {
+    computed.emplace(criterion_.loss_and_error_signal(job.segment, input, error_signal));
+  };
+  if (!job.gate)
+    compute();
+  else if (!job.gate->write_if_open(compute))
+    return make_error(errc::cancelled, "its caller stopped waiting (output gate closed); the "
+                                       "error signal was not written");
+  auto& result = *computed;
+  if (!result)
+    return make_error(errc::child_exception, exception_text(result.error()));
+  double loss = result->loss;
+  if (options_.loss_encoding == protocol::loss_encoding::numpy_float32)
+    loss = static_cast<double>(static_cast<float>(loss));
+  // What protocol::decode_loss_reply refuses as no loss at all.
+  if (std::isnan(loss) || loss == -std::numeric_limits<double>::infinity())
+    return make_error(errc::invalid_message,
+                      std::string{"reply to get_loss_and_error_signal: loss is "} +
+                          (std::isnan(loss) ? "NaN" : "-inf"));
+  return loss;
+}
+
+caf::expected<segment_fsa> sprint_service::answer(const fsa_query& query) {
+  std::optional<criterion::fsa> built;
+  auto automaton = criterion_.exported_fsa(query.source, query.text, built);
+  if (!automaton)
+    return make_error(errc::child_exception, exception_text(automaton.error()));
+  const criterion::fsa& exported = **automaton;
+  segment_fsa result;
+  result.num_states = exported.num_states();
+  result.edges.assign(exported.flat_edges().begin(), exported.flat_edges().end());
+  result.weights.assign(exported.weights().begin(), exported.weights().end());
+  return result;
 }
 
 std::string describe(const protocol::command& request) {

@@ -34,6 +34,7 @@
 #include "protocol/messages.hpp"
 #include "sim/corpus_criterion.hpp"
 #include "sprintrt/error.hpp"
+#include "sprintrt/segment.hpp"
 
 namespace sprintrt::sim {
 
@@ -57,7 +58,8 @@ enum class service_action : uint8_t {
   exit,
 };
 
-/// Answers protocol commands with a criterion. Keeps its work buffers (the
+/// Answers protocol commands with a criterion, and the same commands as
+/// typed work for in-process simulated workers (`answer`). Keeps its work buffers (the
 /// posteriors copy, the error signal) between requests, so that a warmed-up
 /// service answers a loss request of a known segment without allocating
 /// beyond the reply buffer's growth. Not thread-safe.
@@ -76,6 +78,20 @@ public:
 
   /// Handles a decoded command, appending its framed reply to `out`.
   service_action handle(const protocol::command& request, protocol::byte_buffer& out);
+
+  /// Computes a loss job as `get_loss_and_error_signal` would, straight from
+  /// and into the job's slices, through its output gate if it has one: the
+  /// criterion reads and writes row by row in element order, so the row
+  /// strides change no bit of the result. Returns the loss as the parent
+  /// receives it (rounded to float for `loss_encoding::numpy_float32`).
+  /// Errors: `child_exception` with the text of the exception reply the
+  /// protocol would carry; `cancelled` if the gate is closed (nothing
+  /// written); `invalid_message` for a loss the parent refuses (NaN, -inf).
+  caf::expected<double> answer(const segment_job& job);
+
+  /// Exports an automaton as `export_allophone_state_fsa_by_segment_name`
+  /// or `_by_orthography` would. Errors: `child_exception` as above.
+  caf::expected<segment_fsa> answer(const fsa_query& query);
 
   /// Appends ("exception", the message of `err`): how every failure is
   /// answered, also those found before a command could be decoded (a body

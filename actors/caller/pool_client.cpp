@@ -1,8 +1,10 @@
 #include "sprintrt/pool_client.hpp"
 
 #include <memory>
+#include <tuple>
 
 #include "actors/caller/blocking_ask.hpp"
+#include "actors/worker/commands.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 
 namespace sprintrt {
@@ -55,21 +57,47 @@ std::vector<caf::expected<segment_fsa>> pool_client::fsas(std::vector<fsa_query>
 }
 
 caf::expected<double> pool_client::compute_segment(segment_job job, const stop_token& stop) const {
+  return ask<get_loss_command>(std::move(job), stop);
+}
+
+template <class Command>
+caf::expected<typename Command::reply> pool_client::ask(typename Command::work work,
+                                                        const stop_token& stop) const {
+  using reply = typename Command::reply;
+  using entry = command_entry<Command>;
   if (!pool_)
     return no_pool();
   if (!stop.stop_possible())
-    return detail::blocking_ask<double>(*runtime_, pool_, compute_atom::value, std::move(job));
-  // The pool closes the gate when it answers `cancelled`; one of our own
-  // makes sure of it here too, since the reply may have been a real one.
-  if (!job.gate)
-    job.gate = std::make_shared<output_gate>();
-  auto gate = job.gate;
+    return detail::blocking_ask<reply>(*runtime_, pool_, Command::atom::value, std::move(work));
+  // The pool closes what a worker could still write into (a job's output
+  // gate) when it answers `cancelled`; a gate given here lets this call
+  // close it too, since the reply may have been a real one. What `admit`
+  // refuses, the pool refuses as well, in its own words.
+  static_cast<void>(entry::admit(work));
+  auto kept = work;
   auto result =
-      detail::stoppable_ask<double>(*runtime_, stop, pool_, compute_atom::value, std::move(job));
+      detail::stoppable_ask<reply>(*runtime_, stop, pool_, Command::atom::value, std::move(work));
   if (!result && result.error() == errc::cancelled)
-    gate->close();
+    entry::close(kept);
   return result;
 }
+
+namespace detail {
+
+/// The addresses of `pool_client::ask` for every command of `Commands`.
+template <class... Commands>
+auto ask_instances(sprint_command_list<Commands...>) {
+  return std::make_tuple(&pool_client::ask<Commands>...);
+}
+
+/// Instantiates `pool_client::ask` for every command, for callers in other
+/// translation units: a function with external linkage is always emitted,
+/// and with it what it takes the address of.
+auto pool_client_asks() {
+  return ask_instances(sprint_commands{});
+}
+
+} // namespace detail
 
 caf::expected<pool_stats> pool_client::stats() const {
   if (!pool_)

@@ -9,7 +9,9 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/binary_deserializer.hpp>
 
+#include "actors/worker/commands.hpp"
 #include "sprintrt/error.hpp"
+#include "sprintrt/output_gate.hpp"
 
 namespace sprintrt {
 
@@ -150,6 +152,48 @@ void add_remote_message_types(caf::actor_system_config& config) {
   config.add_message_type<remote_loss>("sprintrt::remote_loss");
   config.add_message_type<remote_fsa>("sprintrt::remote_fsa");
   config.add_message_type<fsa_query>("sprintrt::fsa_query");
+}
+
+remote_segment remote_wire<get_loss_command>::to_remote(const segment_job& job) {
+  const auto& slice = job.log_posteriors;
+  float_rows rows{slice.rows, slice.cols, make_float_storage(slice.rows * slice.cols)};
+  for (size_t r = 0; r < slice.rows; ++r)
+    std::memcpy(rows.values->data() + r * slice.cols, slice.row(r), slice.cols * sizeof(float));
+  return {job.segment, std::move(rows)};
+}
+
+caf::expected<double> remote_wire<get_loss_command>::from_remote(remote_loss& answer,
+                                                                 const segment_job& job) {
+  auto& signal = answer.error_signal;
+  if (signal.rows != job.error_signal.rows || signal.cols != job.error_signal.cols ||
+      !signal.values)
+    return make_error(errc::invalid_message,
+                      "segment '" + job.segment + "': an error signal of " +
+                          std::to_string(signal.rows) + " x " + std::to_string(signal.cols) +
+                          " for " + std::to_string(job.error_signal.rows) + " x " +
+                          std::to_string(job.error_signal.cols) + " posteriors");
+  bool written = write_output(job, [&] {
+    for (size_t r = 0; r < signal.rows; ++r)
+      std::memcpy(job.error_signal.row(r), signal.values->data() + r * signal.cols,
+                  signal.cols * sizeof(float));
+  });
+  if (!written)
+    return make_error(errc::cancelled, "the caller stopped waiting");
+  return answer.loss;
+}
+
+caf::expected<segment_job> remote_wire<get_loss_command>::to_local(remote_segment& segment) {
+  auto& in = segment.log_posteriors;
+  if (in.rows == 0 || in.cols == 0 || !in.values)
+    return make_error(errc::invalid_input, "segment '" + segment.segment + "' has no frames");
+  float_rows out{in.rows, in.cols, make_float_storage(in.rows * in.cols)};
+  return segment_job{std::move(segment.segment), in.slice(), out.slice(),
+                     std::make_shared<output_gate>()};
+}
+
+remote_loss remote_wire<get_loss_command>::to_reply(double loss, const segment_job& job) {
+  const auto& out = job.error_signal;
+  return {loss, float_rows{out.rows, out.cols, out.storage}};
 }
 
 } // namespace sprintrt

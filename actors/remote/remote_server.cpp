@@ -1,6 +1,7 @@
 #include "actors/remote/remote_server.hpp"
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -10,26 +11,35 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/remote/remote_handshake.hpp"
+#include "actors/worker/commands.hpp"
 #include "sprintrt/error.hpp"
-#include "sprintrt/output_gate.hpp"
 
 namespace sprintrt {
 
 namespace {
 
-/// A segment a trainer sent, waiting for its turn.
-struct queued_segment {
-  remote_segment segment;
-  caf::typed_response_promise<remote_loss> promise;
+struct server_state;
+
+using server_pointer = remote_pool_actor::stateful_pointer<server_state>;
+
+/// A command a trainer sent, waiting for its turn: what is left to do with
+/// it, whatever its command.
+struct queued_call {
+  /// Sends it to the pool as `self`; `done()` runs once it was answered.
+  std::function<void(server_pointer self, std::function<void()> done)> start;
+  /// Closes what the pool could still write into (`command_entry::close`).
+  std::function<void()> close;
+  /// Answers the trainer with `err` instead of sending it.
+  std::function<void(const caf::error& err)> drop;
 };
 
 /// One trainer's work.
 struct trainer_session {
   /// Names it in logs: its node.
   std::string name;
-  std::deque<queued_segment> queued;
-  /// The output gates of its segments at the pool, by request id.
-  std::map<uint64_t, std::shared_ptr<output_gate>> running;
+  std::deque<queued_call> queued;
+  /// What closes its commands at the pool, by call id.
+  std::map<uint64_t, std::function<void()>> running;
 };
 
 struct server_state {
@@ -42,47 +52,56 @@ struct server_state {
   std::map<caf::actor_addr, trainer_session> sessions;
   /// Trainers in the order they get their next turn.
   std::deque<caf::actor_addr> turns;
-  /// Segments at the pool.
+  /// Commands at the pool.
   size_t running = 0;
   uint64_t next_id = 0;
 };
 
-using server_pointer = remote_pool_actor::stateful_pointer<server_state>;
+/// The call of command `Command` for `work` (converted from what the
+/// trainer sent), answered through `promise` as `remote_wire` says.
+template <class Command>
+queued_call make_call(typename Command::work work,
+                      caf::typed_response_promise<typename remote_wire<Command>::reply> promise) {
+  using wire = remote_wire<Command>;
+  queued_call call;
+  // A copy of the work shares what closing it closes (a job's gate).
+  call.close = [work] { command_entry<Command>::close(work); };
+  call.drop = [promise](const caf::error& err) mutable { promise.deliver(err); };
+  call.start = [work = std::move(work), promise](server_pointer self,
+                                                 std::function<void()> done) mutable {
+    auto sent = work;
+    self->request(self->state.pool, caf::infinite, Command::atom::value, std::move(sent))
+        .then(
+            [promise, work, done](typename Command::reply& reply) mutable {
+              promise.deliver(wire::to_reply(std::move(reply), work));
+              done();
+            },
+            [promise, done](caf::error& err) mutable {
+              promise.deliver(err);
+              done();
+            });
+  };
+  return call;
+}
 
 void dispatch(server_pointer self);
 
-/// Sends one queued segment of `trainer` to the pool.
-void run(server_pointer self, const caf::actor_addr& trainer, queued_segment item) {
+/// Sends one queued call of `trainer` to the pool.
+void run(server_pointer self, const caf::actor_addr& trainer, queued_call call) {
   auto& st = self->state;
   auto id = st.next_id++;
-  auto gate = std::make_shared<output_gate>();
-  st.sessions[trainer].running.emplace(id, gate);
+  st.sessions[trainer].running.emplace(id, std::move(call.close));
   ++st.running;
-  auto& in = item.segment.log_posteriors;
-  auto out = std::make_shared<float_rows>(float_rows{in.rows, in.cols, nullptr});
-  out->values = make_float_storage(in.rows * in.cols);
-  segment_job job{std::move(item.segment.segment), in.slice(), out->slice(), gate};
-  auto done = [self, trainer, id] {
+  call.start(self, [self, trainer, id] {
     auto& st = self->state;
     --st.running;
     if (auto session = st.sessions.find(trainer); session != st.sessions.end())
       session->second.running.erase(id);
     dispatch(self);
-  };
-  auto promise = std::move(item.promise);
-  self->request(st.pool, caf::infinite, compute_atom::value, std::move(job))
-      .then(
-          [promise, out, done](double loss) mutable {
-            promise.deliver(remote_loss{loss, std::move(*out)});
-            done();
-          },
-          [promise, done](caf::error& err) mutable {
-            promise.deliver(err);
-            done();
-          });
+  });
 }
 
-/// Hands queued segments to the pool, one trainer at a time in turns, while
+/// Hands queued calls to the pool, one trainer at a time in turns, while
 /// fewer than two per worker are there.
 void dispatch(server_pointer self) {
   auto& st = self->state;
@@ -97,14 +116,14 @@ void dispatch(server_pointer self) {
       continue;
     }
     idle_turns = 0;
-    auto item = std::move(queue.front());
+    auto call = std::move(queue.front());
     queue.pop_front();
-    run(self, trainer, std::move(item));
+    run(self, trainer, std::move(call));
   }
 }
 
-/// A trainer is gone: its queue is dropped, its running segments' gates
-/// closed (their workers answer `cancelled` at once).
+/// A trainer is gone: its queue is dropped, its running calls closed (their
+/// workers answer `cancelled` at once).
 void drop_trainer(server_pointer self, const caf::actor_addr& trainer, const caf::error& reason) {
   auto& st = self->state;
   auto session = st.sessions.find(trainer);
@@ -114,24 +133,42 @@ void drop_trainer(server_pointer self, const caf::actor_addr& trainer, const caf
   spdlog::info("{}: trainer {} disconnected ({}): {} queued segments dropped, {} in progress "
                "cancelled",
                st.label, s.name, render(reason), s.queued.size(), s.running.size());
-  for (auto& item : s.queued)
-    item.promise.deliver(make_error(errc::cancelled, st.label + ": the trainer disconnected"));
-  for (auto& [id, gate] : s.running)
-    gate->close();
+  for (auto& call : s.queued)
+    call.drop(make_error(errc::cancelled, st.label + ": the trainer disconnected"));
+  for (auto& [id, close] : s.running)
+    close();
   st.sessions.erase(session);
   st.turns.erase(std::remove(st.turns.begin(), st.turns.end(), trainer), st.turns.end());
 }
 
-remote_pool_actor::behavior_type server_behavior(server_pointer self, worker_pool_actor pool,
-                                                 size_t capacity, std::string options_key,
-                                                 std::string label) {
-  auto& st = self->state;
-  st.pool = std::move(pool);
-  st.capacity = capacity;
-  st.options_key = std::move(options_key);
-  st.label = std::move(label);
-  self->set_down_handler(
-      [self](caf::down_msg& msg) { drop_trainer(self, msg.source, msg.reason); });
+/// The handler of command `Command`: queues it for the trainer that sent
+/// it, converted as `remote_wire` says.
+template <class Command>
+auto command_handler(server_pointer self) {
+  using wire = remote_wire<Command>;
+  return [self](typename Command::atom,
+                typename wire::work& received) -> caf::result<typename wire::reply> {
+    auto& st = self->state;
+    auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
+    auto session = st.sessions.find(sender);
+    if (session == st.sessions.end())
+      return make_error(errc::invalid_request,
+                        st.label + ": " + caf::to_string(Command::atom::value) + " before hello");
+    auto work = wire::to_local(received);
+    if (!work)
+      return with_context(st.label, work.error());
+    auto promise = self->template make_response_promise<typename wire::reply>();
+    session->second.queued.push_back(make_call<Command>(std::move(*work), promise));
+    dispatch(self);
+    return promise;
+  };
+}
+
+/// The server's behavior: the handshake, then one handler per command of
+/// `Commands`.
+template <class... Commands>
+remote_pool_actor::behavior_type server_handlers(server_pointer self,
+                                                 sprint_command_list<Commands...>) {
   return {
       [self](hello_atom, const std::string& interface,
              const std::string& options) -> caf::result<uint64_t> {
@@ -150,30 +187,21 @@ remote_pool_actor::behavior_type server_behavior(server_pointer self, worker_poo
         }
         return static_cast<uint64_t>(st.capacity);
       },
-      [self](compute_atom, remote_segment& segment) -> caf::result<remote_loss> {
-        auto& st = self->state;
-        auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
-        auto session = st.sessions.find(sender);
-        if (session == st.sessions.end())
-          return make_error(errc::invalid_request, st.label + ": compute before hello");
-        auto& lp = segment.log_posteriors;
-        if (lp.rows == 0 || lp.cols == 0 || !lp.values)
-          return make_error(errc::invalid_input,
-                            st.label + ": segment '" + segment.segment + "' has no frames");
-        auto promise = self->make_response_promise<remote_loss>();
-        session->second.queued.push_back({std::move(segment), promise});
-        dispatch(self);
-        return promise;
-      },
-      [self](fsa_atom, fsa_query& query) -> caf::result<remote_fsa> {
-        auto promise = self->make_response_promise<remote_fsa>();
-        self->request(self->state.pool, caf::infinite, fsa_atom::value, std::move(query))
-            .then([promise](
-                      segment_fsa& fsa) mutable { promise.deliver(remote_fsa{std::move(fsa)}); },
-                  [promise](caf::error& err) mutable { promise.deliver(err); });
-        return promise;
-      },
+      command_handler<Commands>(self)...,
   };
+}
+
+remote_pool_actor::behavior_type server_behavior(server_pointer self, worker_pool_actor pool,
+                                                 size_t capacity, std::string options_key,
+                                                 std::string label) {
+  auto& st = self->state;
+  st.pool = std::move(pool);
+  st.capacity = capacity;
+  st.options_key = std::move(options_key);
+  st.label = std::move(label);
+  self->set_down_handler(
+      [self](caf::down_msg& msg) { drop_trainer(self, msg.source, msg.reason); });
+  return server_handlers(self, sprint_commands{});
 }
 
 } // namespace

@@ -15,7 +15,6 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/remote/remote_commands.hpp"
 #include "actors/remote/remote_tls.hpp"
 #include "actors/worker/worker_requests.hpp"
 #include "sprintrt/error.hpp"
@@ -116,8 +115,8 @@ void send(worker_pointer self, segment_request req) {
   std::visit(
       [&](auto& sent_request) {
         using request_type = std::decay_t<decltype(sent_request)>;
-        using remote = remote_entry<typename request_type::command_type>;
-        using remote_reply = typename remote::remote_reply;
+        using remote = remote_wire<typename request_type::command_type>;
+        using remote_reply = typename remote::reply;
         auto remote_work = remote::to_remote(sent_request.work);
         using atom = typename request_type::command_type::atom;
         st.sent.emplace(id, std::move(req));

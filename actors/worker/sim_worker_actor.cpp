@@ -1,9 +1,7 @@
 #include "actors/worker/sim_worker_actor.hpp"
 
 #include <chrono>
-#include <cmath>
 #include <deque>
-#include <limits>
 #include <optional>
 #include <random>
 
@@ -15,9 +13,9 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/worker/worker_requests.hpp"
-#include "criterion/matrix_views.hpp"
 #include "protocol/utf8.hpp"
 #include "sim/corpus_criterion.hpp"
+#include "sim/sprint_service.hpp"
 
 namespace sprintrt {
 
@@ -47,7 +45,8 @@ struct sim_worker_state {
   static inline const char* name = "sim_worker";
 
   std::shared_ptr<const sim_worker_setup> setup;
-  std::optional<sim::corpus_criterion> criterion;
+  /// Computes every command as `sprint-sim` would.
+  std::optional<sim::sprint_service> service;
   std::string label;
   /// Draws the delays, seeded with `behavior.seed` + slot.
   std::mt19937_64 random;
@@ -99,65 +98,14 @@ caf::error injected_failure(const sim_worker_state& st, const queued_request& re
   return {};
 }
 
-/// Computes a loss job as `sprint-sim` would, writing its error signal into
-/// the job's output slice.
-caf::expected<double> simulate(sim_worker_state& st, const queued_request& req,
-                               const segment_job& job) {
-  using strided = Eigen::OuterStride<>;
-  const auto& in = job.log_posteriors;
-  const auto& out = job.error_signal;
-  const auto rows = static_cast<Eigen::Index>(in.rows);
-  const auto cols = static_cast<Eigen::Index>(in.cols);
-  // Straight on the shared storage: the criterion's arithmetic reads row by
-  // row in element order, so the row stride and alignment do not change a
-  // bit of the result (the tests compare against sprint-sim, which computes
-  // on a contiguous copy in its receive buffer).
-  Eigen::Map<const criterion::row_matrix_f, Eigen::Unaligned, strided> input{
-      in.row(0), rows, cols, strided{static_cast<Eigen::Index>(in.row_stride)}};
-  Eigen::Map<criterion::row_matrix_f, Eigen::Unaligned, strided> error_signal{
-      out.row(0), rows, cols, strided{static_cast<Eigen::Index>(out.row_stride)}};
-  // Computed straight into the caller's output: through its gate, if any.
-  std::optional<decltype(st.criterion->loss_and_error_signal(job.segment, input, error_signal))>
-      computed;
-  if (!write_output(job, [&] {
-        computed.emplace(st.criterion->loss_and_error_signal(job.segment, input, error_signal));
-      }))
-    return with_context(request_context(st.label, req),
-                        make_error(errc::cancelled, "its caller stopped waiting (output gate "
-                                                    "closed); the error signal was not written"));
-  auto& result = *computed;
-  if (!result)
-    return with_context(request_context(st.label, req),
-                        make_error(errc::child_exception, exception_text(result.error())));
-  double loss = result->loss;
-  // sprint-sim sends a numpy.float32 for loss-type=numpy-float32: the
-  // parent receives the loss rounded to float.
-  if (st.setup->loss_encoding == protocol::loss_encoding::numpy_float32)
-    loss = static_cast<double>(static_cast<float>(loss));
-  // The parent refuses these as no loss at all (protocol::decode_loss_reply).
-  if (std::isnan(loss) || loss == -std::numeric_limits<double>::infinity())
-    return with_context(request_context(st.label, req),
-                        make_error(errc::invalid_message,
-                                   std::string{"reply to get_loss_and_error_signal: loss is "} +
-                                       (std::isnan(loss) ? "NaN" : "-inf")));
-  return loss;
-}
-
-/// Exports an FSA as `sprint-sim` would: a segment's from the criterion's
-/// cache, an orthography's built for the request.
-caf::expected<segment_fsa> simulate(sim_worker_state& st, const queued_request& req,
-                                    const fsa_query& query) {
-  std::optional<criterion::fsa> built;
-  auto automaton = st.criterion->exported_fsa(query.source, query.text, built);
-  if (!automaton)
-    return with_context(request_context(st.label, req),
-                        make_error(errc::child_exception, exception_text(automaton.error())));
-  const criterion::fsa& exported = **automaton;
-  segment_fsa result;
-  result.num_states = exported.num_states();
-  result.edges.assign(exported.flat_edges().begin(), exported.flat_edges().end());
-  result.weights.assign(exported.weights().begin(), exported.weights().end());
-  return result;
+/// A failure of the service's `answer` as the worker reports it: an
+/// exception reply's text as the real worker decodes it, after the request's
+/// context.
+caf::error answer_error(const sim_worker_state& st, const queued_request& req,
+                        const caf::error& err) {
+  auto decoded =
+      err == errc::child_exception ? make_error(errc::child_exception, exception_text(err)) : err;
+  return with_context(request_context(st.label, req), decoded);
 }
 
 void serve_next(sim_worker_pointer self);
@@ -177,9 +125,9 @@ void finish_in_flight(sim_worker_pointer self) {
   } else {
     std::visit(
         [&](auto& request) {
-          auto result = simulate(st, req, request.work);
+          auto result = st.service->answer(request.work);
           if (!result) {
-            fail(result.error());
+            fail(answer_error(st, req, result.error()));
           } else {
             ++st.stats.requests_served;
             request.promise.deliver(std::move(*result));
@@ -301,8 +249,12 @@ sim_worker_behavior_fun(sim_worker_pointer self, std::shared_ptr<const sim_worke
                         size_t slot, std::string name) {
   auto& st = self->state;
   st.setup = std::move(setup);
-  st.criterion.emplace(*st.setup->segments, st.setup->automaton_topology, st.setup->criterion);
-  st.criterion->set_warn_on_skip(false); // the pool names a batch's skips once
+  sim::corpus_criterion criterion{*st.setup->segments, st.setup->automaton_topology,
+                                  st.setup->criterion};
+  criterion.set_warn_on_skip(false); // the pool names a batch's skips once
+  sim::service_options options;
+  options.loss_encoding = st.setup->loss_encoding;
+  st.service.emplace(std::move(criterion), std::move(options));
 
   st.label = std::move(name);
   st.random.seed(st.setup->behavior.seed + slot);

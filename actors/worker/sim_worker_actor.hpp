@@ -43,8 +43,9 @@ struct sim_worker_setup {
 ///
 /// Requests are served one at a time in arrival order: the request at the
 /// head of the queue waits its delay (a delayed message to itself, never a
-/// sleep), then is computed with the worker's own `sim::corpus_criterion` straight
-/// from and into the job's slices, and answered. What `sprint-sim` answers
+/// sleep), then is computed by the worker's own `sim::sprint_service` (what
+/// `sprint-sim` answers with) straight from and into the job's slices, and
+/// answered. What `sprint-sim` answers
 /// with an `exception` reply fails with `child_exception`, with the message
 /// the real worker gives ("NAME: get_loss_and_error_signal of segment 'x':
 /// ..."). `die_at_request` ends the worker with a `child_failed` reason:

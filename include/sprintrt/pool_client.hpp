@@ -56,6 +56,14 @@ public:
   /// (nothing is written there once the call returned).
   caf::expected<double> compute_segment(segment_job job, const stop_token& stop = {}) const;
 
+  /// The reply to one request of `Command` (any of `sprint_commands`) for
+  /// `work`, e.g. `ask<export_fsa_command>(query)`: the one call every
+  /// command has, typed calls above or not. A stop cancels it as it does
+  /// `compute_segment`.
+  template <class Command>
+  caf::expected<typename Command::reply> ask(typename Command::work work,
+                                             const stop_token& stop = {}) const;
+
   /// Counters of the pool and its workers.
   caf::expected<pool_stats> stats() const;
 

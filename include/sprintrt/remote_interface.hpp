@@ -17,6 +17,7 @@
 
 #include <caf/atom.hpp>
 #include <caf/deserializer.hpp>
+#include <caf/expected.hpp>
 #include <caf/fwd.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/replies_to.hpp>
@@ -169,23 +170,76 @@ typename Inspector::result_type inspect(Inspector& f, remote_fsa& x) {
   });
 }
 
+/// How command `Command` crosses the network to a remote pool and back:
+/// `work` is what the pool is sent, `reply` what it answers, and the
+/// conversions on both ends. Specialized for each of `sprint_commands`; the
+/// remote pool's interface has one row per command from these.
+template <class Command>
+struct remote_wire;
+
+template <>
+struct remote_wire<get_loss_command> {
+  /// The job's posteriors as bytes: a `segment_job` points into this
+  /// process's memory.
+  using work = remote_segment;
+  using reply = remote_loss;
+
+  /// The trainer's end: the job's log-posteriors, copied out of its slice.
+  static work to_remote(const segment_job& job);
+
+  /// The trainer's end: writes the pool's error signal into the job's
+  /// output (through its gate) and returns the loss. Errors:
+  /// `invalid_message` for an error signal of the wrong shape, `cancelled`
+  /// if the gate is closed (nothing written either way).
+  static caf::expected<double> from_remote(reply& answer, const segment_job& job);
+
+  /// The server's end: the job for its pool, computing straight on the
+  /// received bytes into new storage, with an output gate of its own.
+  /// Errors: `invalid_input` for a segment without frames.
+  static caf::expected<segment_job> to_local(work& segment);
+
+  /// The server's end: the answer made of the pool's loss and the job's
+  /// output (shared, not copied).
+  static reply to_reply(double loss, const segment_job& job);
+};
+
+template <>
+struct remote_wire<export_fsa_command> {
+  using work = fsa_query;
+  /// The automaton with its arrays as raw bytes.
+  using reply = remote_fsa;
+
+  static work to_remote(const fsa_query& query) { return query; }
+
+  static caf::expected<segment_fsa> from_remote(reply& answer, const fsa_query&) {
+    return std::move(answer.fsa);
+  }
+
+  static caf::expected<fsa_query> to_local(work& query) { return std::move(query); }
+
+  static reply to_reply(segment_fsa fsa, const fsa_query&) { return {std::move(fsa)}; }
+};
+
 /// A worker pool published for trainers on other machines.
 ///
 /// - `(hello, interface, options) -> capacity`: a trainer's handshake, with
 ///   its `remote_interface_version` and its options' `remote_options_key`.
 ///   Errors: `invalid_options` naming what differs. The answer is the
 ///   pool's number of workers.
-/// - `(compute, segment) -> remote_loss`: one segment's loss and error
-///   signal. Errors are the pool's (`child_exception`, `child_failed`, ...);
-///   `invalid_input` for a shape that does not match its bytes.
-/// - `(fsa, query) -> remote_fsa`: the automaton of one segment or orthography.
+/// - one row per command of `sprint_commands`, `(atom, remote_wire::work)
+///   -> remote_wire::reply`: `(compute, segment) -> remote_loss`, one
+///   segment's loss and error signal; `(fsa, query) -> remote_fsa`, the
+///   automaton of one segment or orthography. Errors are the pool's
+///   (`child_exception`, `child_failed`, ...); `invalid_input` for a shape
+///   that does not match its bytes or a segment without frames;
+///   `invalid_request` before the trainer's hello.
 ///
-/// A trainer that disconnects loses its work: what it queued is dropped,
-/// what is in progress is cancelled; other trainers are served on.
-using remote_pool_actor =
-    caf::typed_actor<caf::replies_to<hello_atom, std::string, std::string>::with<uint64_t>,
-                     caf::replies_to<compute_atom, remote_segment>::with<remote_loss>,
-                     caf::replies_to<fsa_atom, fsa_query>::with<remote_fsa>>;
+/// The server takes commands from its trainers in turns, at most two per
+/// worker at its pool at once. A trainer that disconnects loses its work:
+/// what it queued is dropped, what is in progress is cancelled; other
+/// trainers are served on.
+using remote_pool_actor = sprint_commands::typed_actor_with<
+    remote_wire, caf::replies_to<hello_atom, std::string, std::string>::with<uint64_t>>;
 
 /// Registers the types above with CAF, as every process
 /// that talks to remote pools must, under the same names on both ends.

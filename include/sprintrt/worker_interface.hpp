@@ -65,6 +65,14 @@ struct sprint_command_list {
                            template with<typename Commands::reply>...,
                        Rows...>;
 
+  /// An actor interface with `Rows`, then one row per command whose message
+  /// and answer are `Wire<Command>::work` and `Wire<Command>::reply` (how the
+  /// command crosses a network, say).
+  template <template <class> class Wire, class... Rows>
+  using typed_actor_with = caf::typed_actor<
+      Rows..., typename caf::replies_to<typename Commands::atom, typename Wire<Commands>::work>::
+                   template with<typename Wire<Commands>::reply>...>;
+
   /// `std::variant<Of<Command>...>`.
   template <template <class> class Of>
   using variant = std::variant<Of<Commands>...>;

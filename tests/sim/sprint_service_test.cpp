@@ -14,6 +14,7 @@
 #include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
 #include "protocol/pickle_writer.hpp"
+#include "sprintrt/output_gate.hpp"
 #include "tests/support/criterion_test_support.hpp"
 #include "tests/support/golden_vectors.hpp"
 
@@ -466,4 +467,84 @@ TEST_CASE("with criterion zero the loss reply is loss 0 and a full-size zero err
         "values and -inf are valid)");
   CHECK(unwrap(protocol::decode_fsa_reply(reply_to(service, fsa_request("corpus/rec/seg-2"))))
             .num_states == unwrap(make_criterion().segment_fsa("corpus/rec/seg-2")).num_states());
+}
+
+namespace {
+
+/// Column `column` of a [frames, 3, 4] buffer as a strided job: its
+/// posteriors `log_posteriors`, its error signal into a buffer of -1.
+sprintrt::segment_job strided_job(const std::string& segment, const row_matrix_f& log_posteriors,
+                                  size_t column) {
+  const auto frames = static_cast<size_t>(log_posteriors.rows());
+  auto input = sprintrt::make_storage(frames * 3 * 4, 0.0f);
+  for (size_t t = 0; t < frames; ++t)
+    std::memcpy(input->data() + (t * 3 + column) * 4, log_posteriors.row(t).data(),
+                4 * sizeof(float));
+  auto output = sprintrt::make_storage(frames * 3 * 4, -1.0f);
+  return {segment, {input, column * 4, frames, 4, 12}, {output, column * 4, frames, 4, 12}};
+}
+
+} // namespace
+
+TEST_CASE("answer computes a strided job bit for bit as the protocol's reply") {
+  std::mt19937 rng{43};
+  const auto log_posteriors = test::random_log_posteriors(5, 4, rng);
+  for (auto encoding :
+       {protocol::loss_encoding::python_float, protocol::loss_encoding::numpy_float32}) {
+    service_options options;
+    options.loss_encoding = encoding;
+    auto service = make_service(options);
+    auto job = strided_job("corpus/rec/seg-1", log_posteriors, 1);
+    auto loss = service.answer(job);
+    REQUIRE(loss);
+    const auto reply = unwrap(protocol::decode_loss_reply(
+        reply_to(service, loss_request("corpus/rec/seg-1", log_posteriors)), 5, 4));
+    CHECK(std::memcmp(&*loss, &reply.loss, sizeof(double)) == 0);
+    const auto expected = floats_of(reply.error_signal);
+    std::vector<float> written;
+    for (size_t t = 0; t < 5; ++t)
+      written.insert(written.end(), job.error_signal.row(t), job.error_signal.row(t) + 4);
+    CHECK(std::memcmp(written.data(), expected.data(), expected.size() * sizeof(float)) == 0);
+    // The other columns are left alone.
+    CHECK(job.error_signal.storage->data()[0] == -1.0f);
+    CHECK(job.error_signal.storage->data()[4 * 12 + 2 * 4 + 3] == -1.0f);
+  }
+}
+
+TEST_CASE("answer fails as the protocol's exception reply, and writes nothing when closed") {
+  auto service = make_service();
+  std::mt19937 rng{44};
+  const auto log_posteriors = test::random_log_posteriors(3, 4, rng);
+  auto unknown = service.answer(strided_job("corpus/rec/none", log_posteriors, 0));
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error() == errc::child_exception);
+  CHECK(error_message(unknown.error()) ==
+        exception_reply(service, loss_request("corpus/rec/none", log_posteriors)));
+  auto job = strided_job("corpus/rec/seg-2", log_posteriors, 2);
+  job.gate = std::make_shared<sprintrt::output_gate>();
+  job.gate->close();
+  auto closed = service.answer(job);
+  REQUIRE_FALSE(closed);
+  CHECK(closed.error() == errc::cancelled);
+  CHECK(job.error_signal.storage->to_vector() == std::vector<float>(3 * 3 * 4, -1.0f));
+  auto fsa = service.answer(sprintrt::fsa_query{sprintrt::fsa_source::segment_name, "nope"});
+  REQUIRE_FALSE(fsa);
+  CHECK(fsa.error() == errc::child_exception);
+  CHECK(error_message(fsa.error()) == exception_reply(service, fsa_request("nope")));
+}
+
+TEST_CASE("answer exports the automaton the protocol's reply carries") {
+  auto service = make_service();
+  for (auto query : {sprintrt::fsa_query{sprintrt::fsa_source::segment_name, "corpus/rec/seg-1"},
+                     sprintrt::fsa_query{sprintrt::fsa_source::orthography, "1 2"}}) {
+    INFO(query.text);
+    auto fsa = service.answer(query);
+    REQUIRE(fsa);
+    const auto reply = unwrap(protocol::decode_fsa_reply(reply_to(
+        service, query.source == sprintrt::fsa_source::orthography ? orthography_request(query.text)
+                                                                   : fsa_request(query.text))));
+    CHECK(fsa->num_states == reply.num_states);
+    CHECK(fsa->edges == elements_of<uint32_t>(reply.edges));
+    CHECK(fsa->weights == elements_of<float>(reply.weights));
+  }
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "criterion/random_posteriors.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "sprintrt/stop_token.hpp"
@@ -195,4 +196,30 @@ TEST_CASE("a client made after the runtime's shutdown answers every call cancell
   REQUIRE(fsas.size() == 1);
   CHECK(fsas[0].error() == errc::cancelled);
   CHECK(client.stats().error() == errc::cancelled);
+}
+
+TEST_CASE("ask serves any command as its typed call does") {
+  auto fx = make_corpus();
+  sprint_runtime rt;
+  pool_client client{rt, test::sim_corpus::pool(rt, fx.options("--*.topology=ctc", 1))};
+  const fsa_query query{fsa_source::segment_name, "rec/c"};
+  auto asked = client.ask<export_fsa_command>(query);
+  REQUIRE(asked);
+  auto typed = client.fsas({query});
+  REQUIRE(typed[0]);
+  CHECK(asked->edges == typed[0]->edges);
+  CHECK(asked->weights == typed[0]->weights);
+  segment_job job{"rec/a", matrix_slice::dense(4, dim), matrix_slice::dense(4, dim)};
+  criterion::fill_random_log_posteriors(job.log_posteriors.row(0), 4, dim, 5);
+  auto loss = client.ask<get_loss_command>(job);
+  REQUIRE(loss);
+  auto same = client.compute_segment(job);
+  REQUIRE(same);
+  CHECK(*loss == *same);
+  stop_source stop;
+  stop.request_stop();
+  CHECK(client.ask<export_fsa_command>(query, stop.get_token()).error() == errc::cancelled);
+  auto unknown = client.ask<export_fsa_command>({fsa_source::segment_name, "rec/none"});
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error() == errc::child_exception);
 }

@@ -14,7 +14,7 @@ python_sources=(python/sprintrt python/child python/examples python/tests
 
 # Python: flake8 (style and pyflakes; configuration in .flake8) over every
 # Python source, mypy (types; configuration in pyproject.toml) over the
-# package and the examples.
+# package, the child module and the examples.
 lint_python() {
   scripts/setup.sh python3-flake8 mypy || return 1
   local status=0

@@ -102,12 +102,12 @@ class Control:
                                  f"c2p_fd:C,p2c_fd:P): {config!r}")
         self.pipes = Pipes(int(config["p2c_fd"]), int(config["c2p_fd"]),
                            config.get("framing", "length_prefixed"))
-        self.callback = None
-        self.version_number = None
+        self.callback: Callable[..., Any] | None = None
+        self.version_number: int | None = None
         self.control_loop_running = False
         self.serving_segment_order = False
         self.handling = False
-        self.pending = None
+        self.pending: _Request | None = None
         self.exited = False
         self.layer_path = LayerPath(self)
         self.update(callback, version_number)
@@ -180,7 +180,7 @@ class Control:
         try:
             while True:
                 self.pending = None
-                found = []
+                found: list[_Request] = []
                 served = self._serve_one(
                     loss=lambda n, lp: self._queue(n, lp, known, corpus_name, found))
                 if served == "exit":

@@ -30,7 +30,7 @@ from one of its OpenMP threads, holding the GIL).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy
 
@@ -45,10 +45,11 @@ class LayerSegment:
     """What RASR gave for the current segment on the python-layer path."""
 
     def __init__(self) -> None:
-        self.input_dims = None  # the rows of the features, per stream, once forwarded
+        # The rows of the features, per stream, once forwarded.
+        self.input_dims: list[int] | None = None
         self.started = False  # init_segment
-        self.loss = None  # notify_segment_loss
-        self.error_signal = None  # backpropagate, float32 [T, D]
+        self.loss: float | None = None  # notify_segment_loss
+        self.error_signal: numpy.ndarray | None = None  # backpropagate, float32 [T, D]
 
 
 class LayerPath:
@@ -82,7 +83,7 @@ class LayerPath:
             request.layer = LayerSegment()
         return request
 
-    def fail(self, request: Any, message: str) -> None:
+    def fail(self, request: Any, message: str) -> NoReturn:
         """Sends the segment's exception reply and raises: RASR ends."""
         request.answered = True
         self.control._send_exception("get_loss_and_error_signal", request.name, message)
@@ -132,6 +133,8 @@ class LayerPath:
         request = self.current("notify_segment_loss")
         self._same_segment(request, "notify_segment_loss", segment_name)
         try:
+            if loss is None:
+                raise TypeError("no loss")
             request.layer.loss = float(loss)
         except (TypeError, ValueError):
             self.fail(request, f"segment '{request.name}': notify_segment_loss gave the loss "
@@ -218,8 +221,8 @@ class SprintNnPythonLayer:
     def __init__(self, config: str = "", **_kwargs: Any) -> None:
         self.path = _control(config).layer_path
         self.path.layers += 1
-        self.input_dims = {}
-        self.output_dim = None
+        self.input_dims: dict[int, int] = {}
+        self.output_dim: int | None = None
 
     def setInputDimension(self, stream: int, size: int) -> None:  # noqa: N802 (RASR's names)
         self.input_dims[int(stream)] = int(size)

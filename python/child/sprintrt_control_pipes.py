@@ -12,7 +12,7 @@ import os
 import pickle
 import struct
 import sys
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy
 
@@ -155,11 +155,11 @@ class Pipes:
         if framing not in ("length_prefixed", "raw"):
             raise ValueError(
                 f"pymod config framing must be length_prefixed or raw, got {framing!r}")
-        self.p2c_fd = p2c_fd
-        self.c2p_fd = c2p_fd
+        self.p2c_fd: int | None = p2c_fd
+        self.c2p_fd: int | None = c2p_fd
         self.framing = framing
         self.requests = 0
-        self._raw_reader = None
+        self._raw_reader: BinaryIO | None = None
         if framing == "raw":
             self._raw_reader = os.fdopen(os.dup(p2c_fd), "rb")
 
@@ -186,6 +186,8 @@ class Pipes:
         self.requests += 1
         number = self.requests
         if self.framing == "raw":
+            if self._raw_reader is None:
+                raise ProtocolError(f"the request pipe is closed (request {number})")
             try:
                 return _RequestUnpickler(self._raw_reader).load()
             except EOFError as exc:
@@ -215,6 +217,8 @@ class Pipes:
         data = encode_message(value)
         if self.framing == "length_prefixed":
             data = struct.pack("<i", len(data)) + data
+        if self.c2p_fd is None:
+            raise ProtocolError("the reply pipe is closed")
         view = memoryview(data)
         while view:
             try:

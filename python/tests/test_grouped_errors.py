@@ -79,4 +79,7 @@ def test_children_that_all_die_alike_are_one_cause(tmp_path, caplog):
     assert "exited with status 1; its output ended with:" in lines[1]
     causes = [line for line in lines if line.startswith("  ") and " segment" in line.split(":")[0]]
     assert causes == [lines[1]], text
+    # The global pool of the test above lives on and warns each time it
+    # fails to reconnect to its remote pool: those are not this batch's.
+    records = [r for r in records if "connecting again in" not in r]
     assert len(records) <= 2, records

@@ -14,6 +14,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
 
 #include "sprintrt/sprint_runtime.hpp"
 
@@ -67,11 +68,11 @@ caf::behavior dispatcher(caf::event_based_actor* self, caf::actor a, caf::actor 
 }
 
 /// Computes for a while, sends to `other`, then meets it at `arrived`.
-caf::behavior long_sender(caf::event_based_actor* self, caf::actor other,
-                          std::atomic<int>* arrived) {
+caf::behavior long_sender(caf::event_based_actor*, caf::actor other, std::atomic<int>* arrived) {
   return {[=](int x) {
     busy_for(std::chrono::microseconds{2000});
-    self->send(other, x);
+    // Anonymous: the answer `other` returns goes nowhere, not back here.
+    caf::anon_send(other, x);
     return rendezvous(*arrived, 2);
   }};
 }

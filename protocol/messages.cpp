@@ -368,12 +368,8 @@ caf::error encode_fsa_reply(byte_buffer& out, const wire_format& fmt, size_t num
 caf::error encode_exception_reply(byte_buffer& out, const wire_format& fmt,
                                   std::string_view message) {
   // The message may come from anywhere (e.g. an error naming a non-UTF-8
-  // segment); Python must be able to decode it, so replace what it cannot.
-  std::string text{message};
-  if (!is_valid_utf8(text))
-    for (auto& c : text)
-      if (static_cast<unsigned char>(c) >= 0x80)
-        c = '?';
+  // segment); Python must be able to decode it.
+  const std::string text = python_decodable(std::string{message});
   return encode_message(out, fmt, [&](pickle_writer& w) {
     w.begin_tuple(2);
     w.str("exception");

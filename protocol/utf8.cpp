@@ -49,6 +49,14 @@ bool is_valid_utf8(std::string_view text) noexcept {
   return true;
 }
 
+std::string python_decodable(std::string text) {
+  if (!is_valid_utf8(text))
+    for (auto& c : text)
+      if (static_cast<unsigned char>(c) >= 0x80)
+        c = '?';
+  return text;
+}
+
 std::optional<std::vector<std::byte>> utf8_to_latin1(std::string_view text) {
   std::vector<std::byte> result;
   result.reserve(text.size());

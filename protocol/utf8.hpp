@@ -18,6 +18,11 @@ namespace sprintrt::protocol {
 /// accepted because pickle uses the "surrogatepass" error handler).
 bool is_valid_utf8(std::string_view text) noexcept;
 
+/// Returns `text` as a Python `str` can hold it: unchanged if it is valid
+/// UTF-8, else with every byte from 0x80 up replaced by '?' (what an
+/// exception reply carries, whatever its message was made of).
+std::string python_decodable(std::string text);
+
 /// Decodes UTF-8 `text` and encodes it as latin-1, one byte per code point.
 /// Returns nothing if `text` is not valid UTF-8 or has a code point above 0xFF.
 std::optional<std::vector<std::byte>> utf8_to_latin1(std::string_view text);

@@ -10,7 +10,7 @@
 
 #include "criterion/matrix_views.hpp"
 #include "protocol/ndarray_access.hpp"
-#include "sprintrt/output_gate.hpp"
+#include "protocol/utf8.hpp"
 
 namespace sprintrt::sim {
 
@@ -143,14 +143,13 @@ caf::expected<double> sprint_service::answer(const segment_job& job) {
   auto compute = [&] {
     computed.emplace(criterion_.loss_and_error_signal(job.segment, input, error_signal));
   };
-  if (!job.gate)
-    compute();
-  else if (!job.gate->write_if_open(compute))
+  if (!write_output(job, compute))
     return make_error(errc::cancelled, "its caller stopped waiting (output gate closed); the "
                                        "error signal was not written");
   auto& result = *computed;
   if (!result)
-    return make_error(errc::child_exception, exception_text(result.error()));
+    return make_error(errc::child_exception,
+                      protocol::python_decodable(exception_text(result.error())));
   double loss = result->loss;
   if (options_.loss_encoding == protocol::loss_encoding::numpy_float32)
     loss = static_cast<double>(static_cast<float>(loss));
@@ -166,7 +165,8 @@ caf::expected<segment_fsa> sprint_service::answer(const fsa_query& query) {
   std::optional<criterion::fsa> built;
   auto automaton = criterion_.exported_fsa(query.source, query.text, built);
   if (!automaton)
-    return make_error(errc::child_exception, exception_text(automaton.error()));
+    return make_error(errc::child_exception,
+                      protocol::python_decodable(exception_text(automaton.error())));
   const criterion::fsa& exported = **automaton;
   segment_fsa result;
   result.num_states = exported.num_states();

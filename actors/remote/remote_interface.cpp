@@ -9,7 +9,6 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/binary_deserializer.hpp>
 
-#include "actors/worker/commands.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/output_gate.hpp"
 

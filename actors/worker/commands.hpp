@@ -143,15 +143,4 @@ struct command_entry<export_fsa_command> {
   static void close(const work&) {}
 };
 
-/// Runs `write` (which writes into `job.error_signal`) unless the job's
-/// output gate is closed; returns whether it ran. A job without a gate is
-/// always written.
-template <class Write>
-bool write_output(const segment_job& job, Write&& write) {
-  if (job.gate)
-    return job.gate->write_if_open(std::forward<Write>(write));
-  write();
-  return true;
-}
-
 } // namespace sprintrt

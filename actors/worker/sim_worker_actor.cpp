@@ -13,7 +13,6 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/worker/worker_requests.hpp"
-#include "protocol/utf8.hpp"
 #include "sim/corpus_criterion.hpp"
 #include "sim/sprint_service.hpp"
 
@@ -70,20 +69,6 @@ struct sim_worker_state {
 
 using sim_worker_pointer = sim_worker_impl::stateful_pointer<sim_worker_state>;
 
-/// What a `sprint-sim` exception reply carries, as the real worker decodes
-/// it: the error's message (or its rendering), bytes Python could not
-/// decode replaced by '?'.
-std::string exception_text(const caf::error& err) {
-  auto text = error_message(err);
-  if (text.empty())
-    text = render(err);
-  if (!protocol::is_valid_utf8(text))
-    for (auto& c : text)
-      if (static_cast<unsigned char>(c) >= 0x80)
-        c = '?';
-  return text;
-}
-
 /// The injected failure for `req`, if any.
 caf::error injected_failure(const sim_worker_state& st, const queued_request& req) {
   const auto& behavior = st.setup->behavior;
@@ -96,16 +81,6 @@ caf::error injected_failure(const sim_worker_state& st, const queued_request& re
                       request_context(st.label, req) +
                           ": the segment fails on purpose (sim_worker_behavior::fail_segment)");
   return {};
-}
-
-/// A failure of the service's `answer` as the worker reports it: an
-/// exception reply's text as the real worker decodes it, after the request's
-/// context.
-caf::error answer_error(const sim_worker_state& st, const queued_request& req,
-                        const caf::error& err) {
-  auto decoded =
-      err == errc::child_exception ? make_error(errc::child_exception, exception_text(err)) : err;
-  return with_context(request_context(st.label, req), decoded);
 }
 
 void serve_next(sim_worker_pointer self);
@@ -127,7 +102,7 @@ void finish_in_flight(sim_worker_pointer self) {
         [&](auto& request) {
           auto result = st.service->answer(request.work);
           if (!result) {
-            fail(answer_error(st, req, result.error()));
+            fail(with_context(request_context(st.label, req), result.error()));
           } else {
             ++st.stats.requests_served;
             request.promise.deliver(std::move(*result));

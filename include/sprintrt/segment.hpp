@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sprintrt/float_buffer.hpp"
@@ -60,6 +61,17 @@ struct segment_job {
   /// gate, which it closes when it answers `cancelled` (it stopped).
   std::shared_ptr<output_gate> gate{};
 };
+
+/// Runs `write` (which writes into `job.error_signal`) unless the job's
+/// output gate is closed; returns whether it ran. A job without a gate is
+/// always written.
+template <class Write>
+bool write_output(const segment_job& job, Write&& write) {
+  if (job.gate)
+    return job.gate->write_if_open(std::forward<Write>(write));
+  write();
+  return true;
+}
 
 /// A segment's automaton in the protocol's layout (docs/protocol.md section 4).
 struct segment_fsa {

@@ -40,3 +40,9 @@ TEST_CASE("escape_for_log keeps UTF-8, tabs and newlines and escapes everything 
   CHECK(escape_for_log("\xff\xc3") == "\\xff\\xc3");   // invalid, truncated
   CHECK(escape_for_log("\xe2\x82x") == "\\xe2\\x82x"); // cut-off sequence
 }
+
+TEST_CASE("python_decodable keeps UTF-8 and replaces every high byte of anything else") {
+  CHECK(python_decodable("segment 'a\xc3\xa9'") == "segment 'a\xc3\xa9'");
+  CHECK(python_decodable("segment a\xc3\xa9\xff.") == "segment a???.");
+  CHECK(python_decodable("") == "");
+}

@@ -14,6 +14,7 @@
 #include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
 #include "protocol/pickle_writer.hpp"
+#include "protocol/utf8.hpp"
 #include "sprintrt/output_gate.hpp"
 #include "tests/support/criterion_test_support.hpp"
 #include "tests/support/golden_vectors.hpp"
@@ -527,6 +528,12 @@ TEST_CASE("answer fails as the protocol's exception reply, and writes nothing wh
   REQUIRE_FALSE(closed);
   CHECK(closed.error() == errc::cancelled);
   CHECK(job.error_signal.storage->to_vector() == std::vector<float>(3 * 3 * 4, -1.0f));
+  // Text Python could not decode is replaced, as in the exception reply.
+  auto not_utf8 = service.answer(strided_job("corpus/rec/\xff", log_posteriors, 0));
+  REQUIRE_FALSE(not_utf8);
+  CHECK(not_utf8.error() == errc::child_exception);
+  CHECK(error_message(not_utf8.error()).find("'corpus/rec/?'") != std::string::npos);
+  CHECK(protocol::is_valid_utf8(error_message(not_utf8.error())));
   auto fsa = service.answer(sprintrt::fsa_query{sprintrt::fsa_source::segment_name, "nope"});
   REQUIRE_FALSE(fsa);
   CHECK(fsa.error() == errc::child_exception);

@@ -33,6 +33,14 @@ public:
   /// The corpus file's path.
   std::string path() const { return dir_.path() + "/corpus.txt"; }
 
+  /// The corpus as read back from its file.
+  criterion::corpus read() const {
+    auto segments = criterion::corpus::from_file(path());
+    if (!segments)
+      throw std::runtime_error(render(segments.error()));
+    return std::move(*segments);
+  }
+
   /// Options whose sprintConfigStr names the corpus, followed by the
   /// parameters `params` (split like a shell), for `workers` instances.
   sprint_options options(const std::string& params = "", size_t workers = 1) const {

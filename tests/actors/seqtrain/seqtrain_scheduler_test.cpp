@@ -25,10 +25,10 @@
 
 #include "criterion/corpus.hpp"
 #include "criterion/ctc_topology.hpp"
-#include "runtime/temp_directory.hpp"
 #include "sim/corpus_criterion.hpp"
 #include "sprintrt/sim_worker.hpp"
 #include "sprintrt/sprint_runtime.hpp"
+#include "tests/actors/sim_corpus_fixture.hpp"
 
 using namespace sprintrt;
 
@@ -36,37 +36,36 @@ namespace {
 
 constexpr size_t num_classes = 5;
 
-/// A corpus of `count` segments "s<i>" with 1-3 labels in 1..4, and the
-/// options that run sprint-sim (or in-process workers) on it.
-struct corpus_fixture {
-  runtime::temp_directory dir = std::move(*runtime::temp_directory::make("seqtrain-test"));
+/// `count` segments "s<i>" with 1-3 labels in 1..4, then "long" with
+/// `extra_labels` if there are any.
+std::vector<criterion::corpus_entry> random_entries(size_t count,
+                                                    std::vector<uint32_t> extra_labels) {
+  std::mt19937_64 gen{7};
   std::vector<criterion::corpus_entry> entries;
-  sprint_options opts;
-
-  explicit corpus_fixture(size_t count, std::vector<uint32_t> extra_labels = {}) {
-    std::mt19937_64 gen{7};
-    for (size_t i = 0; i < count; ++i) {
-      std::vector<uint32_t> labels(1 + gen() % 3);
-      for (auto& l : labels)
-        l = static_cast<uint32_t>(1 + gen() % (num_classes - 1));
-      entries.push_back({"s" + std::to_string(i), labels});
-    }
-    if (!extra_labels.empty())
-      entries.push_back({"long", extra_labels});
-    auto path = dir.path() + "/corpus.txt";
-    REQUIRE_FALSE(criterion::write_corpus_file(path, entries));
-    opts.sprint_exec_path = "sprint-sim";
-    opts.sprint_config = {{{word_piece::literal, "--*.corpus=" + path}},
-                          {{word_piece::literal, "--*.topology=ctc"}}};
+  for (size_t i = 0; i < count; ++i) {
+    std::vector<uint32_t> labels(1 + gen() % 3);
+    for (auto& l : labels)
+      l = static_cast<uint32_t>(1 + gen() % (num_classes - 1));
+    entries.push_back({"s" + std::to_string(i), labels});
   }
+  if (!extra_labels.empty())
+    entries.push_back({"long", std::move(extra_labels)});
+  return entries;
+}
+
+/// Such a corpus, and the options that run in-process workers on it.
+struct corpus_fixture {
+  test::sim_corpus files;
+  sprint_options opts = files.options("--*.topology=ctc");
+
+  explicit corpus_fixture(size_t count, std::vector<uint32_t> extra_labels = {})
+      : files(random_entries(count, std::move(extra_labels))) {}
 
   /// A pool of `workers` simulated workers with `behavior`.
   worker_pool_actor pool(sprint_runtime& rt, size_t workers, sim_worker_behavior behavior = {}) {
     auto o = opts;
     o.num_instances = workers;
-    auto source = sim_worker_source(o, behavior);
-    REQUIRE(source);
-    return rt.pool(std::move(*source));
+    return test::sim_corpus::pool(rt, o, std::move(behavior));
   }
 };
 
@@ -231,7 +230,7 @@ TEST_CASE("train replies hold the criterion's loss and exp(log_posteriors) - err
   REQUIRE(reply->hat_y.shape() == std::vector<size_t>{n_time, 4, num_classes});
   REQUIRE(reply->loss.size() == 4);
 
-  sim::corpus_criterion reference{*criterion::corpus::from_file(corpus.dir.path() + "/corpus.txt"),
+  sim::corpus_criterion reference{corpus.files.read(),
                                   std::make_shared<criterion::ctc_topology>(0)};
   for (uint64_t seq = 0; seq < 4; ++seq) {
     auto lp = model.log_posteriors(seq);

@@ -21,15 +21,14 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
-#include "config/shell_words.hpp"
 #include "criterion/corpus.hpp"
 #include "criterion/ctc_topology.hpp"
 #include "criterion/hmm_topology.hpp"
 #include "criterion/random_posteriors.hpp"
-#include "runtime/temp_directory.hpp"
 #include "sim/corpus_criterion.hpp"
 #include "sprintrt/pool_client.hpp"
 #include "sprintrt/sprint_runtime.hpp"
+#include "tests/actors/sim_corpus_fixture.hpp"
 
 using namespace sprintrt;
 using namespace std::chrono_literals;
@@ -38,49 +37,12 @@ namespace {
 
 constexpr size_t dim = 6;
 
-/// A corpus in a temporary directory; "skip" has more labels than the
-/// short jobs below have frames.
-struct corpus_fixture {
-  runtime::temp_directory dir = make_dir();
-  std::vector<criterion::corpus_entry> entries{
-      {"rec/a", {1, 2}}, {"rec/b", {3}}, {"rec/c", {1, 2, 3, 4, 5}}, {"rec/skip", {2, 2, 2, 2}}};
-
-  corpus_fixture() {
-    if (auto err = criterion::write_corpus_file(path(), entries))
-      throw std::runtime_error(render(err));
-  }
-
-  static runtime::temp_directory make_dir() {
-    auto dir = runtime::temp_directory::make("sim-worker-test");
-    if (!dir)
-      throw std::runtime_error(render(dir.error()));
-    return std::move(*dir);
-  }
-
-  std::string path() const { return dir.path() + "/corpus.txt"; }
-
-  /// Options whose sprintConfigStr is `config` (split like a shell).
-  static sprint_options options(const std::string& config) {
-    sprint_options opts;
-    opts.sprint_exec_path = "/nonexistent/sprint-sim";
-    auto words = config::split_shell_words(config);
-    if (!words)
-      throw std::runtime_error(render(words.error()));
-    opts.sprint_config = std::move(*words);
-    return opts;
-  }
-
-  sprint_options options_with(const std::string& params) const {
-    return options("--*.corpus=" + path() + " " + params);
-  }
-
-  criterion::corpus corpus() const {
-    auto c = criterion::corpus::from_file(path());
-    if (!c)
-      throw std::runtime_error(render(c.error()));
-    return std::move(*c);
-  }
-};
+/// The corpus of these tests; "skip" has more labels than the short jobs
+/// below have frames.
+test::sim_corpus make_corpus() {
+  return test::sim_corpus{
+      {{"rec/a", {1, 2}}, {"rec/b", {3}}, {"rec/c", {1, 2, 3, 4, 5}}, {"rec/skip", {2, 2, 2, 2}}}};
+}
 
 /// An actor system with two scheduler threads.
 struct test_system {
@@ -215,7 +177,7 @@ caf::behavior recorder(caf::event_based_actor* self, sprint_worker_actor worker,
 } // namespace
 
 TEST_CASE("a sim worker computes what the criterion computes on the same strided slice") {
-  corpus_fixture fx;
+  auto fx = make_corpus();
   test_system ts;
   caf::scoped_actor self{ts.system};
   struct variant {
@@ -227,7 +189,7 @@ TEST_CASE("a sim worker computes what the criterion computes on the same strided
                  variant{"--*.topology=ctc --*.loss-type=numpy-float32", false, true},
                  variant{"--*.topology=hmm --*.hmm-silence-index=0", true, false}}) {
     INFO(v.params);
-    auto worker = make_worker(ts.system, fx.options_with(v.params));
+    auto worker = make_worker(ts.system, fx.options(v.params));
     std::shared_ptr<const criterion::topology> topology;
     if (v.hmm) {
       criterion::hmm_options hmm;
@@ -236,7 +198,7 @@ TEST_CASE("a sim worker computes what the criterion computes on the same strided
     } else {
       topology = std::make_shared<criterion::ctc_topology>(0);
     }
-    sim::corpus_criterion crit{fx.corpus(), topology};
+    sim::corpus_criterion crit{fx.read(), topology};
     // Four columns of a [12, 4, D] batch: the slices are strided.
     test_batch batch{12, 4, 42};
     std::vector<segment_job> jobs{batch.job("rec/a", 0, 12), batch.job("rec/b", 1, 5),
@@ -269,11 +231,11 @@ TEST_CASE("a sim worker computes what the criterion computes on the same strided
 }
 
 TEST_CASE("a sim worker exports the criterion's FSA, and fails unknown segments like Sprint") {
-  corpus_fixture fx;
+  auto fx = make_corpus();
   test_system ts;
   caf::scoped_actor self{ts.system};
-  auto worker = make_worker(ts.system, fx.options_with("--*.topology=ctc"));
-  sim::corpus_criterion crit{fx.corpus(), std::make_shared<criterion::ctc_topology>(0)};
+  auto worker = make_worker(ts.system, fx.options("--*.topology=ctc"));
+  sim::corpus_criterion crit{fx.read(), std::make_shared<criterion::ctc_topology>(0)};
   auto expected = *crit.segment_fsa("rec/c");
   self->request(worker, caf::infinite, fsa_atom::value,
                 fsa_query{fsa_source::segment_name, "rec/c"})
@@ -313,10 +275,10 @@ TEST_CASE("a sim worker exports the criterion's FSA, and fails unknown segments 
 }
 
 TEST_CASE("a sim worker with criterion=zero answers loss 0 and zeros, even unknown segments") {
-  corpus_fixture fx;
+  auto fx = make_corpus();
   test_system ts;
   caf::scoped_actor self{ts.system};
-  auto source = sim_worker_source(fx.options_with("--*.topology=ctc --*.criterion=zero"));
+  auto source = sim_worker_source(fx.options("--*.topology=ctc --*.criterion=zero"));
   REQUIRE(source);
   CHECK(contains(source->description, "criterion zero"));
   auto worker = source->make(ts.system, 0, "sim worker 0");
@@ -341,7 +303,7 @@ TEST_CASE("a sim worker with criterion=zero answers loss 0 and zeros, even unkno
 }
 
 TEST_CASE("fail_request and fail_segment fail exactly their requests") {
-  corpus_fixture fx;
+  auto fx = make_corpus();
   test_system ts;
   caf::scoped_actor self{ts.system};
   test_batch batch{6, 4, 3};
@@ -350,7 +312,7 @@ TEST_CASE("fail_request and fail_segment fail exactly their requests") {
   sim_worker_behavior behavior;
   behavior.fail_request = 2;
   behavior.fail_segment = "rec/c";
-  auto worker = make_worker(ts.system, fx.options_with(""), behavior);
+  auto worker = make_worker(ts.system, fx.options(""), behavior);
   auto results = compute_all(self, worker, jobs);
   CHECK(results[0]);
   CHECK(results[2]);
@@ -373,7 +335,7 @@ TEST_CASE("fail_request and fail_segment fail exactly their requests") {
 }
 
 TEST_CASE("a job whose output gate is closed is cancelled and its output left alone") {
-  corpus_fixture fx;
+  auto fx = make_corpus();
   test_system ts;
   caf::scoped_actor self{ts.system};
   test_batch batch{6, 2, 3};
@@ -382,7 +344,7 @@ TEST_CASE("a job whose output gate is closed is cancelled and its output left al
   closed.gate->close();
   auto open = batch.job("rec/b", 1, 6);
   open.gate = std::make_shared<output_gate>();
-  auto worker = make_worker(ts.system, fx.options_with(""));
+  auto worker = make_worker(ts.system, fx.options(""));
   auto results = compute_all(self, worker, {closed, open});
   REQUIRE_FALSE(results[0]);
   CHECK(results[0].error() == errc::cancelled);
@@ -398,7 +360,7 @@ TEST_CASE("a job whose output gate is closed is cancelled and its output left al
 }
 
 TEST_CASE("die_at_request terminates the worker; its requests get request_receiver_down") {
-  corpus_fixture fx;
+  auto fx = make_corpus();
   test_system ts;
   caf::scoped_actor self{ts.system};
   test_batch batch{6, 5, 3};
@@ -409,7 +371,7 @@ TEST_CASE("die_at_request terminates the worker; its requests get request_receiv
   behavior.die_at_request = 3;
   // A long delay keeps the first requests inside the worker when it dies.
   behavior.min_delay = behavior.max_delay = 60s;
-  auto worker = make_worker(ts.system, fx.options_with(""), behavior);
+  auto worker = make_worker(ts.system, fx.options(""), behavior);
   self->monitor(worker);
   auto results = compute_all(self, worker, jobs);
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -424,7 +386,7 @@ TEST_CASE("die_at_request terminates the worker; its requests get request_receiv
   });
   // Without a delay, the requests before the fatal one are served.
   behavior.min_delay = behavior.max_delay = 0us;
-  auto second = make_worker(ts.system, fx.options_with(""), behavior);
+  auto second = make_worker(ts.system, fx.options(""), behavior);
   auto served = compute_all(self, second, jobs);
   CHECK(served[0]);
   CHECK(served[1]);
@@ -433,7 +395,7 @@ TEST_CASE("die_at_request terminates the worker; its requests get request_receiv
 }
 
 TEST_CASE("random delays answer every request once, in order, with the same results") {
-  corpus_fixture fx;
+  auto fx = make_corpus();
   test_system ts;
   caf::scoped_actor self{ts.system};
   const size_t n = 24;
@@ -441,7 +403,7 @@ TEST_CASE("random delays answer every request once, in order, with the same resu
   std::vector<segment_job> jobs;
   for (size_t b = 0; b < n; ++b)
     jobs.push_back(batch.job(b % 3 == 0 ? "rec/a" : b % 3 == 1 ? "rec/b" : "rec/c", b, 3 + b % 6));
-  auto plain = make_worker(ts.system, fx.options_with(""));
+  auto plain = make_worker(ts.system, fx.options(""));
   auto expected = compute_all(self, plain, jobs);
   auto expected_output = batch.output->to_vector();
   std::fill(batch.output->begin(), batch.output->end(), 7.0f);
@@ -450,7 +412,7 @@ TEST_CASE("random delays answer every request once, in order, with the same resu
   behavior.max_delay = 3ms;
   behavior.seed = 5;
   behavior.fail_request = 7;
-  auto worker = make_worker(ts.system, fx.options_with(""), behavior, 1);
+  auto worker = make_worker(ts.system, fx.options(""), behavior, 1);
   auto order = std::make_shared<std::vector<size_t>>();
   auto rec = ts.system.spawn(recorder, worker, jobs, order);
   self->wait_for(rec);
@@ -473,12 +435,12 @@ TEST_CASE("random delays answer every request once, in order, with the same resu
 }
 
 TEST_CASE("stop replies 0, cancels what is pending and terminates") {
-  corpus_fixture fx;
+  auto fx = make_corpus();
   test_system ts;
   caf::scoped_actor self{ts.system};
   sim_worker_behavior behavior;
   behavior.min_delay = behavior.max_delay = 60s; // never served before the stop
-  auto worker = make_worker(ts.system, fx.options_with(""), behavior);
+  auto worker = make_worker(ts.system, fx.options(""), behavior);
   test_batch batch{4, 3, 1};
   using handle =
       decltype(self->request(worker, caf::infinite, compute_atom::value, batch.job("rec/a", 0, 4)));
@@ -511,8 +473,8 @@ batch pool_batch() {
 } // namespace
 
 TEST_CASE("a pool replaces sim workers that die and resends their requests") {
-  corpus_fixture fx;
-  auto opts = fx.options_with("");
+  auto fx = make_corpus();
+  auto opts = fx.options("");
   opts.num_instances = 2;
   sprint_runtime rt;
   auto healthy = sim_worker_source(opts);
@@ -537,8 +499,8 @@ TEST_CASE("a pool replaces sim workers that die and resends their requests") {
 }
 
 TEST_CASE("a request that kills every worker fails after max_resends, it never loops") {
-  corpus_fixture fx;
-  auto opts = fx.options_with("");
+  auto fx = make_corpus();
+  auto opts = fx.options("");
   opts.num_instances = 2;
   opts.max_retries = 1;
   sim_worker_behavior dying;

@@ -133,18 +133,22 @@ caf::expected<command> decode_loss(const value::items& xs) {
   if (!frames || *frames <= 0)
     return invalid("get_loss_and_error_signal for '" + *name +
                    "': seg_len must be a positive int, got " + repr(xs[2]));
+  const std::string context = "get_loss_and_error_signal for '" + *name + "': log_posteriors";
+  if (is_shared_array(xs[3])) {
+    auto shared = read_shared_array(xs[3], context, static_cast<size_t>(*frames), 0);
+    if (!shared)
+      return shared.error();
+    return loss_command{*name, static_cast<size_t>(*frames), ndarray{}, *shared};
+  }
   if (!xs[3].is(value::kind::ndarray) || xs[3].as_ndarray().shape.size() != 2)
-    return invalid("get_loss_and_error_signal for '" + *name +
-                   "': log_posteriors must be a 2-d numpy array, got " + repr(xs[3]));
+    return invalid(context + " must be a 2-d numpy array, got " + repr(xs[3]));
   const auto& lp = xs[3].as_ndarray();
   if (lp.shape[1] == 0)
-    return invalid("get_loss_and_error_signal for '" + *name +
-                   "': log_posteriors have no classes (shape " + repr(xs[3]) + ")");
+    return invalid(context + " have no classes (shape " + repr(xs[3]) + ")");
   std::vector<size_t> expected{static_cast<size_t>(*frames), lp.shape[1]};
-  if (auto err = check_array(xs[3], "get_loss_and_error_signal for '" + *name + "': log_posteriors",
-                             dtype::float32, expected))
+  if (auto err = check_array(xs[3], context, dtype::float32, expected))
     return err;
-  return loss_command{*name, static_cast<size_t>(*frames), lp};
+  return loss_command{*name, static_cast<size_t>(*frames), lp, std::nullopt};
 }
 
 caf::expected<command> decode_fsa(const value::items& xs, fsa_source source) {
@@ -194,9 +198,14 @@ caf::error encode_init_command(byte_buffer& out, const wire_format& fmt) {
   });
 }
 
-caf::error encode_loss_command(byte_buffer& out, const wire_format& fmt,
-                               std::string_view segment_name, size_t frames, size_t dim,
-                               const float* log_posteriors, size_t row_stride) {
+namespace {
+
+/// Writes ("get_loss_and_error_signal", segment_name, frames, <what
+/// `write_posteriors` writes>).
+template <class F>
+caf::error encode_loss_command_with(byte_buffer& out, const wire_format& fmt,
+                                    std::string_view segment_name, size_t frames,
+                                    F&& write_posteriors) {
   if (auto err = check_text("segment name", segment_name))
     return err;
   return encode_message(out, fmt, [&](pickle_writer& w) {
@@ -204,12 +213,28 @@ caf::error encode_loss_command(byte_buffer& out, const wire_format& fmt,
     w.str(loss_command_name);
     w.str(segment_name);
     w.integer(static_cast<int64_t>(frames));
+    write_posteriors(w);
+    w.end_tuple(4);
+  });
+}
+
+} // namespace
+
+caf::error encode_loss_command(byte_buffer& out, const wire_format& fmt,
+                               std::string_view segment_name, size_t frames, size_t dim,
+                               const float* log_posteriors, size_t row_stride) {
+  return encode_loss_command_with(out, fmt, segment_name, frames, [&](pickle_writer& w) {
     size_t shape[] = {frames, dim};
     strided_bytes data{reinterpret_cast<const std::byte*>(log_posteriors), frames,
                        dim * sizeof(float), row_stride * sizeof(float)};
     w.ndarray(fmt.array_module, dtype::float32, {shape, 2}, data);
-    w.end_tuple(4);
   });
+}
+
+caf::error encode_loss_command(byte_buffer& out, const wire_format& fmt,
+                               std::string_view segment_name, const shared_array& posteriors) {
+  return encode_loss_command_with(out, fmt, segment_name, posteriors.rows,
+                                  [&](pickle_writer& w) { write_shared_array(w, posteriors); });
 }
 
 caf::error encode_fsa_command(byte_buffer& out, const wire_format& fmt, std::string_view text,
@@ -236,15 +261,20 @@ caf::error encode_exit_command(byte_buffer& out, const wire_format& fmt) {
 // -- replies --------------------------------------------------------------------
 
 caf::expected<init_reply> decode_init_reply(const value& message) {
-  // RETURNN checks len(ret) >= 3; we require exactly the three items.
-  auto items = ok_reply(message, init_command_name, 2);
+  // RETURNN checks len(ret) >= 3; we require the three items, and a fourth
+  // only as the shared region's acceptance.
+  const bool four = message.is(value::kind::tuple) && message.as_items().size() == 4;
+  auto items = ok_reply(message, init_command_name, four ? 3 : 2);
   if (!items)
     return items.error();
   const auto& xs = **items;
   auto version = as_integer(xs[2]);
   if (!xs[1].is(value::kind::str) || !version)
     return invalid("reply to init must be ('ok', name: str, version: int), got " + repr(message));
-  return init_reply{xs[1].as_str(), *version};
+  if (four && !(xs[3].is(value::kind::str) && xs[3].as_str() == shared_memory_tag))
+    return invalid("reply to init: a fourth item must be '" + std::string{shared_memory_tag} +
+                   "', got " + repr(message));
+  return init_reply{xs[1].as_str(), *version, four};
 }
 
 caf::error check_protocol_version(const init_reply& reply) {
@@ -262,7 +292,8 @@ size_t max_loss_reply_size(size_t frames, size_t dim) noexcept {
   return 8 * frames * dim + reply_margin;
 }
 
-caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames, size_t dim) {
+caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames, size_t dim,
+                                            bool shared) {
   auto items = ok_reply(message, loss_command_name, 2);
   if (!items)
     return items.error();
@@ -276,10 +307,16 @@ caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames,
     return make_error(errc::child_exception,
                       std::string{"reply to get_loss_and_error_signal: loss is "} +
                           (std::isnan(*loss) ? "NaN" : "-inf"));
-  if (auto err = check_array(xs[2], "reply to get_loss_and_error_signal: error signal",
-                             dtype::float32, {frames, dim}))
+  constexpr std::string_view what = "reply to get_loss_and_error_signal: error signal";
+  if (shared) {
+    auto reference = read_shared_array(xs[2], what, frames, dim);
+    if (!reference)
+      return reference.error();
+    return loss_reply{*loss, ndarray{}, *reference};
+  }
+  if (auto err = check_array(xs[2], what, dtype::float32, {frames, dim}))
     return err;
-  return loss_reply{*loss, xs[2].as_ndarray()};
+  return loss_reply{*loss, xs[2].as_ndarray(), std::nullopt};
 }
 
 caf::expected<fsa_reply> decode_fsa_reply(const value& message, fsa_source source) {
@@ -314,20 +351,27 @@ caf::expected<fsa_reply> decode_fsa_reply(const value& message, fsa_source sourc
 }
 
 caf::error encode_init_reply(byte_buffer& out, const wire_format& fmt, std::string_view child_name,
-                             int64_t version) {
+                             int64_t version, bool shared_memory) {
   if (auto err = check_text("child name", child_name))
     return err;
+  const size_t arity = shared_memory ? 4 : 3;
   return encode_message(out, fmt, [&](pickle_writer& w) {
-    w.begin_tuple(3);
+    w.begin_tuple(arity);
     w.str("ok");
     w.str(child_name);
     w.integer(version);
-    w.end_tuple(3);
+    if (shared_memory)
+      w.str(shared_memory_tag);
+    w.end_tuple(arity);
   });
 }
 
-caf::error encode_loss_reply(byte_buffer& out, const wire_format& fmt, double loss, size_t frames,
-                             size_t dim, const float* error_signal, loss_encoding encoding) {
+namespace {
+
+/// Writes ("ok", loss, <what `write_error_signal` writes>).
+template <class F>
+caf::error encode_loss_reply_with(byte_buffer& out, const wire_format& fmt, double loss,
+                                  loss_encoding encoding, F&& write_error_signal) {
   return encode_message(out, fmt, [&](pickle_writer& w) {
     w.begin_tuple(3);
     w.str("ok");
@@ -335,12 +379,27 @@ caf::error encode_loss_reply(byte_buffer& out, const wire_format& fmt, double lo
       w.numpy_scalar(numpy_scalar::of_float(dtype::float32, loss));
     else
       w.floating(loss);
+    write_error_signal(w);
+    w.end_tuple(3);
+  });
+}
+
+} // namespace
+
+caf::error encode_loss_reply(byte_buffer& out, const wire_format& fmt, double loss, size_t frames,
+                             size_t dim, const float* error_signal, loss_encoding encoding) {
+  return encode_loss_reply_with(out, fmt, loss, encoding, [&](pickle_writer& w) {
     size_t shape[] = {frames, dim};
     auto bytes =
         byte_span{reinterpret_cast<const std::byte*>(error_signal), frames * dim * sizeof(float)};
     w.ndarray(fmt.array_module, dtype::float32, {shape, 2}, strided_bytes::contiguous(bytes));
-    w.end_tuple(3);
   });
+}
+
+caf::error encode_loss_reply(byte_buffer& out, const wire_format& fmt, double loss,
+                             const shared_array& error_signal, loss_encoding encoding) {
+  return encode_loss_reply_with(out, fmt, loss, encoding,
+                                [&](pickle_writer& w) { write_shared_array(w, error_signal); });
 }
 
 caf::error encode_fsa_reply(byte_buffer& out, const wire_format& fmt, size_t num_states,

@@ -13,6 +13,10 @@
 ///                              -> the same as by segment name
 ///   ("exit",)                                        -> no reply, the child exits
 ///
+/// With the shared region (docs/protocol.md section 7) the posteriors and the
+/// error signal are references (`shared_array.hpp`) instead of arrays, and
+/// the `init` reply has "sprintrt_shm" as a fourth item.
+///
 /// and `("exception", message)` replaces any reply when the child's handler
 /// failed. Encoders write one framed message into a `byte_buffer` (array data
 /// copied once, straight from the caller's memory); decoders validate a
@@ -20,6 +24,7 @@
 /// are in the decoded value (see `ndarray_access.hpp` to get the numbers out).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -29,6 +34,7 @@
 #include "protocol/framing.hpp"
 #include "protocol/pickle_value.hpp"
 #include "protocol/pickle_writer.hpp"
+#include "protocol/shared_array.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/segment.hpp"
 
@@ -78,8 +84,11 @@ struct loss_command {
   std::string segment_name;
   /// T: equals the posteriors' first dimension and is positive.
   size_t frames = 0;
-  /// float32 [T, D].
+  /// float32 [T, D]; empty when they are in the shared region.
   ndarray log_posteriors;
+  /// Where the posteriors are instead, when the parent sent them through
+  /// the child's shared region (docs/protocol.md section 7).
+  std::optional<shared_array> shared_posteriors;
 };
 
 /// ("export_allophone_state_fsa_by_segment_name", segment_name) or
@@ -110,6 +119,11 @@ caf::error encode_loss_command(byte_buffer& out, const wire_format& fmt,
                                std::string_view segment_name, size_t frames, size_t dim,
                                const float* log_posteriors, size_t row_stride);
 
+/// Appends a loss command whose posteriors the parent wrote into the
+/// child's shared region at `posteriors` (docs/protocol.md section 7).
+caf::error encode_loss_command(byte_buffer& out, const wire_format& fmt,
+                               std::string_view segment_name, const shared_array& posteriors);
+
 /// Appends an FSA export command of `source` for `text` (a segment name or
 /// an orthography). Errors: `invalid_input` for text that is not UTF-8.
 caf::error encode_fsa_command(byte_buffer& out, const wire_format& fmt, std::string_view text,
@@ -120,18 +134,25 @@ caf::error encode_exit_command(byte_buffer& out, const wire_format& fmt);
 
 // -- replies (child to parent) --------------------------------------------------
 
-/// ("ok", child_name, version)
+/// ("ok", child_name, version), or ("ok", child_name, version, "sprintrt_shm")
+/// from a child that accepts the shared region it was offered.
 struct init_reply {
   std::string child_name;
   int64_t version = 0;
+  /// The child named `shared_memory_tag` as a fourth item.
+  bool shared_memory = false;
 };
 
 /// ("ok", loss, error_signal[T, D])
 struct loss_reply {
   /// +inf for a segment the child skipped.
   double loss = 0;
-  /// float32 [T, D], the shape of the posteriors sent.
+  /// float32 [T, D], the shape of the posteriors sent; empty when it is in
+  /// the shared region.
   ndarray error_signal;
+  /// Where the error signal is instead: a reply to a command whose
+  /// posteriors came through the shared region has it there too.
+  std::optional<shared_array> shared_error_signal;
 };
 
 /// ("ok", num_states, num_edges, edges[3*E], weights[E])
@@ -159,27 +180,33 @@ size_t max_loss_reply_size(size_t frames, size_t dim) noexcept;
 
 /// Decodes the reply to `init`. An ("exception", msg) reply gives a
 /// `child_exception` error carrying msg; anything else malformed gives
-/// `invalid_message`. (The version is returned, not checked.)
+/// `invalid_message`, a fourth item other than "sprintrt_shm" included.
+/// (The version is returned, not checked; whether the region was offered
+/// is the caller's check.)
 caf::expected<init_reply> decode_init_reply(const value& message);
 
 /// Checks that the child speaks `protocol_version`; an `invalid_message`
 /// error naming both versions otherwise.
 caf::error check_protocol_version(const init_reply& reply);
 
-/// Decodes the reply to a loss command for `frames` x `dim` posteriors. A
-/// NaN or -inf loss is a `child_exception` (the segment's computation
-/// failed; the child is fine), a wrong shape, type or arity
-/// `invalid_message` (the child is broken).
-caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames, size_t dim);
+/// Decodes the reply to a loss command for `frames` x `dim` posteriors,
+/// sent through the shared region if `shared` (then the error signal must
+/// be a reference of that shape too, else an array). A NaN or -inf loss is
+/// a `child_exception` (the segment's computation failed; the child is
+/// fine), a wrong form, shape, type or arity `invalid_message` (the child is
+/// broken).
+caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames, size_t dim,
+                                            bool shared = false);
 
 /// Decodes the reply to an FSA export of `source` (whose command its errors
 /// name); checks that every edge's states are below num_states.
 caf::expected<fsa_reply> decode_fsa_reply(const value& message,
                                           fsa_source source = fsa_source::segment_name);
 
-/// Appends ("ok", child_name, version).
+/// Appends ("ok", child_name, version), with "sprintrt_shm" as a fourth
+/// item if `shared_memory` (the child accepts the region it was offered).
 caf::error encode_init_reply(byte_buffer& out, const wire_format& fmt, std::string_view child_name,
-                             int64_t version = protocol_version);
+                             int64_t version = protocol_version, bool shared_memory = false);
 
 /// How a child writes the loss: a Python float (RASR's SprintControl) or a
 /// `numpy.float32` (what some children return).
@@ -188,6 +215,12 @@ enum class loss_encoding : uint8_t { python_float, numpy_float32 };
 /// Appends ("ok", loss, error_signal[frames, dim]) from contiguous data.
 caf::error encode_loss_reply(byte_buffer& out, const wire_format& fmt, double loss, size_t frames,
                              size_t dim, const float* error_signal,
+                             loss_encoding encoding = loss_encoding::python_float);
+
+/// Appends ("ok", loss, reference): the error signal was written into the
+/// shared region at `error_signal`.
+caf::error encode_loss_reply(byte_buffer& out, const wire_format& fmt, double loss,
+                             const shared_array& error_signal,
                              loss_encoding encoding = loss_encoding::python_float);
 
 /// Appends ("ok", num_states, E, edges[3*E], weights[E]); `edges` holds the

@@ -444,6 +444,14 @@ private:
 
   caf::error push_global(std::string_view module, std::string_view name) {
     auto fn = resolve_global(module, name);
+    if (!fn && name == "SharedNumpyArray")
+      // RETURNN's own shared memory: a SysV segment any process of the user
+      // could change, named by the child. Refused; our own children use the
+      // region sprintrt makes (docs/protocol.md section 7).
+      return fail("global '" + std::string{module} + " " + std::string{name} +
+                  "' is not allowed: sprintrt reads no RETURNN shared-memory arrays "
+                  "(EnableAutoNumpySharedMemPickling is never enabled; sprintrt's own children "
+                  "share memory through its region, option sharedMemory)");
     if (!fn)
       return fail("global '" + std::string{module} + " " + std::string{name} + "' is not allowed");
     return push(value::global(*fn));

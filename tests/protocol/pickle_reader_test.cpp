@@ -197,6 +197,12 @@ TEST_CASE("globals outside the whitelist are refused with name and offset") {
   // A whitelisted module with another name is still refused.
   check_error(concat({bytes({0x80, 2}), bytes("cnumpy\nload\n"), bytes({'.'})}),
               errc::protocol_error, "'numpy load' is not allowed");
+  // RETURNN's shared-memory arrays, with the reason.
+  check_error(concat({bytes({0x80, 2}), bytes("creturnn.util.task_system\nSharedNumpyArray\n"),
+                      bytes({'.'})}),
+              errc::protocol_error,
+              "'returnn.util.task_system SharedNumpyArray' is not allowed: sprintrt reads no "
+              "RETURNN shared-memory arrays");
 }
 
 TEST_CASE("unknown opcodes are named with their offset") {

@@ -16,7 +16,7 @@ namespace protocol = sprintrt::protocol;
 namespace {
 
 protocol::command loss(const std::string& segment) {
-  return protocol::loss_command{segment, 1, {}};
+  return protocol::loss_command{segment, 1, {}, std::nullopt};
 }
 
 protocol::command fsa(const std::string& segment) {

@@ -140,7 +140,7 @@ protocol::command loss_over(const std::string& segment, const std::byte* bytes, 
   protocol::ndarray array{protocol::dtype::float32,
                           {frames, dim},
                           protocol::bytes_ref::unowned({bytes, frames * dim * sizeof(float)})};
-  return protocol::loss_command{segment, frames, std::move(array)};
+  return protocol::loss_command{segment, frames, std::move(array), std::nullopt};
 }
 
 } // namespace
@@ -554,4 +554,81 @@ TEST_CASE("answer exports the automaton the protocol's reply carries") {
     CHECK(fsa->edges == elements_of<uint32_t>(reply.edges));
     CHECK(fsa->weights == elements_of<float>(reply.weights));
   }
+}
+
+// -- through the shared region (docs/protocol.md section 7) ---------------------
+
+namespace {
+
+/// A region as the parent makes it, holding `log_posteriors` at `offset`.
+sprintrt::shared_region region_with(const row_matrix_f& log_posteriors, uint64_t offset) {
+  auto region = unwrap(sprintrt::shared_region::create("sprint_service_test"));
+  const size_t bytes = static_cast<size_t>(log_posteriors.size()) * sizeof(float);
+  REQUIRE_FALSE(region.grow(offset + bytes));
+  std::memcpy(unwrap(region.view(offset, bytes, 4)), log_posteriors.data(), bytes);
+  return region;
+}
+
+protocol::command shared_loss_request(const std::string& segment, size_t frames, size_t dim,
+                                      uint64_t offset) {
+  return command_from([&](protocol::byte_buffer& out, const protocol::wire_format& format) {
+    return protocol::encode_loss_command(out, format, segment,
+                                         protocol::shared_array{offset, frames, dim});
+  });
+}
+
+} // namespace
+
+TEST_CASE("a loss request through the shared region is answered in place, bit for bit as "
+          "through the pipe") {
+  std::mt19937 rng{7};
+  const auto log_posteriors = test::random_log_posteriors(3, 4, rng);
+  const uint64_t offset = 4096;
+  auto region = region_with(log_posteriors, offset);
+  auto service = make_service();
+  service.use_shared_region(&region);
+  auto init = unwrap(protocol::decode_init_reply(reply_to(
+      service, command_from([](protocol::byte_buffer& out, const protocol::wire_format& format) {
+        return protocol::encode_init_command(out, format);
+      }))));
+  CHECK(init.shared_memory);
+
+  auto reply = unwrap(protocol::decode_loss_reply(
+      reply_to(service, shared_loss_request("corpus/rec/seg-1", 3, 4, offset)), 3, 4, true));
+  REQUIRE(reply.shared_error_signal);
+  CHECK(reply.shared_error_signal->offset == offset);
+
+  auto piped = make_service();
+  auto expected = unwrap(protocol::decode_loss_reply(
+      reply_to(piped, loss_request("corpus/rec/seg-1", log_posteriors)), 3, 4));
+  CHECK(reply.loss == expected.loss);
+  const auto want = floats_of(expected.error_signal);
+  CHECK(std::memcmp(unwrap(region.view(offset, 48, 4)), want.data(), 48) == 0);
+}
+
+TEST_CASE("a shared request without a region, or outside it, gets an exception naming it") {
+  std::mt19937 rng{7};
+  const auto log_posteriors = test::random_log_posteriors(3, 4, rng);
+  auto none = make_service();
+  CHECK_FALSE(unwrap(protocol::decode_init_reply(
+                         reply_to(none, command_from([](protocol::byte_buffer& out,
+                                                        const protocol::wire_format& format) {
+                                    return protocol::encode_init_command(out, format);
+                                  }))))
+                  .shared_memory);
+  CHECK_THAT(exception_reply(none, shared_loss_request("corpus/rec/seg-1", 3, 4, 0)),
+             Catch::Contains("'corpus/rec/seg-1'") && Catch::Contains("none was offered"));
+
+  auto region = region_with(log_posteriors, 0);
+  auto service = make_service();
+  service.use_shared_region(&region);
+  const uint64_t end = region.size();
+  CHECK_THAT(exception_reply(service, shared_loss_request("corpus/rec/seg-1", 3, 4, end)),
+             Catch::Contains("at offset " + std::to_string(end)) &&
+                 Catch::Contains("outside the region"));
+  CHECK_THAT(exception_reply(service, shared_loss_request("corpus/rec/seg-1", 3, 4, 2)),
+             Catch::Contains("not aligned"));
+  // The service keeps serving.
+  CHECK(protocol::decode_loss_reply(
+      reply_to(service, shared_loss_request("corpus/rec/seg-1", 3, 4, 0)), 3, 4, true));
 }

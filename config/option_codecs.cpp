@@ -228,8 +228,9 @@ caf::error control_config_codec::read(const option_field& f,
                                       std::map<std::string, std::string>& out) {
   if (!f.value.is_object())
     return f.fail("an object");
-  static constexpr std::array<std::string_view, 4> reserved = {
-      "c2p_fd", "p2c_fd", "minPythonControlVersion", "EnableAutoNumpySharedMemPickling"};
+  static constexpr std::array<std::string_view, 5> reserved = {
+      "c2p_fd", "p2c_fd", "minPythonControlVersion", "EnableAutoNumpySharedMemPickling",
+      protocol::shared_memory_config_key};
   for (const auto& item : f.value.items()) {
     const auto& key = item.key();
     if (key.empty() || key.find_first_of(",:") != std::string::npos)
@@ -258,6 +259,20 @@ caf::error framing_codec::read(const option_field& f, pipe_framing& out) {
 
 json framing_codec::write(pipe_framing x) {
   return protocol::to_string(wire_framing(x));
+}
+
+caf::error shared_memory_codec::read(const option_field& f, shared_memory_mode& out) {
+  if (f.value == "auto")
+    out = shared_memory_mode::automatic;
+  else if (f.value == "off")
+    out = shared_memory_mode::off;
+  else
+    return f.fail("\"auto\" or \"off\"");
+  return {};
+}
+
+json shared_memory_codec::write(shared_memory_mode x) {
+  return x == shared_memory_mode::off ? "off" : "auto";
 }
 
 caf::error environment_codec::read(const option_field& f, environment_changes& env) {

@@ -122,6 +122,12 @@ struct framing_codec {
   static nlohmann::json write(pipe_framing x);
 };
 
+/// `sharedMemory`: "auto" or "off".
+struct shared_memory_codec {
+  static caf::error read(const option_field& f, shared_memory_mode& out);
+  static nlohmann::json write(shared_memory_mode x);
+};
+
 /// `env`: {"set": {...}, "unset": [...]}.
 struct environment_codec {
   static caf::error read(const option_field& f, environment_changes& out);

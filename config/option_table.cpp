@@ -100,6 +100,15 @@ constexpr option_descriptor table[] = {
         "of its own, so a slow disk never stalls the pipes: beyond 16 MiB queued, output is "
         "dropped and the file says how much). Except with `\"inherit\"`, a child's error "
         "messages quote its last lines"),
+    declare<&o::shared_memory, shared_memory_codec>(
+        "sharedMemory", machine_local,
+        "`\"auto\"`: large loss requests and their error signals travel through a "
+        "shared-memory region of each child instead of the pipes, with children that run "
+        "sprintrt's own module (`sprintrt_control`, `sprint-sim`) and accept it; `\"off\"`: "
+        "everything through the pipes (docs/protocol.md section 7)"),
+    declare<&o::shared_memory_threshold, count_codec>(
+        "sharedMemoryThreshold", machine_local,
+        "bytes of a segment's posteriors from which it goes through the shared region"),
 };
 
 static_assert(std::size(table) == aggregate_field_count<sprint_options>(),

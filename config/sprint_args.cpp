@@ -44,24 +44,39 @@ std::string python_float_text(double value) {
   return result;
 }
 
-std::string pymod_config_string(const sprint_options& opts, int c2p_fd, int p2c_fd) {
+bool offers_shared_memory(const sprint_options& opts) {
+  if (opts.shared_memory == shared_memory_mode::off)
+    return false;
+  // As choose_pymod decides: no name is ours unless a path alone names
+  // RETURNN's module.
+  if (opts.pymod_name.empty())
+    return opts.pymod_path.empty();
+  return opts.pymod_name == control_module_name;
+}
+
+std::string pymod_config_string(const sprint_options& opts, int c2p_fd, int p2c_fd,
+                                int shared_memory_fd) {
   std::string result =
       "c2p_fd:" + std::to_string(c2p_fd) + ",p2c_fd:" + std::to_string(p2c_fd) +
       ",minPythonControlVersion:" + std::to_string(opts.min_python_control_version);
   for (const auto& [key, value] : opts.sprint_control_config)
     result += "," + key + ":" + value;
+  if (shared_memory_fd >= 0)
+    result += "," + std::string{protocol::shared_memory_config_key} + ":" +
+              std::to_string(shared_memory_fd);
   return result;
 }
 
 caf::expected<std::vector<std::string>> build_sprint_args(const sprint_options& opts, int c2p_fd,
-                                                          int p2c_fd, const env_lookup& lookup) {
+                                                          int p2c_fd, const env_lookup& lookup,
+                                                          int shared_memory_fd) {
   auto words = expand_sprint_config(opts, lookup);
   if (!words)
     return std::move(words.error());
   auto pymod = choose_pymod(opts, lookup);
   if (!pymod)
     return std::move(pymod.error());
-  const auto config = pymod_config_string(opts, c2p_fd, p2c_fd);
+  const auto config = pymod_config_string(opts, c2p_fd, p2c_fd, shared_memory_fd);
   std::vector<std::string> args{
       opts.sprint_exec_path,           "--*.python-control-enabled=true",
       "--*.pymod-path=" + pymod->path, "--*.pymod-name=" + pymod->name,

@@ -7,17 +7,26 @@
 #include <vector>
 
 #include "config/shell_words.hpp"
+#include "protocol/shared_array.hpp"
 #include "sprintrt/options.hpp"
 
 namespace sprintrt::config {
 
+/// Returns whether children of `opts` are offered a shared region:
+/// `sharedMemory` is "auto" and they load sprintrt's own module
+/// (`sprintrt_control`, which `sprint-sim` also stands for). Any other
+/// module (RETURNN's) gets the command line and the pipes unchanged.
+bool offers_shared_memory(const sprint_options& opts);
+
 /// The value of `--*.pymod-config` (and `--*.python-segment-order-config`):
 /// "c2p_fd:C,p2c_fd:P,minPythonControlVersion:V", then ",k:v" for every item
-/// of `sprintControlConfig` in key order. `EnableAutoNumpySharedMemPickling`
-/// is never added: sprintrt does not read shared-memory arrays. `c2p_fd` is
-/// the child's fd number of the c2p pipe's write end, `p2c_fd` of the p2c
-/// pipe's read end.
-std::string pymod_config_string(const sprint_options& opts, int c2p_fd, int p2c_fd);
+/// of `sprintControlConfig` in key order, then
+/// ",sprintrtSharedMemoryFd:S" if `shared_memory_fd` >= 0.
+/// `EnableAutoNumpySharedMemPickling` is never added: sprintrt does not read
+/// RETURNN's shared-memory arrays. `c2p_fd` is the child's fd number of the
+/// c2p pipe's write end, `p2c_fd` of the p2c pipe's read end.
+std::string pymod_config_string(const sprint_options& opts, int c2p_fd, int p2c_fd,
+                                int shared_memory_fd = -1);
 
 /// Renders a double as Python's `str(float)` (and so `"%s" % v`) does, which
 /// is how RETURNN put `sprintControlConfig` values into the pymod config
@@ -49,9 +58,11 @@ std::string display_word(const config_word& word);
 /// `sprintConfigStr` with their variables expanded by `lookup` (each word one
 /// argument; see `expand_word`). Pass `environment_lookup` of the child's
 /// environment so that variables expand as the child would see them (see
-/// child_environment.hpp). Fails as `expand_sprint_config` for an unset
-/// variable.
+/// child_environment.hpp). `shared_memory_fd` >= 0 offers the region at
+/// that descriptor in the pymod config. Fails as `expand_sprint_config` for
+/// an unset variable.
 caf::expected<std::vector<std::string>> build_sprint_args(const sprint_options& opts, int c2p_fd,
-                                                          int p2c_fd, const env_lookup& lookup);
+                                                          int p2c_fd, const env_lookup& lookup,
+                                                          int shared_memory_fd = -1);
 
 } // namespace sprintrt::config

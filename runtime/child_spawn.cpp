@@ -36,10 +36,10 @@ namespace sprintrt::runtime {
 
 namespace {
 
-/// The lowest descriptor number the child's pipe ends are moved to in the
-/// parent, so that none of them is 0..4 (the child's targets) and the dup2
+/// The lowest descriptor number the child's descriptors are moved to in the
+/// parent, so that none of them is 0..5 (the child's targets) and the dup2
 /// actions cannot clobber each other.
-constexpr int first_free_fd = 5;
+constexpr int first_free_fd = child_shared_memory_fd + 1;
 
 caf::error system_error(const std::string& what, int err) {
   return make_error(errc::spawn_failed, what + ": " + std::strerror(err));
@@ -82,8 +82,11 @@ struct exec_plan {
   const char* path = nullptr;
   char* const* argv = nullptr;
   char* const* envp = nullptr;
-  /// The descriptors that become the child's 0..4, each >= first_free_fd.
-  std::array<int, 5> fds{};
+  /// The descriptors that become the child's 0..4 (and 5, the shared
+  /// region, if offered), each >= first_free_fd.
+  std::array<int, 6> fds{};
+  /// How many of `fds` the child gets: 5, or 6 with a shared region.
+  int num_fds = 5;
   /// The parent's pid, read before the clone.
   pid_t parent = -1;
   /// The child writes to the parent's own stdout and stderr (`childOutput`
@@ -113,14 +116,14 @@ SPRINTRT_UNSANITIZED int child_main(void* arg) {
   auto& plan = *static_cast<exec_plan*>(arg);
   // dup2 clears close-on-exec on the targets; the sources are all above 4,
   // so no move clobbers another's source.
-  for (int target = 0; target < static_cast<int>(plan.fds.size()); ++target)
+  for (int target = 0; target < plan.num_fds; ++target)
     if (::dup2(plan.fds[target], target) < 0)
       child_failed(plan, "dup2");
       // Everything else goes, whoever opened it and with whatever flags.
 #ifdef SYS_close_range
-  if (::syscall(SYS_close_range, first_free_fd, ~0U, 0) != 0)
+  if (::syscall(SYS_close_range, plan.num_fds, ~0U, 0) != 0)
 #endif
-    for (int fd = first_free_fd; fd < plan.max_fd; ++fd)
+    for (int fd = plan.num_fds; fd < plan.max_fd; ++fd)
       ::close(fd);
   // The spawning io thread blocks SIGPIPE, and the trainer may have set
   // dispositions of its own; the child must start with every signal at its
@@ -249,9 +252,17 @@ caf::error check_executable(const std::string& path) {
 }
 
 caf::expected<spawned_child> spawn_sprint_child(const sprint_options& opts,
-                                                const char* const* parent_environ) {
+                                                const char* const* parent_environ,
+                                                int shared_memory) {
   if (auto err = check_executable(opts.sprint_exec_path))
     return err;
+  // The region's descriptor for the child: a copy above its targets.
+  unique_fd region;
+  if (shared_memory >= 0) {
+    region.reset(::fcntl(shared_memory, F_DUPFD_CLOEXEC, first_free_fd));
+    if (!region)
+      return system_error("fcntl(F_DUPFD_CLOEXEC) of the shared region", errno);
+  }
   auto p2c = make_pipe();
   auto c2p = make_pipe();
   if (!p2c)
@@ -298,7 +309,8 @@ caf::expected<spawned_child> spawn_sprint_child(const sprint_options& opts,
   auto env = config::child_environment(opts.env, parent_environ);
   spawned_child child;
   auto args =
-      config::build_sprint_args(opts, child_c2p_fd, child_p2c_fd, config::environment_lookup(env));
+      config::build_sprint_args(opts, child_c2p_fd, child_p2c_fd, config::environment_lookup(env),
+                                region ? child_shared_memory_fd : -1);
   if (!args)
     return std::move(args.error());
   child.argv = std::move(*args);
@@ -317,7 +329,8 @@ caf::expected<spawned_child> spawn_sprint_child(const sprint_options& opts,
   plan.envp = envp.data();
   const int out_fd = output.write ? output.write.get() : out.get();
   const int err_fd = output.write ? output.write.get() : err.get();
-  plan.fds = {in->get(), out_fd, err_fd, c2p->write.get(), p2c->read.get()};
+  plan.fds = {in->get(), out_fd, err_fd, c2p->write.get(), p2c->read.get(), region.get()};
+  plan.num_fds = region ? 6 : 5;
   plan.parent = ::getpid();
   plan.inherits_output = opts.child_output.kind == child_output_mode::inherit;
   rlimit limit{};

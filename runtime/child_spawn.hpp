@@ -3,12 +3,14 @@
 /// @file
 /// Starting a Sprint child process exactly as docs/protocol.md section 1 says.
 ///
-/// The child gets exactly five file descriptors: 0 is /dev/null, 1 and 2 go
+/// The child gets exactly five file descriptors (six with a shared region):
+/// 0 is /dev/null, 1 and 2 go
 /// into one pipe the parent reads (Sprint logs to stdout; both streams are
 /// "the child's output" for diagnostics), or with `childOutput` "inherit"
 /// are the parent's own 1 and 2 (/dev/null where the parent has none), 3 is
 /// the write end of the child-to-parent pipe and 4 the read end of the
-/// parent-to-child pipe. Every other descriptor is closed in the child
+/// parent-to-child pipe, 5 the shared region if one is offered
+/// (docs/protocol.md section 7). Every other descriptor is closed in the child
 /// (`close_range`), whatever flags the rest of the process (CAF, Asio, the
 /// trainer) gave its own. The child starts with default signal dispositions
 /// and an empty signal mask, in the environment of the options, without a
@@ -49,6 +51,9 @@ constexpr int child_c2p_fd = 3;
 /// The child's descriptor number of the parent-to-child pipe (`p2c_fd`).
 constexpr int child_p2c_fd = 4;
 
+/// The child's descriptor number of its shared region, if offered.
+constexpr int child_shared_memory_fd = 5;
+
 /// The size both protocol pipes get (`F_SETPIPE_SZ`): large messages move
 /// in fewer, larger chunks, which raises the pipes' throughput (BENCHMARKS.md,
 /// "Figures behind the design").
@@ -75,11 +80,15 @@ struct spawned_child {
 caf::error check_executable(const std::string& path);
 
 /// Starts the Sprint child for `opts`, with environment variables in the
-/// Sprint arguments expanded against `parent_environ` changed by `opts.env`.
+/// Sprint arguments expanded against `parent_environ` changed by `opts.env`;
+/// `shared_memory` >= 0 is a shared region's descriptor, which the child
+/// gets as `child_shared_memory_fd` and is offered in its pymod config
+/// (the caller keeps its own).
 /// Fails with `spawn_failed` (missing or non-executable program, or a failing
 /// system call, named with its errno text); nothing is left open or unreaped
 /// then. Call it only from a long-lived thread (see the file comment).
 caf::expected<spawned_child> spawn_sprint_child(const sprint_options& opts,
-                                                const char* const* parent_environ);
+                                                const char* const* parent_environ,
+                                                int shared_memory = -1);
 
 } // namespace sprintrt::runtime

@@ -12,6 +12,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/shared_region.hpp"
 #include "config/wire_format.hpp"
 #include "runtime/channel_writer.hpp"
 #include "runtime/child_reaper.hpp"
@@ -55,10 +56,10 @@ caf::error message_handling_failed(const std::exception& e) {
 /// a message the child wrote just before exiting is never lost.
 struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   impl(io_thread& io_thread, sprint_options options, std::string child_name,
-       channel_events callbacks)
+       channel_events callbacks, std::shared_ptr<const shared_region> region)
       : io(io_thread), opts(std::move(options)), name(std::move(child_name)),
-        events(std::move(callbacks)), reader(config::wire_framing(opts.framing)),
-        tail(name, opts.child_output) {}
+        events(std::move(callbacks)), shared_memory(std::move(region)),
+        reader(config::wire_framing(opts.framing)), tail(name, opts.child_output) {}
 
   /// Passes each message the reader completes on to `events.message`.
   const reply_reader::message_handler report_message = [this](protocol::byte_buffer message) {
@@ -70,6 +71,8 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   sprint_options opts;
   std::string name;
   channel_events events;
+  /// The region offered to the child, held until it is started.
+  std::shared_ptr<const shared_region> shared_memory;
   channel_writer writer;
   reply_reader reader;
   output_tail tail;
@@ -115,7 +118,8 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     // (child_spawn.hpp) mean "the trainer ended": the kernel sends it when
     // the spawning thread ends, and the io thread ends only after
     // `io_thread::stop` has ended and reaped every child.
-    auto child = spawn_sprint_child(opts, environ);
+    auto child = spawn_sprint_child(opts, environ, shared_memory ? shared_memory->fd() : -1);
+    shared_memory.reset();
     if (!child) {
       cause = std::move(child.error());
       finish(-1);
@@ -375,8 +379,10 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
 // -- the handle -------------------------------------------------------------------
 
 sprint_channel sprint_channel::open(io_thread& io, sprint_options opts, std::string name,
-                                    channel_events events) {
-  auto p = std::make_shared<impl>(io, std::move(opts), std::move(name), std::move(events));
+                                    channel_events events,
+                                    std::shared_ptr<const shared_region> shared_memory) {
+  auto p = std::make_shared<impl>(io, std::move(opts), std::move(name), std::move(events),
+                                  std::move(shared_memory));
   if (io.stopped()) {
     // Nothing would ever run on the io thread: report at once, from here.
     p->cause = make_error(errc::cancelled, "the io thread is stopped: no new children");

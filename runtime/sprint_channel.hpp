@@ -27,6 +27,10 @@
 #include "sprintrt/error.hpp"
 #include "sprintrt/options.hpp"
 
+namespace sprintrt {
+class shared_region;
+} // namespace sprintrt
+
 namespace sprintrt::runtime {
 
 class io_thread;
@@ -53,8 +57,11 @@ class sprint_channel {
 public:
   /// Starts a child for `opts` on `io`'s thread; `name` labels its log lines.
   /// A failure to start is reported as `down` with an `spawn_failed` cause.
+  /// With `shared_memory`, the child gets that region (child_spawn.hpp); the
+  /// channel holds it until the child is started.
   static sprint_channel open(io_thread& io, sprint_options opts, std::string name,
-                             channel_events events);
+                             channel_events events,
+                             std::shared_ptr<const shared_region> shared_memory = nullptr);
 
   /// Writes `message` (framed) after the ones before it; the child answers
   /// it with one message of at most `max_reply_size` bytes, or breaks the

@@ -128,6 +128,17 @@ enum class pipe_framing : uint8_t {
   raw,
 };
 
+/// Whether large arrays travel through a shared-memory region between
+/// sprintrt and its own children (docs/protocol.md section 7).
+enum class shared_memory_mode : uint8_t {
+  /// `"auto"` (the default): offered to children that run sprintrt's own
+  /// module (`sprintrt_control`, `sprint-sim`); used for loss requests of
+  /// at least `sharedMemoryThreshold` bytes once the child accepted it.
+  automatic,
+  /// `"off"`: everything through the pipes.
+  off,
+};
+
 /// Validated options of one worker pool. Two equal values select the same
 /// pool (the original's singleton per `sprint_opts`). What each option means:
 /// the README's table of options, or `sprintrt doctor --list-options`.
@@ -173,6 +184,11 @@ struct sprint_options {
   tls_files remote_tls;
   /// `childOutput` (see `child_output_mode`).
   child_output_mode child_output;
+  /// `sharedMemory`.
+  shared_memory_mode shared_memory = shared_memory_mode::automatic;
+  /// `sharedMemoryThreshold`: a loss request whose posteriors have at least
+  /// this many bytes goes through the shared region.
+  size_t shared_memory_threshold = size_t{1} << 20;
 
   friend bool operator==(const sprint_options& x, const sprint_options& y);
   friend bool operator!=(const sprint_options& x, const sprint_options& y) { return !(x == y); }

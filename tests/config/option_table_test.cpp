@@ -56,7 +56,8 @@ constexpr std::string_view full_json = R"({
   "initTimeout": 1.5, "replyTimeout": 2, "exitGrace": 3, "maxRetries": 0,
   "env": {"set": {"A": "1"}, "unset": ["B"]}, "remote": ["gpu1:7000"],
   "remoteTls": {"certificate": "c.pem", "key": "k.pem", "ca": "ca.pem"},
-  "childOutput": {"file": "/var/log/sprint"}})";
+  "childOutput": {"file": "/var/log/sprint"}, "sharedMemory": "off",
+  "sharedMemoryThreshold": 4096})";
 
 sprint_options full_options() {
   auto opts = parse_options(full_json);
@@ -79,7 +80,7 @@ TEST_CASE("every option has its own key, and only sprintExecPath is required") {
     CHECK_FALSE(option.help.empty());
     CHECK(option.required() == (option.key == "sprintExecPath"));
   }
-  CHECK(keys.size() == 18);
+  CHECK(keys.size() == 20);
   CHECK(option("sprintExecPath").required_what == "the Sprint executable");
 }
 
@@ -132,7 +133,8 @@ TEST_CASE("the shared selection leaves out exactly the options local to a machin
   // The ones the remote options key has always left out.
   CHECK(local == std::set<std::string_view>{"numInstances", "remote", "initTimeout", "replyTimeout",
                                             "exitGrace", "maxRetries", "env", "remoteTls",
-                                            "childOutput"});
+                                            "childOutput", "sharedMemory",
+                                            "sharedMemoryThreshold"});
 }
 
 TEST_CASE("documented defaults are those of a default sprint_options") {
@@ -147,7 +149,7 @@ TEST_CASE("documented defaults are those of a default sprint_options") {
 TEST_CASE("the Markdown table has a header and a row per option") {
   const auto table = config::options_markdown_table();
   CHECK(table.rfind("| key | default | on a remote pool | meaning |\n|---|---|---|---|\n", 0) == 0);
-  CHECK(std::count(table.begin(), table.end(), '\n') == 2 + 18);
+  CHECK(std::count(table.begin(), table.end(), '\n') == 2 + 20);
   CHECK(table.find("| `numInstances` | `1` | its own | children per pool") != std::string::npos);
   CHECK(table.find("| `framing` | `\"length_prefixed\"` | the same | ") != std::string::npos);
 }

@@ -228,6 +228,12 @@ TEST_CASE("wrong values inside options are named by their path") {
        "option 'sprintControlConfig': key 'a,b' must be non-empty without ',' or ':'"},
       {R"({"sprintExecPath": "/s", "sprintControlConfig": {"c2p_fd": 3}})",
        "option 'sprintControlConfig': key 'c2p_fd' is set by sprintrt itself"},
+      {R"({"sprintExecPath": "/s", "sprintControlConfig": {"sprintrtSharedMemoryFd": 5}})",
+       "option 'sprintControlConfig': key 'sprintrtSharedMemoryFd' is set by sprintrt itself"},
+      {R"({"sprintExecPath": "/s", "sharedMemory": "on"})",
+       R"(option 'sharedMemory' must be "auto" or "off", got "on")"},
+      {R"({"sprintExecPath": "/s", "sharedMemoryThreshold": -1})",
+       "option 'sharedMemoryThreshold' must be an integer >= 0, got -1"},
       {R"({"sprintExecPath": "/s", "sprintControlConfig": {"a": [1]}})",
        "option 'sprintControlConfig.a' must be a string, number or bool, got [1]"},
       {R"({"sprintExecPath": "/s", "sprintControlConfig": {"a": null}})",
@@ -409,7 +415,8 @@ TEST_CASE("to_json_string is canonical JSON with every option") {
         R"("env":{"set":{},"unset":[]},)"
         R"("exitGrace":5.0,"framing":"length_prefixed","initTimeout":60.0,"maxRetries":2,)"
         R"("minPythonControlVersion":2,"numInstances":1,"pymodName":null,)"
-        R"("pymodPath":"","remote":[],"remoteTls":null,"replyTimeout":600.0,"sprintConfigStr":[],)"
+        R"("pymodPath":"","remote":[],"remoteTls":null,"replyTimeout":600.0,)"
+        R"("sharedMemory":"auto","sharedMemoryThreshold":1048576,"sprintConfigStr":[],)"
         R"("sprintControlConfig":{},"sprintExecPath":"/s","usePythonSegmentOrder":true})");
   CHECK(sprintrt::to_json_string(parse(R"({"sprintExecPath": "/s", "sprintConfigStr":
                                            "a$$ \"$X\"b '$Y'"})"))

@@ -128,6 +128,34 @@ TEST_CASE("sprintControlConfig items follow in key order, rendered like Python")
   CHECK(argv[8] == "--*.python-segment-order-config=" + config);
 }
 
+TEST_CASE("the shared region is offered to sprintrt's own module only, unless it is off") {
+  CHECK(offers_shared_memory(options(R"({"sprintExecPath": "/s"})")));
+  CHECK(offers_shared_memory(options(R"({"sprintExecPath": "/s",
+                                         "pymodName": "sprintrt_control"})")));
+  CHECK(offers_shared_memory(options(R"({"sprintExecPath": "/s", "pymodPath": "/mine",
+                                         "pymodName": "sprintrt_control"})")));
+  CHECK_FALSE(
+      offers_shared_memory(options(R"({"sprintExecPath": "/s", "pymodPath": "/returnn"})")));
+  CHECK_FALSE(offers_shared_memory(options(R"({"sprintExecPath": "/s",
+                                               "pymodName": "returnn.sprint.control"})")));
+  CHECK_FALSE(offers_shared_memory(options(R"({"sprintExecPath": "/s", "sharedMemory": "off"})")));
+}
+
+TEST_CASE("an offered region is the last pymod config item, in both configs; else unchanged") {
+  const auto opts = options(R"({"sprintExecPath": "/s", "sprintControlConfig": {"z": 1}})");
+  const std::string plain = "c2p_fd:7,p2c_fd:4,minPythonControlVersion:2,z:1";
+  CHECK(pymod_config_string(opts, 7, 4) == plain);
+  CHECK(pymod_config_string(opts, 7, 4, 5) == plain + ",sprintrtSharedMemoryFd:5");
+  const auto offered = build_sprint_args(opts, 7, 4, fixed_env, 5);
+  REQUIRE(offered);
+  CHECK((*offered)[4] == "--*.pymod-config=" + plain + ",sprintrtSharedMemoryFd:5");
+  CHECK((*offered)[8] == "--*.python-segment-order-config=" + plain + ",sprintrtSharedMemoryFd:5");
+  // Without an offer the command line is what it always was, byte for byte.
+  const auto plain_args = build_sprint_args(opts, 7, 4, fixed_env);
+  REQUIRE(plain_args);
+  CHECK((*plain_args)[4] == "--*.pymod-config=" + plain);
+}
+
 TEST_CASE("floats are rendered as Python's str(float)") {
   CHECK(python_float_text(0.1) == "0.1");
   CHECK(python_float_text(123.456) == "123.456");

@@ -1,5 +1,6 @@
 #include "actors/worker/commands.hpp"
 
+#include <cstring>
 #include <memory>
 
 #include "protocol/messages.hpp"
@@ -38,10 +39,19 @@ std::string_view command_entry<get_loss_command>::name(const work&) noexcept {
 
 caf::error command_entry<get_loss_command>::encode(protocol::byte_buffer& out,
                                                    const protocol::wire_format& format,
-                                                   const work& job) {
+                                                   const work& job, const shared_slot* slot) {
   const auto& in = job.log_posteriors;
-  return protocol::encode_loss_command(out, format, job.segment, in.rows, in.cols, in.row(0),
-                                       in.row_stride);
+  if (!slot)
+    return protocol::encode_loss_command(out, format, job.segment, in.rows, in.cols, in.row(0),
+                                         in.row_stride);
+  auto place = slot->region->view(slot->offset, shared_bytes(job), alignof(float));
+  if (!place)
+    return place.error();
+  auto* to = reinterpret_cast<float*>(*place);
+  for (size_t t = 0; t < in.rows; ++t)
+    std::memcpy(to + t * in.cols, in.row(t), in.cols * sizeof(float));
+  return protocol::encode_loss_command(out, format, job.segment,
+                                       protocol::shared_array{slot->offset, in.rows, in.cols});
 }
 
 size_t command_entry<get_loss_command>::max_reply_size(const protocol::wire_format&,
@@ -50,14 +60,42 @@ size_t command_entry<get_loss_command>::max_reply_size(const protocol::wire_form
 }
 
 caf::expected<double> command_entry<get_loss_command>::decode(const protocol::value& reply,
-                                                              const work& job) {
-  auto decoded =
-      protocol::decode_loss_reply(reply, job.log_posteriors.rows, job.log_posteriors.cols);
+                                                              const work& job,
+                                                              const shared_slot* slot) {
+  const size_t rows = job.log_posteriors.rows;
+  const size_t cols = job.log_posteriors.cols;
+  auto decoded = protocol::decode_loss_reply(reply, rows, cols, slot != nullptr);
   if (!decoded)
     return decoded.error();
   const auto& out = job.error_signal;
-  if (!write_output(
-          job, [&] { protocol::copy_rows(decoded->error_signal, out.row(0), out.row_stride); }))
+  const float* shared = nullptr;
+  if (slot) {
+    // Checked before a byte is read: inside the region, and where the
+    // posteriors were (the child writes the error signal over them).
+    const auto& reference = *decoded->shared_error_signal;
+    auto place = slot->region->view(reference.offset, reference.bytes(), alignof(float));
+    if (!place)
+      return place.error();
+    if (reference.offset != slot->offset)
+      return make_error(errc::invalid_message,
+                        "reply to get_loss_and_error_signal: the error signal is at offset " +
+                            std::to_string(reference.offset) +
+                            " of the shared region, not over the posteriors at " +
+                            std::to_string(slot->offset));
+    shared = reinterpret_cast<const float*>(*place);
+  }
+  auto copy = [&] {
+    if (!shared) {
+      protocol::copy_rows(decoded->error_signal, out.row(0), out.row_stride);
+      return;
+    }
+    // One copy, straight into the batch's rows. The child may still write
+    // to the region (it is not trusted to have finished): what this copy
+    // read is the answer, whatever comes later.
+    for (size_t t = 0; t < rows; ++t)
+      std::memcpy(out.row(t), shared + t * cols, cols * sizeof(float));
+  };
+  if (!write_output(job, copy))
     return make_error(errc::cancelled, "segment '" + job.segment +
                                            "': its caller stopped waiting (output gate closed); "
                                            "the error signal was not written");
@@ -83,12 +121,13 @@ std::string_view command_entry<export_fsa_command>::name(const work& query) noex
 
 caf::error command_entry<export_fsa_command>::encode(protocol::byte_buffer& out,
                                                      const protocol::wire_format& format,
-                                                     const work& query) {
+                                                     const work& query, const shared_slot*) {
   return protocol::encode_fsa_command(out, format, query.text, query.source);
 }
 
 caf::expected<segment_fsa> command_entry<export_fsa_command>::decode(const protocol::value& reply,
-                                                                     const work& query) {
+                                                                     const work& query,
+                                                                     const shared_slot*) {
   auto decoded = protocol::decode_fsa_reply(reply, query.source);
   if (!decoded)
     return decoded.error();

@@ -19,6 +19,7 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
+#include "actors/worker/shared_slots.hpp"
 #include "protocol/byte_buffer.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/pickle_value.hpp"
@@ -60,20 +61,30 @@ struct command_entry<get_loss_command> {
   /// Returns the protocol command that serves it.
   static std::string_view name(const work& job) noexcept;
 
-  /// Appends the command, the job's log-posteriors, to `out`.
+  /// Returns the bytes the job moves through a child's shared region: its
+  /// posteriors (and then its error signal, in the same place).
+  static uint64_t shared_bytes(const work& job) noexcept {
+    return uint64_t{job.log_posteriors.rows} * job.log_posteriors.cols * sizeof(float);
+  }
+
+  /// Appends the command to `out`: with the job's log-posteriors, or with a
+  /// reference to `slot` after writing them there.
   static caf::error encode(protocol::byte_buffer& out, const protocol::wire_format& format,
-                           const work& job);
+                           const work& job, const shared_slot* slot);
 
   /// Returns the largest reply the command allows (its error signal's size
   /// is known).
   static size_t max_reply_size(const protocol::wire_format& format, const work& job) noexcept;
 
   /// Decodes the child's `reply` into the loss and writes its error signal
-  /// into `job.error_signal` (through its gate, if it has one). Errors
-  /// (nothing written): `child_exception` for an exception reply,
-  /// `invalid_message` for a reply of the wrong form or shape, `cancelled`
-  /// if the job's gate is closed (the reply itself was valid).
-  static caf::expected<reply> decode(const protocol::value& reply, const work& job);
+  /// into `job.error_signal` (through its gate, if it has one): copied from
+  /// the reply, or, for a job sent through `slot`, once from the region
+  /// after checking that the reply's reference is that slot, inside the
+  /// region. Errors (nothing written): `child_exception` for an exception
+  /// reply, `invalid_message` for a reply of the wrong form, shape or place,
+  /// `cancelled` if the job's gate is closed (the reply itself was valid).
+  static caf::expected<reply> decode(const protocol::value& reply, const work& job,
+                                     const shared_slot* slot);
 
   static void count_served(pool_stats& stats) { ++stats.segments; }
 
@@ -119,9 +130,12 @@ struct command_entry<export_fsa_command> {
   /// Returns the protocol command that serves it (by source).
   static std::string_view name(const work& query) noexcept;
 
-  /// Appends the command to `out`.
+  /// An export moves nothing through a shared region.
+  static uint64_t shared_bytes(const work&) noexcept { return 0; }
+
+  /// Appends the command to `out` (never given a slot).
   static caf::error encode(protocol::byte_buffer& out, const protocol::wire_format& format,
-                           const work& query);
+                           const work& query, const shared_slot* slot);
 
   /// Returns the largest reply the command allows: an automaton's size is
   /// not known from its request, so the configured maximum.
@@ -131,7 +145,8 @@ struct command_entry<export_fsa_command> {
 
   /// Decodes the child's `reply` into an automaton (a copy: the reply's
   /// arrays live in the message buffer).
-  static caf::expected<reply> decode(const protocol::value& reply, const work& query);
+  static caf::expected<reply> decode(const protocol::value& reply, const work& query,
+                                     const shared_slot* slot);
 
   static void count_served(pool_stats& stats) { ++stats.fsa_exports; }
 

@@ -19,6 +19,7 @@
 
 #include "actors/execution/caller_execution_unit.hpp"
 #include "actors/worker/worker_requests.hpp"
+#include "config/sprint_args.hpp"
 #include "config/wire_format.hpp"
 #include "protocol/messages.hpp"
 #include "runtime/io_thread.hpp"
@@ -160,8 +161,19 @@ void start_child(worker_pointer self) {
   st.abandoned = false;
   st.current = phase::starting;
   st.started_at = clock::now();
+  st.shared.reset();
+  st.shared_accepted = false;
+  if (config::offers_shared_memory(st.opts)) {
+    // A region of its own for each child, gone with it.
+    if (auto region = shared_region::create(st.label.c_str()))
+      st.shared.emplace(std::move(*region));
+    else
+      spdlog::warn("{}: no shared region for the child, pipes only: {}", st.label,
+                   render(region.error()));
+  }
   st.channel =
-      runtime::sprint_channel::open(*st.io, st.opts, st.label, make_events(self, st.generation));
+      runtime::sprint_channel::open(*st.io, st.opts, st.label, make_events(self, st.generation),
+                                    st.shared ? st.shared->region() : nullptr);
   auto init = take_buffer(st);
   if (auto err = protocol::encode_init_command(init, st.format)) {
     condemn_child(self, err);
@@ -175,6 +187,7 @@ void start_child(worker_pointer self) {
 /// their order, uncharged.
 void requeue_in_flight(worker_state& st) {
   while (!st.in_flight.empty()) {
+    st.in_flight.back().slot.reset(); // the next child has a region of its own
     st.queue.push_front(std::move(st.in_flight.back()));
     st.in_flight.pop_back();
   }
@@ -306,18 +319,31 @@ void dispatch(worker_pointer self) {
   }
   if (st.current != phase::ready || st.dying || st.in_flight.size() >= write_ahead)
     return;
+  const bool shared = st.shared_accepted && st.queue.front().shared_bytes() > 0 &&
+                      st.queue.front().shared_bytes() >= st.opts.shared_memory_threshold;
+  if (shared && st.shared->in_use() >= shared_write_ahead)
+    return; // its turn comes with the next reply
   auto req = std::move(st.queue.front());
   st.queue.pop_front();
+  if (shared) {
+    if (auto slot = st.shared->acquire(req.shared_bytes()))
+      req.slot = *slot;
+    else
+      spdlog::warn("{}: {}; {} goes through the pipe", st.label, render(slot.error()),
+                   req.subject());
+  }
   auto message = take_buffer(st);
   caf::error err;
   size_t max_reply_size = 0;
   std::visit(
       [&](const auto& kind_req) {
-        err = kind_req.encode(message, st.format);
+        err = kind_req.encode(message, st.format, req.slot ? &*req.slot : nullptr);
         max_reply_size = kind_req.max_reply_size(st.format);
       },
       req.what);
   if (err) {
+    if (req.slot)
+      st.shared->release(req.slot->offset);
     fail_request(self, req, with_context(st.label + ": " + req.subject(), err));
     keep_buffer(st, std::move(message));
     dispatch(self);
@@ -368,7 +394,7 @@ struct sprint_worker_commands {
 
   static void take(worker_pointer self, segment_request req) {
     auto& st = self->state;
-    st.queue.push_back(pending_request{std::move(req), 0, st.next_serial++, {}});
+    st.queue.push_back(pending_request{std::move(req), 0, st.next_serial++, {}, std::nullopt});
     dispatch(self);
   }
 };

@@ -34,9 +34,21 @@ void on_init_reply(worker_pointer self, const protocol::value& msg) {
     condemn_child(self, err);
     return;
   }
+  if (reply->shared_memory && !st.shared) {
+    condemn_child(self, make_error(errc::child_failed,
+                                   "bad reply to init: it accepts a shared region that it was "
+                                   "not offered"));
+    return;
+  }
+  st.shared_accepted = reply->shared_memory;
+  if (!st.shared_accepted)
+    st.shared.reset(); // declined (another module): pipes only
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - st.started_at);
   spdlog::info("{}: Sprint child '{}' pid {} ready after {} ms", st.label, reply->child_name,
                st.stats.pid, ms.count());
+  if (st.shared_accepted)
+    spdlog::debug("{}: the child accepted its shared region: large segments go through it",
+                  st.label);
   st.current = phase::ready;
   st.start_failures = 0;
   st.last_start_failure.clear();
@@ -67,6 +79,11 @@ void kill_for_invalid_reply(worker_pointer self, const caf::error& err, byte_spa
 pending_request take_answered(worker_state& st) {
   auto req = std::move(st.in_flight.front());
   st.in_flight.pop_front();
+  if (req.slot && st.shared) {
+    st.shared->release(req.slot->offset);
+    ++st.stats.shared_memory_requests;
+  }
+  req.slot.reset();
   auto now = clock::now();
   st.stats.busy_ns +=
       std::chrono::duration_cast<std::chrono::nanoseconds>(now - req.sent_at).count();
@@ -101,15 +118,17 @@ void answer(worker_pointer self, caf::expected<T> result, byte_span bytes, Promi
 void on_request_reply(worker_pointer self, const protocol::value& msg, byte_span bytes) {
   // `answer` takes the request out of `in_flight`: `kind_req` is not used
   // after it.
+  const auto& front = self->state.in_flight.front();
+  const shared_slot* slot = front.slot ? &*front.slot : nullptr;
   std::visit(
       [&](const auto& kind_req) {
         using request_type = std::decay_t<decltype(kind_req)>;
         answer(
-            self, kind_req.reply_from(msg), bytes, [](pending_request & req) -> auto& {
+            self, kind_req.reply_from(msg, slot), bytes, [](pending_request & req) -> auto& {
               return std::get<request_type>(req.what).promise;
             });
       },
-      self->state.in_flight.front().what);
+      front.what);
   dispatch(self); // nothing is written to a condemned child
 }
 

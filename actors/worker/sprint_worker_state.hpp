@@ -21,6 +21,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "actors/worker/shared_slots.hpp"
 #include "actors/worker/worker_requests.hpp"
 #include "config/wire_format.hpp"
 #include "protocol/byte_buffer.hpp"
@@ -79,6 +80,9 @@ struct pending_request : segment_request {
   /// request before it arrived, whichever was later. Its reply deadline and
   /// the busy time count from here.
   clock::time_point sent_at;
+  /// Its place in the current child's shared region, while it is in flight
+  /// through it.
+  std::optional<shared_slot> slot;
 };
 
 /// How many requests the worker keeps written to the child at once. A
@@ -91,6 +95,11 @@ struct pending_request : segment_request {
 /// when it falls behind, which matters most under load (BENCHMARKS.md,
 /// "Figures behind the design").
 constexpr size_t write_ahead = 4;
+
+/// How many requests a child's shared region holds at once: the one the
+/// child computes and the one the parent wrote behind it while it did
+/// (more would only grow the region: the child takes one at a time).
+constexpr size_t shared_write_ahead = 2;
 
 /// Where a worker is in a child's life.
 enum class phase {
@@ -113,6 +122,11 @@ struct worker_state {
   std::string label;
   protocol::wire_format format;
   std::optional<runtime::sprint_channel> channel;
+  /// The current child's shared region with its slots, if it was offered
+  /// one (`sharedMemory`, docs/protocol.md section 7); a new one per child.
+  std::optional<shared_slots> shared;
+  /// The current child accepted the region in its `init` reply.
+  bool shared_accepted = false;
   /// The how-many-th child this is.
   uint64_t generation = 0;
   /// The serial the next request gets.

@@ -16,6 +16,10 @@ std::string_view segment_request::command() const noexcept {
   return std::visit([](const auto& req) { return req.command(); }, what);
 }
 
+uint64_t segment_request::shared_bytes() const noexcept {
+  return std::visit([](const auto& req) { return req.shared_bytes(); }, what);
+}
+
 void segment_request::fail(const caf::error& err) {
   std::visit([&err](auto& req) { req.fail(err); }, what);
 }

@@ -67,9 +67,15 @@ struct command_request {
   /// Returns the protocol command that serves it.
   std::string_view command() const noexcept { return entry::name(work); }
 
-  /// Appends its command to `out` (see `command_entry::encode`).
-  caf::error encode(protocol::byte_buffer& out, const protocol::wire_format& format) const {
-    return entry::encode(out, format, work);
+  /// Returns the bytes it would move through a child's shared region (see
+  /// `command_entry::shared_bytes`).
+  uint64_t shared_bytes() const noexcept { return entry::shared_bytes(work); }
+
+  /// Appends its command to `out`, through `slot` if given (see
+  /// `command_entry::encode`).
+  caf::error encode(protocol::byte_buffer& out, const protocol::wire_format& format,
+                    const shared_slot* slot) const {
+    return entry::encode(out, format, work, slot);
   }
 
   /// Returns the largest reply its command allows.
@@ -77,9 +83,11 @@ struct command_request {
     return entry::max_reply_size(format, work);
   }
 
-  /// Decodes the child's `reply` (see `command_entry::decode`).
-  caf::expected<typename Command::reply> reply_from(const protocol::value& reply) const {
-    return entry::decode(reply, work);
+  /// Decodes the child's `reply` to the command sent through `slot`, if
+  /// given (see `command_entry::decode`).
+  caf::expected<typename Command::reply> reply_from(const protocol::value& reply,
+                                                    const shared_slot* slot) const {
+    return entry::decode(reply, work, slot);
   }
 
   /// Answers it with `err`.
@@ -110,6 +118,9 @@ struct segment_request {
 
   /// Returns the protocol command that serves it.
   std::string_view command() const noexcept;
+
+  /// Returns the bytes it would move through a child's shared region.
+  uint64_t shared_bytes() const noexcept;
 
   /// Answers it with `err`.
   void fail(const caf::error& err);

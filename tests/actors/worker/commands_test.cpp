@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <variant>
@@ -39,7 +40,7 @@ TEST_CASE("a loss reply's error signal goes into the job's strided slice") {
   float es[6] = {1, 2, 3, 4, 5, 6};
   protocol::byte_buffer wire;
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 2.5, 2, 3, es));
-  auto loss = command_entry<get_loss_command>::decode(unframe(wire), job);
+  auto loss = command_entry<get_loss_command>::decode(unframe(wire), job, nullptr);
   REQUIRE(loss);
   CHECK(*loss == 2.5);
   CHECK(job.error_signal.storage->to_vector() ==
@@ -50,12 +51,12 @@ TEST_CASE("an exception or misshapen loss reply writes nothing") {
   auto job = job_2x3();
   protocol::byte_buffer wire;
   REQUIRE_FALSE(protocol::encode_exception_reply(wire, {}, "KeyError: 'seg'"));
-  auto raised = command_entry<get_loss_command>::decode(unframe(wire), job);
+  auto raised = command_entry<get_loss_command>::decode(unframe(wire), job, nullptr);
   CHECK(raised.error() == errc::child_exception);
   float es[3] = {1, 2, 3};
   wire.clear();
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 1.0, 1, 3, es));
-  CHECK(command_entry<get_loss_command>::decode(unframe(wire), job).error() ==
+  CHECK(command_entry<get_loss_command>::decode(unframe(wire), job, nullptr).error() ==
         errc::invalid_message);
   CHECK(job.error_signal.storage->to_vector() == std::vector<float>(12, -1.0f));
 }
@@ -68,7 +69,7 @@ TEST_CASE("a valid loss reply for a job whose gate is closed writes nothing and 
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 2.5, 2, 3, es));
   auto reply = unframe(wire);
   job.gate->close();
-  auto loss = command_entry<get_loss_command>::decode(reply, job);
+  auto loss = command_entry<get_loss_command>::decode(reply, job, nullptr);
   REQUIRE_FALSE(loss);
   CHECK(loss.error() == errc::cancelled);
   CHECK_THAT(render(loss.error()), Catch::Contains("segment 'seg': its caller stopped waiting"));
@@ -77,7 +78,7 @@ TEST_CASE("a valid loss reply for a job whose gate is closed writes nothing and 
   float short_es[3] = {1, 2, 3};
   wire.clear();
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 1.0, 1, 3, short_es));
-  CHECK(command_entry<get_loss_command>::decode(unframe(wire), job).error() ==
+  CHECK(command_entry<get_loss_command>::decode(unframe(wire), job, nullptr).error() ==
         errc::invalid_message);
 }
 
@@ -86,7 +87,7 @@ TEST_CASE("an FSA reply becomes a segment_fsa") {
   std::vector<float> weights{0.5f, 0.25f};
   protocol::byte_buffer wire;
   REQUIRE_FALSE(protocol::encode_fsa_reply(wire, {}, 3, edges, weights));
-  auto fsa = command_entry<export_fsa_command>::decode(unframe(wire), fsa_query{});
+  auto fsa = command_entry<export_fsa_command>::decode(unframe(wire), fsa_query{}, nullptr);
   REQUIRE(fsa);
   CHECK(fsa->num_states == 3);
   CHECK(fsa->edges == edges);
@@ -171,7 +172,7 @@ TEST_CASE("a loss job is encoded as its segment and strided log-posteriors") {
   job.log_posteriors = {input, 0, 2, 3, 6};
   protocol::byte_buffer wire;
   protocol::wire_format format;
-  REQUIRE_FALSE(entry::encode(wire, format, job));
+  REQUIRE_FALSE(entry::encode(wire, format, job, nullptr));
   auto command = protocol::decode_command(unframe(wire));
   REQUIRE(command);
   auto* loss = std::get_if<protocol::loss_command>(&*command);
@@ -182,4 +183,102 @@ TEST_CASE("a loss job is encoded as its segment and strided log-posteriors") {
   REQUIRE(protocol::copy_rows(loss->log_posteriors, sent.data(), 3));
   CHECK(sent == std::vector<float>{0, 1, 2, 6, 7, 8});
   CHECK(entry::max_reply_size(format, job) == protocol::max_loss_reply_size(2, 3));
+}
+
+// -- through a child's shared region (docs/protocol.md section 7) ---------------
+
+namespace {
+
+/// A region with one slot for a 2 x 3 job, as the worker has it.
+struct region_fixture {
+  shared_slots slots{std::move(*shared_region::create("commands_test"))};
+  shared_slot slot = *slots.acquire(2 * 3 * sizeof(float));
+
+  float* floats(uint64_t offset, size_t count) {
+    return reinterpret_cast<float*>(*slots.region()->view(offset, count * sizeof(float), 4));
+  }
+};
+
+/// job_2x3 with posteriors 0.5, 1.5, ... in rows 0 and 2 of a 3 x 3 buffer.
+segment_job strided_job() {
+  auto job = job_2x3();
+  std::vector<float> values(9);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>(i) + 0.5f;
+  job.log_posteriors = {make_storage(std::move(values)), 0, 2, 3, 6};
+  return job;
+}
+
+} // namespace
+
+TEST_CASE("a loss job through a shared slot: posteriors written there, a reference sent") {
+  region_fixture region;
+  auto job = strided_job();
+  protocol::byte_buffer wire;
+  REQUIRE_FALSE(command_entry<get_loss_command>::encode(wire, {}, job, &region.slot));
+  auto command = protocol::decode_command(unframe(wire));
+  REQUIRE(command);
+  const auto& sent = std::get<protocol::loss_command>(*command);
+  REQUIRE(sent.shared_posteriors);
+  CHECK(sent.shared_posteriors->offset == region.slot.offset);
+  CHECK(sent.shared_posteriors->rows == 2);
+  CHECK(sent.shared_posteriors->cols == 3);
+  const float* in_region = region.floats(region.slot.offset, 6);
+  CHECK(std::vector<float>(in_region, in_region + 6) ==
+        std::vector<float>{0.5f, 1.5f, 2.5f, 6.5f, 7.5f, 8.5f});
+}
+
+TEST_CASE("a shared reply's error signal is copied once from the slot into the strided slice") {
+  region_fixture region;
+  auto job = job_2x3();
+  float* in_region = region.floats(region.slot.offset, 6);
+  for (size_t i = 0; i < 6; ++i)
+    in_region[i] = static_cast<float>(i + 1);
+  protocol::byte_buffer wire;
+  REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 2.5, {region.slot.offset, 2, 3}));
+  auto loss = command_entry<get_loss_command>::decode(unframe(wire), job, &region.slot);
+  REQUIRE(loss);
+  CHECK(*loss == 2.5);
+  CHECK(job.error_signal.storage->to_vector() ==
+        std::vector<float>{-1, -1, -1, 1, 2, 3, -1, -1, -1, 4, 5, 6});
+  // The result is the parent's own: what the child writes later changes nothing.
+  in_region[0] = -7;
+  CHECK(job.error_signal.storage->to_vector()[3] == 1);
+}
+
+TEST_CASE("a shared reply that points outside the region or away from the slot is broken") {
+  region_fixture region;
+  auto job = job_2x3();
+  auto decode_reply_at = [&](uint64_t offset) {
+    protocol::byte_buffer wire;
+    REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 0.0, {offset, 2, 3}));
+    return command_entry<get_loss_command>::decode(unframe(wire), job, &region.slot);
+  };
+  const uint64_t end = region.slots.region()->size();
+  auto outside = decode_reply_at(end);
+  REQUIRE_FALSE(outside);
+  CHECK(outside.error() == errc::invalid_message);
+  CHECK_THAT(render(outside.error()), Catch::Contains("outside the region"));
+  auto wrapping = decode_reply_at(std::numeric_limits<uint64_t>::max() - 7);
+  REQUIRE_FALSE(wrapping);
+  CHECK(wrapping.error() == errc::invalid_message);
+  auto elsewhere = decode_reply_at(region.slot.offset + 4);
+  REQUIRE_FALSE(elsewhere);
+  CHECK(elsewhere.error() == errc::invalid_message);
+  CHECK_THAT(render(elsewhere.error()), Catch::Contains("not over the posteriors"));
+  auto misaligned = decode_reply_at(region.slot.offset + 2);
+  REQUIRE_FALSE(misaligned);
+  CHECK_THAT(render(misaligned.error()), Catch::Contains("not aligned"));
+  // An array where a reference was due is broken too.
+  float es[6] = {};
+  protocol::byte_buffer piped;
+  REQUIRE_FALSE(protocol::encode_loss_reply(piped, {}, 0.0, 2, 3, es));
+  CHECK(command_entry<get_loss_command>::decode(unframe(piped), job, &region.slot).error() ==
+        errc::invalid_message);
+  CHECK(job.error_signal.storage->to_vector() == std::vector<float>(12, -1.0f));
+}
+
+TEST_CASE("only loss jobs move bytes through a shared region") {
+  CHECK(command_entry<get_loss_command>::shared_bytes(job_2x3()) == 24);
+  CHECK(command_entry<export_fsa_command>::shared_bytes(fsa_query{}) == 0);
 }

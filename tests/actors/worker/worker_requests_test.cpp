@@ -82,7 +82,7 @@ TEST_CASE("each kind of request encodes its command, bounds its reply and decode
   format.max_message_size = 12345;
   command_request<get_loss_command> loss{job_2x3(), {}};
   protocol::byte_buffer wire;
-  REQUIRE_FALSE(loss.encode(wire, format));
+  REQUIRE_FALSE(loss.encode(wire, format, nullptr));
   auto command = protocol::decode_command(unframe(wire));
   REQUIRE(command);
   auto* loss_command = std::get_if<protocol::loss_command>(&*command);
@@ -93,7 +93,7 @@ TEST_CASE("each kind of request encodes its command, bounds its reply and decode
   float es[6] = {1, 2, 3, 4, 5, 6};
   wire.clear();
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 2.5, 2, 3, es));
-  auto reply = loss.reply_from(unframe(wire));
+  auto reply = loss.reply_from(unframe(wire), nullptr);
   REQUIRE(reply);
   CHECK(*reply == 2.5);
   CHECK(loss.work.error_signal.row(1)[2] == 6);
@@ -101,7 +101,7 @@ TEST_CASE("each kind of request encodes its command, bounds its reply and decode
   command_request<export_fsa_command> fsa;
   fsa.work.text = "corpus/rec/seg-7";
   wire.clear();
-  REQUIRE_FALSE(fsa.encode(wire, format));
+  REQUIRE_FALSE(fsa.encode(wire, format, nullptr));
   command = protocol::decode_command(unframe(wire));
   REQUIRE(command);
   auto* fsa_command = std::get_if<protocol::fsa_command>(&*command);
@@ -113,7 +113,7 @@ TEST_CASE("each kind of request encodes its command, bounds its reply and decode
   std::vector<float> weights{0.5f};
   wire.clear();
   REQUIRE_FALSE(protocol::encode_fsa_reply(wire, {}, 2, edges, weights));
-  auto automaton = fsa.reply_from(unframe(wire));
+  auto automaton = fsa.reply_from(unframe(wire), nullptr);
   REQUIRE(automaton);
   CHECK(automaton->num_states == 2);
   CHECK(automaton->edges == edges);
@@ -121,7 +121,7 @@ TEST_CASE("each kind of request encodes its command, bounds its reply and decode
   command_request<export_fsa_command> by_orthography;
   by_orthography.work = {fsa_source::orthography, "3 17 5"};
   wire.clear();
-  REQUIRE_FALSE(by_orthography.encode(wire, format));
+  REQUIRE_FALSE(by_orthography.encode(wire, format, nullptr));
   command = protocol::decode_command(unframe(wire));
   REQUIRE(command);
   fsa_command = std::get_if<protocol::fsa_command>(&*command);
@@ -130,7 +130,7 @@ TEST_CASE("each kind of request encodes its command, bounds its reply and decode
   CHECK(fsa_command->source == fsa_source::orthography);
   wire.clear();
   REQUIRE_FALSE(protocol::encode_exception_reply(wire, {}, "no such word"));
-  auto failed = by_orthography.reply_from(unframe(wire));
+  auto failed = by_orthography.reply_from(unframe(wire), nullptr);
   CHECK(failed.error() == errc::child_exception);
   CHECK(error_message(failed.error()) == "no such word");
 }

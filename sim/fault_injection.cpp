@@ -13,7 +13,7 @@ struct fault_name {
   const char* name;
 };
 
-constexpr std::array<fault_name, 11> fault_names{{
+constexpr std::array<fault_name, 15> fault_names{{
     {fault_kind::none, "none"},
     {fault_kind::crash, "crash"},
     {fault_kind::hang, "hang"},
@@ -25,7 +25,17 @@ constexpr std::array<fault_name, 11> fault_names{{
     {fault_kind::wrong_shape, "wrong-shape"},
     {fault_kind::random, "random"},
     {fault_kind::bomb, "bomb"},
+    {fault_kind::shm_outside, "shm-outside"},
+    {fault_kind::shm_scribble, "shm-scribble"},
+    {fault_kind::shm_shrink, "shm-shrink"},
+    {fault_kind::shm_claim, "shm-claim"},
 }};
+
+/// Returns whether `request` is a loss request through the shared region.
+bool shared_loss(const protocol::command& request) noexcept {
+  const auto* loss = std::get_if<protocol::loss_command>(&request);
+  return loss && loss->shared_posteriors;
+}
 
 /// The body of the garbage reply. 0xff and 0xfe are no pickle opcodes, so
 /// Python's unpickler fails with "invalid load key" on the first byte and our
@@ -53,7 +63,7 @@ std::optional<fault_kind> parse_fault_kind(std::string_view name) noexcept {
 bool counts_requests(fault_kind kind) noexcept {
   return kind == fault_kind::crash || kind == fault_kind::hang || kind == fault_kind::garbage ||
          kind == fault_kind::oversized_prefix || kind == fault_kind::wrong_shape ||
-         kind == fault_kind::bomb;
+         kind == fault_kind::bomb || kind == fault_kind::shm_outside;
 }
 
 const char* to_string(fault_action action) noexcept {
@@ -74,6 +84,10 @@ const char* to_string(fault_action action) noexcept {
     return "slow";
   case fault_action::bomb:
     return "bomb";
+  case fault_action::shm_outside:
+    return "shm-outside";
+  case fault_action::shm_scribble:
+    return "shm-scribble";
   }
   return "?";
 }
@@ -95,6 +109,10 @@ fault_action fault_injector::on_request(const protocol::command& request) noexce
     ++served_;
     return draw(std::holds_alternative<protocol::loss_command>(request));
   }
+  if (options_.kind == fault_kind::shm_scribble && shared_loss(request)) {
+    ++served_;
+    return fault_action::shm_scribble;
+  }
   if (counts_requests(options_.kind) && served_ == options_.after && !garbage_sent_) {
     switch (options_.kind) {
     case fault_kind::crash:
@@ -112,6 +130,12 @@ fault_action fault_injector::on_request(const protocol::command& request) noexce
         return fault_action::serve;
       garbage_sent_ = true;
       return fault_action::wrong_shape;
+    case fault_kind::shm_outside:
+      // Fires on the next loss request through the region; others are served.
+      if (!shared_loss(request))
+        break;
+      garbage_sent_ = true;
+      return fault_action::shm_outside;
     default:
       garbage_sent_ = true;
       return fault_action::garbage;

@@ -62,11 +62,29 @@ enum class fault_kind : uint8_t {
   /// with `append_memo_bomb` (half a MiB of message that a reader without a
   /// bound on what values hold would expand to 3 GB), then keep serving.
   bomb,
+  /// After answering `fault-after` loss/FSA requests, answer the next loss
+  /// request that came through the shared region with a reference past the
+  /// region's end, then keep serving.
+  shm_outside,
+  /// Answer every loss request that came through the shared region, then
+  /// keep writing NaN over its error signal for `shm_scribble_time` while the
+  /// parent reads it (a child racing the parent's copy).
+  shm_scribble,
+  /// At the first loss request through the shared region, try to shrink
+  /// the region to nothing and to seal it against growing (both refused by
+  /// its seals), then serve normally.
+  shm_shrink,
+  /// Accept a shared region in the `init` reply without being offered one.
+  shm_claim,
 };
+
+/// How long `shm-scribble` writes over an answered error signal.
+constexpr std::chrono::milliseconds shm_scribble_time{200};
 
 /// Returns the option spelling of `kind`: "none", "crash", "hang", "garbage",
 /// "exit-at-start", "no-init-reply", "bad-version", "oversized-prefix",
-/// "wrong-shape", "random", "bomb".
+/// "wrong-shape", "random", "bomb", "shm-outside", "shm-scribble",
+/// "shm-shrink", "shm-claim".
 const char* to_string(fault_kind kind) noexcept;
 
 /// Parses the option spelling of a fault kind (see `to_string`).
@@ -74,7 +92,7 @@ std::optional<fault_kind> parse_fault_kind(std::string_view name) noexcept;
 
 /// Returns whether `kind` fires after a number of answered requests, i.e.
 /// whether `fault-after` applies to it (crash, hang, garbage,
-/// oversized-prefix, wrong-shape, bomb).
+/// oversized-prefix, wrong-shape, bomb, shm-outside).
 bool counts_requests(fault_kind kind) noexcept;
 
 /// The fault-injection options of `sprint-sim`.
@@ -117,10 +135,15 @@ enum class fault_action : uint8_t {
   slow,
   /// Reply with `append_memo_bomb` instead of the real reply.
   bomb,
+  /// Answer a loss request that came through the shared region with a
+  /// reference past the region's end.
+  shm_outside,
+  /// Answer normally, then scribble over the answered error signal.
+  shm_scribble,
 };
 
 /// Returns "serve", "crash", "hang", "garbage", "oversized-prefix",
-/// "wrong-shape", "slow" or "bomb".
+/// "wrong-shape", "slow", "bomb", "shm-outside" or "shm-scribble".
 const char* to_string(fault_action action) noexcept;
 
 /// Decides, request by request, when the configured faults fire. Counts the
@@ -134,6 +157,13 @@ public:
 
   /// Returns whether the process must exit before reading anything.
   bool exits_at_start() const noexcept { return options_.kind == fault_kind::exit_at_start; }
+
+  /// Returns whether the process tries to shrink its shared region.
+  bool shrinks_region() const noexcept { return options_.kind == fault_kind::shm_shrink; }
+
+  /// Returns whether `init` is answered accepting a shared region, offered
+  /// or not.
+  bool claims_region() const noexcept { return options_.kind == fault_kind::shm_claim; }
 
   /// Returns the protocol version to answer `init` with: 2 for
   /// `bad-version`, else `protocol::protocol_version`.

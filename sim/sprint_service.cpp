@@ -1,6 +1,7 @@
 #include "sim/sprint_service.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -73,12 +74,17 @@ void sprint_service::answer_init(const protocol::init_command& request,
                  "answering anyway (the parent checks the version)",
                  request.client_name, request.version, protocol::protocol_version);
   check_encoded(protocol::encode_init_reply(out, options_.wire, options_.child_name,
-                                            options_.init_reply_version),
+                                            options_.init_reply_version,
+                                            region_ != nullptr || options_.claim_shared_memory),
                 out);
 }
 
 void sprint_service::answer_loss(const protocol::loss_command& request,
                                  protocol::byte_buffer& out) {
+  if (request.shared_posteriors) {
+    answer_shared_loss(request, out);
+    return;
+  }
   const auto& log_posteriors = request.log_posteriors;
   // decode_command checks all this; a command made by hand may not be.
   if (log_posteriors.type != protocol::dtype::float32 || log_posteriors.shape.size() != 2 ||
@@ -91,26 +97,59 @@ void sprint_service::answer_loss(const protocol::loss_command& request,
   }
   const size_t frames = log_posteriors.shape[0];
   const size_t dim = log_posteriors.shape[1];
-  const size_t count = frames * dim;
   const float* data = protocol::aligned_data<float>(log_posteriors);
   if (data == nullptr) {
-    posteriors_.resize(count);
+    posteriors_.resize(frames * dim);
     protocol::copy_rows(log_posteriors, posteriors_.data(), dim);
     data = posteriors_.data();
   }
-  error_signal_.resize(count);
+  auto loss = compute_loss(request.segment_name, data, frames, dim, out);
+  if (!loss)
+    return;
+  check_encoded(protocol::encode_loss_reply(out, options_.wire, *loss, frames, dim,
+                                            error_signal_.data(), options_.loss_encoding),
+                out);
+}
+
+void sprint_service::answer_shared_loss(const protocol::loss_command& request,
+                                        protocol::byte_buffer& out) {
+  const auto& reference = *request.shared_posteriors;
+  const std::string context = "get_loss_and_error_signal for '" + request.segment_name + "'";
+  if (!region_) {
+    reply_exception(context + ": its posteriors are in a shared region, but none was offered", out);
+    return;
+  }
+  auto place = region_->view(reference.offset, reference.bytes(), alignof(float));
+  if (!place) {
+    reply_exception(context + ": " + exception_text(place.error()), out);
+    return;
+  }
+  // Read in place; the error signal goes over the posteriors once computed,
+  // where the parent copies it from.
+  auto* slot = reinterpret_cast<float*>(*place);
+  auto loss = compute_loss(request.segment_name, slot, reference.rows, reference.cols, out);
+  if (!loss)
+    return;
+  std::memcpy(slot, error_signal_.data(), reference.bytes());
+  check_encoded(
+      protocol::encode_loss_reply(out, options_.wire, *loss, reference, options_.loss_encoding),
+      out);
+}
+
+std::optional<double> sprint_service::compute_loss(const std::string& segment, const float* data,
+                                                   size_t frames, size_t dim,
+                                                   protocol::byte_buffer& out) {
+  error_signal_.resize(frames * dim);
   const auto rows = static_cast<Eigen::Index>(frames);
   const auto cols = static_cast<Eigen::Index>(dim);
   Eigen::Map<const criterion::row_matrix_f> input{data, rows, cols};
   Eigen::Map<criterion::row_matrix_f> error_signal{error_signal_.data(), rows, cols};
-  auto result = criterion_.loss_and_error_signal(request.segment_name, input, error_signal);
+  auto result = criterion_.loss_and_error_signal(segment, input, error_signal);
   if (!result) {
     reply_error(result.error(), out);
-    return;
+    return std::nullopt;
   }
-  check_encoded(protocol::encode_loss_reply(out, options_.wire, result->loss, frames, dim,
-                                            error_signal_.data(), options_.loss_encoding),
-                out);
+  return result->loss;
 }
 
 void sprint_service::answer_fsa(const protocol::fsa_command& request, protocol::byte_buffer& out) {
@@ -181,8 +220,12 @@ std::string describe(const protocol::command& request) {
            std::to_string(init->version);
   if (const auto* loss = std::get_if<protocol::loss_command>(&request)) {
     const auto& shape = loss->log_posteriors.shape;
+    const auto& shared = loss->shared_posteriors;
+    const size_t rows = shared ? shared->rows : shape.size() == 2 ? shape[0] : 0;
+    const size_t cols = shared ? shared->cols : shape.size() == 2 ? shape[1] : 0;
     return std::string{protocol::loss_command_name} + " '" + loss->segment_name + "' [" +
-           std::to_string(shape[0]) + " x " + std::to_string(shape[1]) + "]";
+           std::to_string(rows) + " x " + std::to_string(cols) + "]" +
+           (shared ? " in shared memory at " + std::to_string(shared->offset) : "");
   }
   if (const auto* fsa = std::get_if<protocol::fsa_command>(&request))
     return std::string{protocol::fsa_command_name_of(fsa->source)} + " '" + fsa->text + "'";

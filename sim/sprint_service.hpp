@@ -7,13 +7,16 @@
 /// pair of pipes, tests call it directly.
 ///
 /// Replies:
-/// - `init`: ("ok", child name, 1). A command version other than 1 is
-///   answered all the same, with a warning in the log: the version check is
-///   the parent's (it compares the version in our reply), and an answer gives
-///   it a clear error where silence would give it a timeout.
+/// - `init`: ("ok", child name, 1), with "sprintrt_shm" as a fourth item
+///   when the service has a shared region (docs/protocol.md section 7). A command version other
+///   than 1 is answered all the same, with a warning in the log: the version check is the parent's
+///   (it compares the version in our reply), and an answer gives it a clear error where silence
+///   would give it a timeout.
 /// - `get_loss_and_error_signal`: ("ok", loss, error_signal[T, D]) from the
 ///   criterion's full-sum (loss +inf and zeros for a skipped segment), or
-///   loss 0 and zeros for any segment with `criterion_kind::zero`.
+///   loss 0 and zeros for any segment with `criterion_kind::zero`. A request
+///   whose posteriors are in the shared region is read there in place and
+///   answered with the error signal written over them and a reference.
 /// - `export_allophone_state_fsa_by_segment_name`: ("ok", num_states,
 ///   num_edges, edges[3*E], weights[E]) of the criterion's FSA.
 /// - `export_allophone_state_fsa_by_orthography`: the same for the label
@@ -26,10 +29,12 @@
 ///   SprintControl, which answers a failing handler with its exception.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/shared_region.hpp"
 #include "protocol/byte_buffer.hpp"
 #include "protocol/messages.hpp"
 #include "sim/corpus_criterion.hpp"
@@ -48,6 +53,9 @@ struct service_options {
   std::string child_name = "sprint-sim";
   /// The version in the `init` reply (a fault injection answers 2).
   int64_t init_reply_version = protocol::protocol_version;
+  /// Accept a shared region in the `init` reply even without one (a fault
+  /// injection: a child that claims what it was not offered).
+  bool claim_shared_memory = false;
 };
 
 /// What the caller does after the service handled a message.
@@ -70,6 +78,13 @@ public:
 
   /// Returns the options.
   const service_options& options() const noexcept { return options_; }
+
+  /// Serves loss requests through `region` (the parent's offer, attached;
+  /// it must outlive the service) and accepts it in the `init` reply.
+  void use_shared_region(shared_region* region) noexcept { region_ = region; }
+
+  /// Returns the shared region, if the service has one.
+  shared_region* region() const noexcept { return region_; }
 
   /// Decodes `message` (a pickle as `protocol::read_pickle` returns it) as a
   /// command and handles it; a malformed command is answered with an
@@ -101,6 +116,11 @@ public:
 private:
   void answer_init(const protocol::init_command& request, protocol::byte_buffer& out);
   void answer_loss(const protocol::loss_command& request, protocol::byte_buffer& out);
+  void answer_shared_loss(const protocol::loss_command& request, protocol::byte_buffer& out);
+  // Computes the loss of `frames` x `dim` posteriors at `data` into
+  // `error_signal_`; replies with the error and returns nothing on failure.
+  std::optional<double> compute_loss(const std::string& segment, const float* data, size_t frames,
+                                     size_t dim, protocol::byte_buffer& out);
   void answer_fsa(const protocol::fsa_command& request, protocol::byte_buffer& out);
   // Appends ("exception", message).
   void reply_exception(std::string_view message, protocol::byte_buffer& out);
@@ -109,6 +129,8 @@ private:
 
   corpus_criterion criterion_;
   service_options options_;
+  /// The parent's shared region, if offered and attached.
+  shared_region* region_ = nullptr;
   /// Posteriors whose data in the message is not aligned for float, copied.
   std::vector<float> posteriors_;
   /// The error signal of the current request.

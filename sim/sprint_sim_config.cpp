@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "criterion/ctc_topology.hpp"
+#include "protocol/shared_array.hpp"
 #include "sim/sprint_sim_parameters.hpp"
 
 namespace sprintrt::sim {
@@ -136,6 +137,12 @@ caf::expected<python_control_config> parse_python_control_config(std::string_vie
         return invalid("pymod-config " + std::string{key} + " '" + std::string{value} +
                        "' is not an integer");
       (key == "c2p_fd" ? c2p : key == "p2c_fd" ? p2c : result.min_version) = *x;
+    } else if (key == protocol::shared_memory_config_key) {
+      auto x = parse_python_int(value);
+      if (!x || *x < 0)
+        return invalid("pymod-config " + std::string{key} + " '" + std::string{value} +
+                       "' is not a descriptor number");
+      result.shared_memory_fd = *x;
     } else {
       result.extra[std::string{key}] = std::string{value};
     }

@@ -48,6 +48,9 @@ struct python_control_config {
   int p2c_fd = -1;
   /// `minPythonControlVersion`, when given.
   std::optional<int> min_version;
+  /// `sprintrtSharedMemoryFd`: the shared region sprintrt offers, when
+  /// given (docs/protocol.md section 7).
+  std::optional<int> shared_memory_fd;
   /// Every other `key:value` item (e.g. EnableAutoNumpySharedMemPickling),
   /// accepted and ignored.
   std::map<std::string, std::string> extra;

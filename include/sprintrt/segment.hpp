@@ -130,6 +130,9 @@ struct worker_stats {
   uint32_t restarts = 0;
   /// The current child's pid, or -1.
   int32_t pid = -1;
+  /// Requests answered through the child's shared region instead of the
+  /// pipes (`sharedMemory`, docs/protocol.md section 7).
+  uint64_t shared_memory_requests = 0;
 };
 
 /// CAF inspection (serialization, rendering) of `segment_fsa`.
@@ -147,7 +150,8 @@ typename Inspector::result_type inspect(Inspector& f, fsa_query& x) {
 /// CAF inspection of `worker_stats`.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_stats& x) {
-  return f(x.requests_served, x.requests_failed, x.busy_ns, x.restarts, x.pid);
+  return f(x.requests_served, x.requests_failed, x.busy_ns, x.restarts, x.pid,
+           x.shared_memory_requests);
 }
 
 } // namespace sprintrt

@@ -123,6 +123,7 @@ py::dict to_dict(const worker_stats& w) {
   d["busy_ns"] = w.busy_ns;
   d["restarts"] = w.restarts;
   d["pid"] = w.pid;
+  d["shared_memory_requests"] = w.shared_memory_requests;
   return d;
 }
 
@@ -209,7 +210,8 @@ void bind_pool(py::module_& m) {
       .def("stats", &pool::stats,
            "The pool's counters: capacity, batches, segments, failed_segments, skipped_segments, "
            "automata, "
-           "fsa_exports, workers (requests_served, requests_failed, busy_ns, restarts, pid).")
+           "fsa_exports, workers (requests_served, requests_failed, busy_ns, restarts, pid, "
+           "shared_memory_requests).")
       .def_property_readonly("num_instances",
                              [](const pool& p) { return p.options().num_instances; })
       .def_property_readonly("in_process", &pool::in_process,

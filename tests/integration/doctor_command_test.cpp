@@ -37,12 +37,13 @@ TEST_CASE("doctor passes a working set-up step by step") {
                                          " --frames 12 --dim 5");
   INFO(r.out << r.err);
   CHECK(r.status == 0);
-  CHECK_THAT(r.out,
-             Catch::Contains("'--*.pymod-config=c2p_fd:3,p2c_fd:4,minPythonControlVersion:2'") &&
-                 Catch::Contains("handshake ok: child 'sprint-sim', protocol version 1") &&
-                 Catch::Contains("segment '" + segments[1].name +
-                                 "' (12 x 5, uniform posteriors): loss ") &&
-                 Catch::Contains("exit ok: the child exited with status 0"));
+  CHECK_THAT(r.out, Catch::Contains("'--*.pymod-config=c2p_fd:3,p2c_fd:4,minPythonControlVersion:2,"
+                                    "sprintrtSharedMemoryFd:5'") &&
+                        Catch::Contains("handshake ok: child 'sprint-sim', protocol version 1") &&
+                        Catch::Contains("shared memory: accepted") &&
+                        Catch::Contains("segment '" + segments[1].name +
+                                        "' (12 x 5, uniform posteriors): loss ") &&
+                        Catch::Contains("exit ok: the child exited with status 0"));
   CHECK(test::child_processes().empty());
 }
 

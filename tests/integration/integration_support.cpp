@@ -17,6 +17,8 @@
 #include <boost/asio/post.hpp>
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include "actors/worker/sprint_worker.hpp"
 #include "criterion/corpus.hpp"
 #include "criterion/ctc_topology.hpp"
@@ -136,6 +138,16 @@ caf::expected<double> compute(caf::scoped_actor& self, const sprint_worker_actor
       .receive([&](double loss) { result = loss; },
                [&](caf::error& err) { result = std::move(err); });
   return result;
+}
+
+worker_stats stats_of(caf::scoped_actor& self, const sprint_worker_actor& worker) {
+  std::optional<worker_stats> stats;
+  caf::error failure;
+  self->request(worker, caf::infinite, stats_atom::value)
+      .receive([&](worker_stats& s) { stats = s; }, [&](caf::error& err) { failure = err; });
+  INFO(render(failure));
+  REQUIRE(stats);
+  return *stats;
 }
 
 caf::expected<segment_fsa> export_fsa(caf::scoped_actor& self, const sprint_worker_actor& worker,

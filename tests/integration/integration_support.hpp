@@ -130,6 +130,10 @@ void check_reaped_once_killed(pid_t pid);
 caf::expected<double> compute(caf::scoped_actor& self, const sprint_worker_actor& worker,
                               const segment_job& job);
 
+/// The worker's counters; a failed stats request fails the test (a default
+/// `worker_stats` would pass every "restarts == 0").
+worker_stats stats_of(caf::scoped_actor& self, const sprint_worker_actor& worker);
+
 /// Exports the FSA of segment `text` (or of the orthography `text`, by
 /// `source`) from `worker`, blocking.
 caf::expected<segment_fsa> export_fsa(caf::scoped_actor& self, const sprint_worker_actor& worker,

@@ -29,22 +29,11 @@ using test::compute;
 using test::make_job;
 using test::random_log_posteriors;
 using test::sim_options;
+using test::stats_of;
 
 namespace {
 
 constexpr size_t dim = 5;
-
-/// The worker's counters; a failed stats request fails the test (a default
-/// `worker_stats` would pass every "restarts == 0").
-worker_stats stats_of(caf::scoped_actor& self, const sprint_worker_actor& worker) {
-  std::optional<worker_stats> stats;
-  caf::error failure;
-  self->request(worker, caf::infinite, stats_atom::value)
-      .receive([&](worker_stats& s) { stats = s; }, [&](caf::error& err) { failure = err; });
-  INFO(render(failure));
-  REQUIRE(stats);
-  return *stats;
-}
 
 /// What a failure test gets: the worker, a scoped actor to talk to it, the
 /// corpus segments and the corpus path.

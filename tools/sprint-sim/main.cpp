@@ -5,16 +5,19 @@
 // is testable. It never touches stdin and writes to stdout only for --help: everything it
 // has to say goes to stderr, one line each, prefixed "sprint-sim[pid]".
 
+#include <unistd.h>
+
 #include <csignal>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <spdlog/sinks/stdout_sinks.h>
-#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
+#include "common/shared_region.hpp"
 #include "criterion/corpus.hpp"
 #include "sim/corpus_criterion.hpp"
 #include "sim/fault_injection.hpp"
@@ -93,6 +96,18 @@ int run(const sim::sprint_sim_config& config) {
     spdlog::info("denominator: {}", spec->competitors->description());
   auto options = config.service;
   options.init_reply_version = faults.init_reply_version();
+  options.claim_shared_memory = faults.claims_region();
+  // The shared region sprintrt offers (docs/protocol.md section 7): taken if
+  // it is what it must be, else the pipes serve everything.
+  std::optional<shared_region> region;
+  if (pipes.shared_memory_fd) {
+    auto attached = shared_region::attach(*pipes.shared_memory_fd);
+    if (attached)
+      region = std::move(*attached);
+    else
+      spdlog::warn("not using the shared region: {}", render(attached.error()));
+  }
+
   spdlog::info("serving {} segments of '{}' with the {} topology, criterion {}, {} framing, on "
                "fds {} (read) and {} (write)",
                corpus->size(), config.corpus_path, (*topology)->name(),
@@ -101,6 +116,8 @@ int run(const sim::sprint_sim_config& config) {
   sim::sprint_service service{
       sim::corpus_criterion{std::move(*corpus), std::move(*topology), std::move(*spec)},
       std::move(options)};
+  if (region)
+    service.use_shared_region(&*region);
   sim_tool::pipe_server server{pipes.p2c_fd, pipes.c2p_fd, service, faults};
   return status(server.run());
 }

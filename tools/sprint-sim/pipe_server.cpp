@@ -1,6 +1,13 @@
 #include "tools/sprint-sim/pipe_server.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -86,12 +93,45 @@ std::optional<sprint_sim_exit> pipe_server::handle(protocol::byte_buffer&& messa
     spdlog::error("request {}: cannot send the reply: {}", number, render(err));
     return sprint_sim_exit::failure;
   }
+  if (scribble_)
+    scribble_after_reply(number);
   if (spdlog::should_log(spdlog::level::debug)) {
     const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
     spdlog::debug("request {}: {}: replied {} bytes in {:.3f} ms", number, description_,
                   reply_.size(), took.count());
   }
   return std::nullopt;
+}
+
+void pipe_server::try_to_shrink(const protocol::shared_array& reference) {
+  auto& region = *service_.region();
+  // Mapped first, so that the region has its size from the parent.
+  if (!region.view(reference.offset, reference.bytes(), alignof(float)))
+    return;
+  const int truncated = ::ftruncate(region.fd(), 0);
+  spdlog::warn("fault injection: shrinking the shared region of {} bytes to 0 {}", region.size(),
+               truncated == 0 ? "succeeded" : std::string{"failed: "} + std::strerror(errno));
+  const int sealed = ::fcntl(region.fd(), F_ADD_SEALS, F_SEAL_GROW);
+  spdlog::warn("fault injection: sealing the shared region against growing {}",
+               sealed == 0 ? "succeeded" : std::string{"failed: "} + std::strerror(errno));
+}
+
+void pipe_server::scribble_after_reply(size_t number) {
+  const auto reference = *std::exchange(scribble_, std::nullopt);
+  if (!service_.region())
+    return;
+  auto place = service_.region()->view(reference.offset, reference.bytes(), alignof(float));
+  if (!place)
+    return;
+  spdlog::warn("fault injection: writing NaN over the error signal of request {} for {} ms after "
+               "replying",
+               number, sim::shm_scribble_time.count());
+  auto* values = reinterpret_cast<volatile float*>(*place);
+  const size_t count = reference.rows * reference.cols;
+  const auto until = std::chrono::steady_clock::now() + sim::shm_scribble_time;
+  while (std::chrono::steady_clock::now() < until)
+    for (size_t i = 0; i < count; i += 7)
+      values[i] = std::numeric_limits<float>::quiet_NaN();
 }
 
 std::optional<sprint_sim_exit> pipe_server::answer(const protocol::value& message, size_t number) {
@@ -103,6 +143,13 @@ std::optional<sprint_sim_exit> pipe_server::answer(const protocol::value& messag
   }
   if (spdlog::should_log(spdlog::level::debug))
     description_ = sim::describe(*request);
+  if (faults_.shrinks_region() && !shrink_tried_ && service_.region()) {
+    const auto* loss = std::get_if<protocol::loss_command>(&*request);
+    if (loss && loss->shared_posteriors) {
+      shrink_tried_ = true;
+      try_to_shrink(*loss->shared_posteriors);
+    }
+  }
   switch (faults_.on_request(*request)) {
   case sim::fault_action::serve:
     if (service_.handle(*request, reply_) == sim::service_action::exit) {
@@ -132,7 +179,8 @@ std::optional<sprint_sim_exit> pipe_server::answer(const protocol::value& messag
     // `on_request` fires this on loss requests only.
     const auto& loss = std::get<protocol::loss_command>(*request);
     const size_t frames = loss.frames + 1;
-    const size_t dim = loss.log_posteriors.shape[1];
+    const size_t dim =
+        loss.shared_posteriors ? loss.shared_posteriors->cols : loss.log_posteriors.shape[1];
     spdlog::warn("fault injection: answering request {} ({}) with a {} x {} error signal", number,
                  sim::describe(*request), frames, dim);
     std::vector<float> zeros(frames * dim, 0.0f);
@@ -156,6 +204,28 @@ std::optional<sprint_sim_exit> pipe_server::answer(const protocol::value& messag
     spdlog::warn("fault injection: answering request {} ({}) with garbage", number,
                  sim::describe(*request));
     sim::append_garbage_reply(reply_, service_.options().wire.framing);
+    break;
+  case sim::fault_action::shm_outside: {
+    // `on_request` fires this on loss requests through the region only.
+    auto outside = *std::get<protocol::loss_command>(*request).shared_posteriors;
+    // Mapping the request first follows the parent's growth: the end is
+    // the region's end now.
+    if (!service_.region() ||
+        !service_.region()->view(outside.offset, outside.bytes(), alignof(float))) {
+      service_.handle(*request, reply_); // answered with what is wrong
+      break;
+    }
+    outside.offset = service_.region()->size();
+    spdlog::warn("fault injection: answering request {} ({}) with an error signal at offset {}, "
+                 "the end of the region",
+                 number, sim::describe(*request), outside.offset);
+    if (auto err = protocol::encode_loss_reply(reply_, service_.options().wire, 0.0, outside))
+      service_.reply_error(err, reply_);
+    break;
+  }
+  case sim::fault_action::shm_scribble:
+    service_.handle(*request, reply_);
+    scribble_ = std::get<protocol::loss_command>(*request).shared_posteriors;
     break;
   }
   if (sim::requested_segment(*request) && faults_.reply_delay().count() > 0)

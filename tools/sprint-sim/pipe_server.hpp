@@ -44,6 +44,13 @@ private:
   // Decides about and answers one decoded message, filling `reply_`.
   std::optional<sim::sprint_sim_exit> answer(const protocol::value& message, size_t number);
 
+  // The `shm-shrink` fault, on the first request through the region.
+  void try_to_shrink(const protocol::shared_array& reference);
+
+  // The `shm-scribble` fault: writes NaN over the error signal of request
+  // `number` (in `scribble_`) while the parent reads it.
+  void scribble_after_reply(size_t number);
+
   int p2c_fd_;
   int c2p_fd_;
   sim::sprint_service& service_;
@@ -54,6 +61,10 @@ private:
   std::string description_;
   /// Messages received so far.
   size_t requests_ = 0;
+  /// Whether `shm-shrink` has tried.
+  bool shrink_tried_ = false;
+  /// The error signal to scribble over after the reply (`shm-scribble`).
+  std::optional<protocol::shared_array> scribble_;
 };
 
 } // namespace sprintrt::sim_tool

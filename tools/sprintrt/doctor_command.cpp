@@ -20,12 +20,14 @@
 #include <deque>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <variant>
 
 #include <nlohmann/json.hpp>
 
+#include "common/shared_region.hpp"
 #include "config/child_environment.hpp"
 #include "config/option_table.hpp"
 #include "config/sprint_args.hpp"
@@ -200,7 +202,12 @@ public:
     format_ = config::wire_format_of(opts_);
     io_.emplace();
     auto start = clock::now();
-    channel_ = runtime::sprint_channel::open(*io_, opts_, "doctor", events_.callbacks());
+    // The region a worker would offer (docs/protocol.md section 7): the
+    // child gets the command line a worker's child gets.
+    if (config::offers_shared_memory(opts_))
+      if (auto region = shared_region::create("doctor"))
+        region_ = std::make_shared<shared_region>(std::move(*region));
+    channel_ = runtime::sprint_channel::open(*io_, opts_, "doctor", events_.callbacks(), region_);
     int status = steps(start);
     if (!down_) {
       // Make sure the child is gone, whatever step failed.
@@ -242,8 +249,16 @@ private:
       return diagnose("handshake", "bad reply to init: " + render(init_reply.error()));
     if (auto err = protocol::check_protocol_version(*init_reply))
       return diagnose("handshake", error_message(err));
+    if (init_reply->shared_memory && !region_)
+      return diagnose("handshake",
+                      "bad reply to init: it accepts a shared region that it was not offered");
     summary_["child_name"] = init_reply->child_name;
+    summary_["shared_memory"] = init_reply->shared_memory;
     say("handshake ok: child '" + init_reply->child_name + "', protocol version 1, " + ms(init_ms));
+    if (region_)
+      say(init_reply->shared_memory
+              ? "shared memory: accepted (large segments travel through it, not the pipes)"
+              : "shared memory: declined by the child (everything through the pipes)");
     if (!cli_.segment.empty())
       if (status = compute_segment(); status != 0)
         return status;
@@ -398,6 +413,8 @@ private:
   // Declared before the channel: the io thread must outlive it.
   std::optional<runtime::io_thread> io_;
   std::optional<runtime::sprint_channel> channel_;
+  /// The shared region offered to the child, if the options offer one.
+  std::shared_ptr<shared_region> region_;
   std::optional<runtime::child_down> down_;
 };
 

@@ -36,6 +36,7 @@ import numpy
 
 from sprintrt_control_layer import LayerPath, SprintNnPythonLayer
 from sprintrt_control_pipes import Pipes, ProtocolError, _describe, _say, _shape_text, _text
+from sprintrt_control_shm import CONFIG_KEY, TAG, SharedRegion, is_reference, reference_of
 
 __all__ = ["init", "getSegmentList", "SprintNnPythonLayer", "ProtocolError"]
 
@@ -110,6 +111,16 @@ class Control:
         self.pending: _Request | None = None
         self.exited = False
         self.layer_path = LayerPath(self)
+        # The parent's shared region (docs/protocol.md section 7), if offered
+        # and what it must be; else everything goes through the pipes.
+        self.region: SharedRegion | None = None
+        # The loss request being served through it: its offset and its view.
+        self.shared_loss: tuple[int, numpy.ndarray] | None = None
+        if CONFIG_KEY in config:
+            try:
+                self.region = SharedRegion(int(config[CONFIG_KEY]))
+            except (OSError, ValueError) as exc:
+                _say(f"not using the shared region: {exc}")
         self.update(callback, version_number)
 
     def update(self, callback: Callable[..., Any] | None, version_number: int | None) -> None:
@@ -279,10 +290,11 @@ class Control:
         if version != PROTOCOL_VERSION:
             _say(f"init from {parent_name!r} asks for protocol version {version!r}, this child "
                  f"speaks {PROTOCOL_VERSION}")
+        if self.region is not None:
+            return (CHILD_NAME, PROTOCOL_VERSION, TAG)  # accepts the region
         return (CHILD_NAME, PROTOCOL_VERSION)
 
-    @staticmethod
-    def _check_loss_request(name, seg_len, log_posteriors):
+    def _check_loss_request(self, name, seg_len, log_posteriors):
         if not isinstance(name, str) or not name:
             raise ValueError("get_loss_and_error_signal: segment name must be a non-empty str, "
                              f"got {name!r}")
@@ -290,6 +302,13 @@ class Control:
                 or seg_len <= 0):
             raise ValueError(f"get_loss_and_error_signal for '{name}': seg_len must be a positive "
                              f"int, got {seg_len!r}")
+        if is_reference(log_posteriors):
+            what = f"get_loss_and_error_signal for '{name}': log_posteriors"
+            if self.region is None:
+                raise ValueError(f"{what} are in a shared region, but none was offered")
+            view = self.region.view(log_posteriors, int(seg_len), what)
+            self.shared_loss = (log_posteriors[1], view)
+            return view
         if (not isinstance(log_posteriors, numpy.ndarray) or log_posteriors.dtype != numpy.float32
                 or log_posteriors.ndim != 2 or log_posteriors.shape[0] != seg_len
                 or log_posteriors.shape[1] == 0):
@@ -374,12 +393,35 @@ class Control:
         """Sends ``("ok",) + compute()``, or an exception reply if it raised."""
         try:
             result = compute()
+            if command == "get_loss_and_error_signal":
+                result = self._through_region(*result)
         except Exception as exc:  # the parent gets it as an error naming command and segment
             self._send_exception(command, name, _describe(exc))
             return
         self._send(("ok",) + result)
 
+    def send_loss(self, name: str, loss: float, error_signal: Any) -> None:
+        """Answers the loss request of segment `name`."""
+        self._reply_guarded("get_loss_and_error_signal", name, lambda: (loss, error_signal))
+
+    def _through_region(self, loss, error_signal):
+        """A loss reply's items: as they are, or for a request that came through
+        the shared region, the error signal written over its posteriors there and
+        referenced."""
+        shared, self.shared_loss = self.shared_loss, None
+        if shared is None:
+            return (loss, error_signal)
+        offset, view = shared
+        error_signal = numpy.asarray(error_signal)
+        if error_signal.shape != view.shape:
+            raise ValueError(f"the error signal has shape {error_signal.shape}, the posteriors "
+                             f"{view.shape}")
+        view[...] = error_signal
+        return (loss, reference_of(offset, view))
+
     def _send_exception(self, command, name, message):
+        if command == "get_loss_and_error_signal":
+            self.shared_loss = None
         subject = "" if name is None else f" '{name}'"
         _say(f"{command}{subject}: {message}")
         self._send(("exception", message))

@@ -180,7 +180,7 @@ class LayerPath:
             _say(f"RASR skipped segment '{name}' ({how}; see RASR's log): loss inf and an all-zero "
                  "error signal")
             zeros = numpy.zeros(request.log_posteriors.shape, numpy.float32)
-            self.control._send(("ok", math.inf, zeros))
+            self.control.send_loss(name, math.inf, zeros)
         elif state.loss is None:
             why = ("" if state.started else
                    " (nor init_segment: RASR's SegmentwiseNnTrainer calls them only with "
@@ -197,7 +197,7 @@ class LayerPath:
                 "estimator computes a gradient, e.g. estimator = dry-run, and only into a layer "
                 "below the top one)")
         else:
-            self.control._send(("ok", state.loss, state.error_signal))
+            self.control.send_loss(name, state.loss, state.error_signal)
 
 
 def _control(config):

@@ -6,6 +6,8 @@ error signals sprint-sim's to 1e-5, in both of RASR's loop types and with 1 and
 str; unknown segments, unknown requests and broken input fail loudly, never
 hang."""
 
+import fcntl
+import mmap
 import os
 import select
 import struct
@@ -159,7 +161,7 @@ def test_neither_pymod_option_names_this_packages_module():
 class Child:
     """The stand-in with sprintrt_control on pipes of the test's own."""
 
-    def __init__(self, corpus_path, loop_type, config_extra=""):
+    def __init__(self, corpus_path, loop_type, config_extra="", extra_fds=()):
         p2c_r, self.p2c_w = os.pipe()
         self.c2p_r, c2p_w = os.pipe()
         module_dir = os.path.dirname(os.path.dirname(os.path.abspath(sprintrt.__file__)))
@@ -171,8 +173,8 @@ class Child:
                 "--*.python-segment-order-pymod-path=" + module_dir,
                 "--*.python-segment-order-pymod-name=sprintrt_control",
                 "--*.python-segment-order-config=" + config]
-        self.process = subprocess.Popen(args, pass_fds=(p2c_r, c2p_w), stderr=subprocess.PIPE,
-                                        stdin=subprocess.DEVNULL)
+        self.process = subprocess.Popen(args, pass_fds=(p2c_r, c2p_w) + tuple(extra_fds),
+                                        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
         os.close(p2c_r)
         os.close(c2p_w)
         sys.path.insert(0, module_dir)
@@ -353,3 +355,75 @@ def test_a_reply_that_is_no_fsa_fails_the_builders_batch_naming_the_segment(nn_t
     assert builder.stats()["entries"] == 0
     workers = builder.pool._pool.stats()["workers"]
     assert [w["restarts"] for w in workers] == [0] and workers[0]["requests_failed"] == 4
+
+
+@pytest.mark.parametrize("loop_type", ["iterate-corpus", "python-control-loop"])
+def test_losses_through_the_shared_region_equal_the_pipes_bit_for_bit(
+        nn_trainer, corpus, loop_type):
+    # docs/protocol.md section 7: the child reads the posteriors in the region
+    # and writes the error signal over them; with a threshold of 0 every
+    # segment goes that way, with "off" none.
+    path, names = corpus
+    lp, lengths = random_batch(names)
+    results = {}
+    for mode in ("off", "auto"):
+        pool = sprintrt.SprintInstancePool(control_options(
+            nn_trainer, path, loop_type, numInstances=2, sharedMemory=mode,
+            sharedMemoryThreshold=0))
+        results[mode] = pool.get_batch_loss_and_error_signal(lp, lengths, names)
+        workers = pool._pool.stats()["workers"]
+        through_region = sum(w["shared_memory_requests"] for w in workers)
+        assert through_region == (0 if mode == "off" else len(names))
+    assert numpy.array_equal(results["off"][0], results["auto"][0])
+    assert numpy.array_equal(results["off"][1], results["auto"][1])
+
+
+@pytest.mark.parametrize("loop_type", LOOP_TYPES)
+def test_the_child_reads_and_writes_in_the_region_after_checking_the_reference(corpus,
+                                                                               loop_type):
+    path, names = corpus
+    fd = os.memfd_create("test-region", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, 2 * 4096)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    region = mmap.mmap(fd, 2 * 4096)
+    child = Child(path, loop_type, ",sprintrtSharedMemoryFd:%d" % fd, extra_fds=(fd,))
+    os.close(fd)
+    child.send(("init", "test", 1))
+    assert child.reply() == ("ok", "sprintrt_control", 1, "sprintrt_shm")
+    lp, _ = random_batch(names)
+    posteriors = numpy.ascontiguousarray(lp[:4, 0])
+    # Outside the region, misaligned, another dtype: exception replies.
+    for reference, says in [(("sprintrt_shm", 8192, "float32", (4, DIM)), "outside the region"),
+                            (("sprintrt_shm", 2, "float32", (4, DIM)), "multiple of 4"),
+                            (("sprintrt_shm", 0, "float64", (4, DIM)), "dtype must be"),
+                            (("sprintrt_shm", 0, "float32", (5, DIM)), "shape must be (4, D)")]:
+        child.send(("get_loss_and_error_signal", names[0], 4, reference))
+        status, message = child.reply()
+        assert status == "exception" and names[0] in message and says in message
+    # Through the pipe, then through the region: the same answer, bit for bit.
+    child.send(("get_loss_and_error_signal", names[0], 4, posteriors))
+    status, loss, error_signal = child.reply()
+    assert status == "ok"
+    in_region = numpy.frombuffer(region, numpy.float32, count=4 * DIM, offset=4096)
+    in_region[:] = posteriors.reshape(-1)
+    reference = ("sprintrt_shm", 4096, "float32", (4, DIM))
+    child.send(("get_loss_and_error_signal", names[0], 4, reference))
+    assert child.reply() == ("ok", loss, reference)
+    assert numpy.array_equal(in_region.reshape(4, DIM), error_signal)
+    child.send(("exit",))
+    status, _ = child.finish()
+    assert status == 0
+
+
+def test_a_reference_without_an_offered_region_is_refused(corpus):
+    path, names = corpus
+    child = Child(path, "python-control-loop")
+    child.send(("init", "test", 1))
+    assert child.reply() == ("ok", "sprintrt_control", 1)
+    child.send(("get_loss_and_error_signal", names[0], 4,
+                ("sprintrt_shm", 0, "float32", (4, DIM))))
+    status, message = child.reply()
+    assert status == "exception" and names[0] in message and "none was offered" in message
+    child.send(("exit",))
+    status, _ = child.finish()
+    assert status == 0

@@ -22,10 +22,17 @@ caf::error check_log_posteriors(std::string_view segment,
                                                std::to_string(log_posteriors.cols()) +
                                                "] (need at least one frame and one class)");
   constexpr float inf = std::numeric_limits<float>::infinity();
-  // One vectorized pass for the common case; the scan for the position runs
-  // only when there is something to report.
-  const auto values = log_posteriors.array();
-  if (!(values.isNaN() || values == inf).any())
+  // One pass the compiler vectorizes for the common case (!(x < inf) holds
+  // for NaN and +inf only; Eigen's isNaN() || == inf is evaluated element by
+  // element, about ten times slower); the scan for the position runs only
+  // when there is something to report.
+  unsigned bad = 0;
+  for (Eigen::Index t = 0; t < log_posteriors.rows(); ++t) {
+    const float* row = log_posteriors.row(t).data();
+    for (Eigen::Index k = 0; k < log_posteriors.cols(); ++k)
+      bad |= static_cast<unsigned>(!(row[k] < inf));
+  }
+  if (bad == 0)
     return {};
   for (Eigen::Index t = 0; t < log_posteriors.rows(); ++t)
     for (Eigen::Index k = 0; k < log_posteriors.cols(); ++k) {

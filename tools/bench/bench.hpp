@@ -43,13 +43,14 @@ using bench_state = benchmark::State;
 
 // --- Families, one registration function per *_benchmarks.cpp, in main's order.
 
-void register_codec_benchmarks();     ///< request encode, reply decode
-void register_criterion_benchmarks(); ///< sprint-sim's criterion, full sum, MMI, sMBR
-void register_transport_benchmarks(); ///< small, tiny and 48 MB segments through one child
-void register_batch_benchmarks();     ///< CTC batches over 1, 2 (4) workers
-void register_seqtrain_benchmarks();  ///< the sequence-training scheduler
-void register_remote_benchmarks();    ///< a large segment to a remote pool
-void register_python_benchmarks();    ///< the Python module against C++ (batch_benchmarks.cpp)
+void register_codec_benchmarks();         ///< request encode, reply decode
+void register_criterion_benchmarks();     ///< sprint-sim's criterion, full sum, MMI, sMBR
+void register_transport_benchmarks();     ///< small and tiny segments through one child
+void register_large_segment_benchmarks(); ///< 48 MB segments, pipes and shared memory
+void register_batch_benchmarks();         ///< CTC batches over 1, 2 (4) workers
+void register_seqtrain_benchmarks();      ///< the sequence-training scheduler
+void register_remote_benchmarks();        ///< a large segment to a remote pool
+void register_python_benchmarks();        ///< the Python module against C++ (batch_benchmarks.cpp)
 
 /// `--helper=large-rss FRAMES DIM BATCH`: one large batch in this process;
 /// prints its peak RSS increase as JSON. Returns the exit status.

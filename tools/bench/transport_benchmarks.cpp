@@ -24,6 +24,7 @@
 #include "protocol/pickle_reader.hpp"
 #include "sim/sprint_service.hpp"
 #include "tools/bench/bench.hpp"
+#include "tools/bench/transport_rigs.hpp"
 
 namespace sprintrt::bench {
 
@@ -35,45 +36,12 @@ const std::string small_prefix = "bench/seg-";
 const std::string tiny_segment = "bench/tiny";
 constexpr size_t tiny_frames = 3;
 constexpr size_t tiny_dim = 4;
-const std::string large_prefix = "bench/large-";
-
-struct large_shape {
-  size_t frames;
-  size_t dim;
-  size_t batch;
-};
-
 size_t small_batch_size() {
   return world().settings().quick ? 50 : 100;
 }
 
-// A job for `name` over random log-posteriors [frames, dim] from `seed`,
-// with an error-signal slice every request writes into again.
-segment_job make_job(const std::string& name, size_t frames, size_t dim, uint64_t seed) {
-  auto lp = matrix_slice::dense(frames, dim);
-  criterion::fill_random_log_posteriors(lp.storage->data(), frames, dim, seed);
-  return {name, lp, matrix_slice::dense(frames, dim)};
-}
-
 segment_job tiny_job() {
   return make_job(tiny_segment, tiny_frames, tiny_dim, 1);
-}
-
-// The framed sizes of a loss request for `segment` of [frames, dim] and of
-// its reply.
-size_t request_bytes(const std::string& segment, size_t frames, size_t dim) {
-  std::vector<float> data(frames * dim, -1.0f);
-  protocol::byte_buffer out;
-  check(protocol::encode_loss_command(out, {}, segment, frames, dim, data.data(), dim),
-        "encode_loss_command");
-  return out.size();
-}
-
-size_t reply_bytes(size_t frames, size_t dim) {
-  std::vector<float> data(frames * dim, 0.0f);
-  protocol::byte_buffer out;
-  check(protocol::encode_loss_reply(out, {}, 0.0, frames, dim, data.data()), "encode_loss_reply");
-  return out.size();
 }
 
 // The segments of the small and tiny rigs (with labels: should sprint-sim
@@ -87,65 +55,13 @@ bench_corpus& corpus() {
   });
 }
 
-bench_corpus large_corpus(size_t batch) {
-  std::vector<criterion::corpus_entry> entries;
-  for (const auto& tag : numbered(large_prefix, batch))
-    entries.push_back({tag, {1, 2, 3}});
-  return write_corpus(entries);
-}
-
-// A [T, B, D] batch of random log-posteriors, padded to none.
-batch large_batch(const large_shape& s) {
-  return random_batch(std::vector<int64_t>(s.batch, static_cast<int64_t>(s.frames)),
-                      numbered(large_prefix, s.batch), s.dim, 5);
-}
-
-// One child (criterion=zero) and the fixed batch sent to it; the buffers on
-// both sides grow to the message size and the output is allocated in the
-// warm-up.
-struct batch_rig {
-  batch_rig(const std::string& corpus, batch b)
-      : client(world().runtime(), sim_options(corpus, 1, {zero_criterion})), data(std::move(b)) {
-    run_batch();
-    run_batch();
-  }
-
-  void run_batch() { compute_reusing(client, data, reuse); }
-
-  pool_client client;
-  batch data;
-  tensor reuse;
-};
-
 batch_rig& small() {
   return world().rig<batch_rig>("small batch", [] {
     const size_t b = small_batch_size();
-    return std::make_unique<batch_rig>(corpus().path,
+    return std::make_unique<batch_rig>(sim_options(corpus().path, 1, {zero_criterion}),
                                        random_batch(std::vector<int64_t>(b, small_frames),
                                                     numbered(small_prefix, b), small_dim, 11));
   });
-}
-
-// Returns the counters of the first worker of `client`'s pool.
-worker_stats first_worker(const pool_client& client) {
-  auto stats = unwrap(client.stats(), "pool stats");
-  if (stats.workers.empty())
-    throw std::runtime_error("the pool reports no worker");
-  return stats.workers[0];
-}
-
-struct large_rig {
-  explicit large_rig(const large_shape& s)
-      : corpus(large_corpus(s.batch)), run(corpus.path, large_batch(s)),
-        child_pid(first_worker(run.client).pid) {}
-
-  bench_corpus corpus;
-  batch_rig run;
-  int child_pid;
-};
-
-large_rig& large(const large_shape& s) {
-  return world().rig<large_rig>("large batch", [&] { return std::make_unique<large_rig>(s); });
 }
 
 // One child computing the real CTC criterion, for the tiny segment.
@@ -231,20 +147,6 @@ private:
   protocol::byte_buffer reply_;
 };
 
-// Registers benchmark `name` (returned): the child's work for one request
-// (unpickle, check and compute `kind` over `corpus()`, encode the reply) for
-// `job()`, in this process, once per iteration.
-std::string register_child_work(const std::string& name, benchmark::TimeUnit unit, timing clock,
-                                std::function<std::string()> corpus,
-                                std::function<segment_job()> job, sim::criterion_kind kind) {
-  add_benchmark(name, unit, clock, [corpus, job, kind](bench_state& state) {
-    child_probe child{corpus(), job(), kind};
-    for (auto _ : state)
-      child.serve();
-  });
-  return name;
-}
-
 // The pipe baselines (BENCHMARKS.md, "Small segments"): an echo child over
 // two pipes of 1 MiB, a round trip through the kernel without codec, actor
 // or io thread. `cat` is /bin/cat, which streams, so both directions
@@ -318,89 +220,6 @@ pipe_echo& echo_child(echo_kind kind) {
                                 [kind] { return std::make_unique<pipe_echo>(kind); });
 }
 
-// Registers the store-and-forward echo of a request and a reply of these
-// framed sizes; returns its name.
-std::string register_echo(size_t request, size_t reply) {
-  const auto name = "baseline/pipe_echo/store_and_forward/request:" + std::to_string(request) +
-                    "/reply:" + std::to_string(reply);
-  add_benchmark(name, request > (1 << 20) ? benchmark::kMillisecond : benchmark::kMicrosecond,
-                timing::real, [request, reply](bench_state& state) {
-                  auto& echo = echo_child(echo_kind::store_and_forward);
-                  run_warm(state, [&] { echo.round_trip(request - 4, reply - 4); });
-                });
-  return name;
-}
-
-// RETURNN's parent (scripts/bench/returnn_parent.py) on `batches` small
-// batches, starting the child with the Sprint words the runtime builds.
-void returnn_parent(bench_state& state, size_t batches) {
-  const auto& s = world().settings();
-  const size_t b = small_batch_size();
-  std::vector<std::string> args{"--sprint-exec",
-                                s.sprint_sim,
-                                "--frames",
-                                std::to_string(small_frames),
-                                "--dim",
-                                std::to_string(small_dim),
-                                "--batch",
-                                std::to_string(b),
-                                "--segments",
-                                std::to_string(batches * b),
-                                "--tag-prefix",
-                                small_prefix,
-                                "--"};
-  auto no_variables = [](const std::string&) -> std::optional<std::string> { return {}; };
-  const auto opts = sim_options(corpus().path, 1, {zero_criterion});
-  for (auto& word : unwrap(config::expand_sprint_config(opts, no_variables), "sprint config"))
-    args.push_back(std::move(word));
-  const auto result = run_script(state, "python3-numpy", "returnn_parent.py", args);
-  if (!result)
-    return;
-  replay_samples(state, result->at("samples_us"), 1e-6);
-  state.SetLabel("Python " + result->value("python", std::string{"?"}) + ", NumPy " +
-                 result->value("numpy", std::string{"?"}));
-}
-
-// The minor page faults of process `pid` (this one for 0) from
-// /proc/PID/stat, field 10 (after the command name, which ends at the last
-// ')'); 0 if unknown.
-uint64_t minor_faults(int pid = 0) {
-  if (pid < 0)
-    return 0;
-  std::ifstream in{pid > 0 ? "/proc/" + std::to_string(pid) + "/stat" : "/proc/self/stat"};
-  std::string text{std::istreambuf_iterator<char>{in}, {}};
-  std::istringstream fields{text.substr(std::min(text.size(), text.rfind(')') + 1))};
-  std::string field;
-  for (int i = 3; i <= 10 && (fields >> field); ++i) {
-  }
-  return std::strtoull(field.c_str(), nullptr, 10);
-}
-
-// A field of /proc/self/status in kB ("VmRSS", "VmHWM"); 0 if absent.
-double status_kb(const std::string& field) {
-  std::ifstream in{"/proc/self/status"};
-  for (std::string line; std::getline(in, line);)
-    if (line.compare(0, field.size() + 1, field + ":") == 0)
-      return std::strtod(line.c_str() + field.size() + 1, nullptr);
-  return 0;
-}
-
-// One `--helper=large-rss` process per iteration.
-void peak_rss(bench_state& state, const large_shape& s) {
-  const auto& w = world().settings();
-  for (auto _ : state) {
-    auto document =
-        run_json({w.self, "--helper=large-rss", "--sprint-sim=" + w.sprint_sim,
-                  std::to_string(s.frames), std::to_string(s.dim), std::to_string(s.batch)},
-                 "sprintrt-bench --helper=large-rss");
-    if (!document.at("hwm_reset").get<bool>())
-      throw std::runtime_error("VmHWM could not be reset (/proc/self/clear_refs)");
-    state.SetIterationTime(document.at("batch_s").get<double>());
-    for (const char* counter : {"increase_mb", "tensor_mb"})
-      state.counters[counter] = document.at(counter).get<double>();
-  }
-}
-
 void register_small_and_tiny() {
   const auto us = benchmark::kMicrosecond;
   const size_t b = small_batch_size();
@@ -432,8 +251,8 @@ void register_small_and_tiny() {
                  "us/segment", small_work, per_segment);
   const size_t chunk = world().settings().quick ? 1 : 5;
   const std::string python = "python/returnn_parent/" + small_shape + "/criterion:zero";
-  add_benchmark(python, us, timing::manual, [chunk](bench_state& state) {
-    returnn_parent(state, chunk);
+  add_benchmark(python, us, timing::manual, [chunk, b](bench_state& state) {
+    returnn_parent(state, {small_frames, small_dim, b, small_prefix, corpus().path, chunk});
   })->Iterations(static_cast<benchmark::IterationCount>(chunk));
   declare_figure("the small-segment batches through sprintrt, against RETURNN's Python parent "
                  "on the same batches and child (x faster)",
@@ -500,94 +319,95 @@ void register_small_and_tiny() {
                  "us/request", tiny_work, facade);
 }
 
-void register_large() {
-  const bool quick = world().settings().quick;
-  const auto s = quick ? large_shape{200, 2001, 2} : large_shape{1000, 12001, 8};
-  const std::string shape = shape_name({{"T", s.frames}, {"D", s.dim}});
-  const std::string text = shape_text({{"T", s.frames}, {"D", s.dim}, {"B", s.batch}});
-  const size_t request = request_bytes(large_prefix + "0", s.frames, s.dim);
-  const size_t reply = reply_bytes(s.frames, s.dim);
-  // The 4 KiB pages a request and a reply span: the faults of one that
-  // reuses no buffer.
-  const double pages =
-      std::ceil(static_cast<double>(request) / 4096) + std::ceil(static_cast<double>(reply) / 4096);
-  const auto ms = benchmark::kMillisecond;
-  const std::string name =
-      "pool/large_batch/" + shape + "/B:" + std::to_string(s.batch) + "/criterion:zero";
-  add_benchmark(name, ms, timing::manual, [s, pages](bench_state& state) {
-    auto& rig = large(s);
-    const auto parent = minor_faults();
-    const auto child = minor_faults(rig.child_pid);
-    time_per_item(state, static_cast<double>(s.batch), "ms_per_segment",
-                  [&] { rig.run.run_batch(); });
-    const auto requests = static_cast<double>(state.iterations() * s.batch);
-    state.counters["parent_faults"] = static_cast<double>(minor_faults() - parent) / requests;
-    state.counters["child_faults"] =
-        static_cast<double>(minor_faults(rig.child_pid) - child) / requests;
-    state.counters["pages"] = pages;
-  });
-  const auto echo = register_echo(request, reply);
-  const std::string child_work = register_child_work(
-      "sim/child_work/zero/" + shape, ms, timing::real, [s] { return large(s).corpus.path; },
-      [s] { return make_job(large_prefix + "0", s.frames, s.dim, 5); }, sim::criterion_kind::zero);
-  const std::string rss = "pool/large_batch_peak_rss/" + shape + "/B:" + std::to_string(s.batch);
-  add_benchmark(rss, ms, timing::manual, [s](bench_state& state) { peak_rss(state, s); })
-      ->Iterations(1)
-      ->Repetitions(quick ? 1 : 3);
-
-  declare_figure("large segments (" + text +
-                     ", criterion=zero) through 1 worker, per segment: fraction of the "
-                     "store-and-forward echo's throughput",
-                 "ms/segment", name + "@ms_per_segment", echo, "baseline/value", ">= 0.9");
-  declare_figure("the child's own work per large request (criterion=zero: unpickle, posterior "
-                 "checks, zeros, reply encode), in this process, against the whole per-segment "
-                 "time",
-                 "ms/segment", child_work, name + "@ms_per_segment");
-  for (const std::string who : {"parent", "child"})
-    declare_figure("minor page faults per steady-state large request, " + who +
-                       ", against the 4 KiB pages of request and reply",
-                   "faults/request", name + "@" + who + "_faults", name + "@pages",
-                   "value/baseline", "<= 0", "value");
-  declare_figure("the first large batch (" + text +
-                     ") in a fresh process (fresh buffers on both sides), against a "
-                     "steady-state one",
-                 "ms/batch", rss, name);
-  declare_figure("parent's peak RSS increase for one large batch (" + text +
-                     "), fresh process, against the input and output tensors",
-                 "MB", rss + "@increase_mb", rss + "@tensor_mb", "value/baseline", "<= 2.5");
-}
-
 } // namespace
 
-int run_large_rss_helper(const std::vector<std::string>& args) {
-  if (args.size() != 3)
-    throw std::runtime_error("--helper=large-rss FRAMES DIM BATCH");
-  const large_shape s{std::stoul(args[0]), std::stoul(args[1]), std::stoul(args[2])};
-  auto corpus = large_corpus(s.batch);
-  nlohmann::json result;
-  {
-    sprint_runtime rt;
-    const pool_client client{rt, sim_options(corpus.path, 1, {zero_criterion})};
-    // The child starts on a one-frame segment: only what the batch adds counts.
-    unwrap(client.compute_segment(make_job(large_prefix + "0", 1, s.dim, 1)), "start");
-    // Linux >= 4.0: "5" resets VmHWM to the current RSS.
-    std::ofstream clear{"/proc/self/clear_refs"};
-    const bool reset = static_cast<bool>(clear << "5" << std::flush);
-    clear.close();
-    const double base_kb = status_kb("VmRSS");
-    const double hwm_before_kb = status_kb("VmHWM");
-    const auto start = bench_clock::now();
-    unwrap(client.compute(large_batch(s)), "large batch");
-    const double batch_s = seconds_since(start);
-    const double peak_kb = status_kb("VmHWM");
-    const double tensors = 2.0 * static_cast<double>(s.frames * s.batch * s.dim) * sizeof(float);
-    result = {{"increase_mb", (peak_kb - base_kb) / 1024},
-              {"tensor_mb", tensors / (1 << 20)},
-              {"batch_s", batch_s},
-              {"hwm_reset", reset && hwm_before_kb <= base_kb + 1024}};
-  }
-  std::cout << result.dump() << std::endl;
-  return 0;
+// A job for `name` over random log-posteriors [frames, dim] from `seed`,
+// with an error-signal slice every request writes into again.
+segment_job make_job(const std::string& name, size_t frames, size_t dim, uint64_t seed) {
+  auto lp = matrix_slice::dense(frames, dim);
+  criterion::fill_random_log_posteriors(lp.storage->data(), frames, dim, seed);
+  return {name, lp, matrix_slice::dense(frames, dim)};
+}
+
+// The framed sizes of a loss request for `segment` of [frames, dim] and of
+// its reply.
+size_t request_bytes(const std::string& segment, size_t frames, size_t dim) {
+  std::vector<float> data(frames * dim, -1.0f);
+  protocol::byte_buffer out;
+  check(protocol::encode_loss_command(out, {}, segment, frames, dim, data.data(), dim),
+        "encode_loss_command");
+  return out.size();
+}
+
+size_t reply_bytes(size_t frames, size_t dim) {
+  std::vector<float> data(frames * dim, 0.0f);
+  protocol::byte_buffer out;
+  check(protocol::encode_loss_reply(out, {}, 0.0, frames, dim, data.data()), "encode_loss_reply");
+  return out.size();
+}
+
+// Returns the counters of the first worker of `client`'s pool.
+worker_stats first_worker(const pool_client& client) {
+  auto stats = unwrap(client.stats(), "pool stats");
+  if (stats.workers.empty())
+    throw std::runtime_error("the pool reports no worker");
+  return stats.workers[0];
+}
+
+// Registers benchmark `name` (returned): the child's work for one request
+// (unpickle, check and compute `kind` over `corpus()`, encode the reply) for
+// `job()`, in this process, once per iteration.
+std::string register_child_work(const std::string& name, benchmark::TimeUnit unit, timing clock,
+                                std::function<std::string()> corpus,
+                                std::function<segment_job()> job, sim::criterion_kind kind) {
+  add_benchmark(name, unit, clock, [corpus, job, kind](bench_state& state) {
+    child_probe child{corpus(), job(), kind};
+    for (auto _ : state)
+      child.serve();
+  });
+  return name;
+}
+
+// Registers the store-and-forward echo of a request and a reply of these
+// framed sizes; returns its name.
+std::string register_echo(size_t request, size_t reply) {
+  const auto name = "baseline/pipe_echo/store_and_forward/request:" + std::to_string(request) +
+                    "/reply:" + std::to_string(reply);
+  add_benchmark(name, request > (1 << 20) ? benchmark::kMillisecond : benchmark::kMicrosecond,
+                timing::real, [request, reply](bench_state& state) {
+                  auto& echo = echo_child(echo_kind::store_and_forward);
+                  run_warm(state, [&] { echo.round_trip(request - 4, reply - 4); });
+                });
+  return name;
+}
+
+// RETURNN's parent (scripts/bench/returnn_parent.py) on `run`, starting the
+// child with the Sprint words the runtime builds.
+void returnn_parent(bench_state& state, const parent_run& run) {
+  const auto& s = world().settings();
+  std::vector<std::string> args{"--sprint-exec",
+                                s.sprint_sim,
+                                "--frames",
+                                std::to_string(run.frames),
+                                "--dim",
+                                std::to_string(run.dim),
+                                "--batch",
+                                std::to_string(run.batch),
+                                "--segments",
+                                std::to_string(run.batches * run.batch),
+                                "--tag-prefix",
+                                run.prefix,
+                                "--"};
+  auto no_variables = [](const std::string&) -> std::optional<std::string> { return {}; };
+  const auto opts = sim_options(run.corpus, 1, {zero_criterion});
+  for (auto& word : unwrap(config::expand_sprint_config(opts, no_variables), "sprint config"))
+    args.push_back(std::move(word));
+  const auto result = run_script(state, "python3-numpy", "returnn_parent.py", args);
+  if (!result)
+    return;
+  replay_samples(state, result->at("samples_us"), 1e-6);
+  state.SetLabel("Python " + result->value("python", std::string{"?"}) + ", NumPy " +
+                 result->value("numpy", std::string{"?"}));
 }
 
 int serve_pipe_echo() {
@@ -615,7 +435,6 @@ int serve_pipe_echo() {
 
 void register_transport_benchmarks() {
   register_small_and_tiny();
-  register_large();
 }
 
 } // namespace sprintrt::bench

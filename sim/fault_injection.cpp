@@ -131,9 +131,10 @@ fault_action fault_injector::on_request(const protocol::command& request) noexce
       garbage_sent_ = true;
       return fault_action::wrong_shape;
     case fault_kind::shm_outside:
-      // Fires on the next loss request through the region; others are served.
+      // Fires on the next loss request through the region: others in
+      // between are served.
       if (!shared_loss(request))
-        break;
+        return fault_action::serve;
       garbage_sent_ = true;
       return fault_action::shm_outside;
     default:

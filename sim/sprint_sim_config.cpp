@@ -99,8 +99,7 @@ caf::expected<sprint_sim_config> finish(parameter_state& state) {
     return err;
   if (state.was_given("fault-after") && !counts_requests(config.faults.kind))
     return invalid("--*.fault-after applies to fault=crash, hang, garbage, oversized-prefix, "
-                   "wrong-shape or bomb only, not to "
-                   "fault=" +
+                   "wrong-shape, bomb or shm-outside only, not to fault=" +
                    std::string{to_string(config.faults.kind)});
   // Parameters of the topology that was not chosen, in the order given.
   const auto chosen =

@@ -297,7 +297,7 @@ constexpr std::string_view bool_values = "true or false";
 constexpr std::string_view log_levels = "trace, debug, info, warn, error, critical or off";
 constexpr std::string_view fault_kinds =
     "none, crash, hang, garbage, exit-at-start, no-init-reply, bad-version, oversized-prefix, "
-    "wrong-shape, random or bomb";
+    "wrong-shape, random, bomb, shm-outside, shm-scribble, shm-shrink or shm-claim";
 
 std::vector<sim_parameter> declare_parameters() {
   return {
@@ -400,7 +400,7 @@ std::vector<sim_parameter> declare_parameters() {
       process_only(value(
           "fault-after", "N",
           "loss/FSA requests answered before crash, hang, garbage, oversized-prefix, "
-          "wrong-shape or bomb fire",
+          "wrong-shape, bomb or shm-outside fire",
           [](auto& c) -> auto& { return c.faults.after; }, parse_decimal<size_t>,
           "a number of requests")),
       process_only(value(

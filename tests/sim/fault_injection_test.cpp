@@ -188,3 +188,31 @@ TEST_CASE("random faults come at their rate, of every kind, from their seed") {
   auto none = actions(options, requests);
   CHECK(std::count(none.begin(), none.end(), serve) == static_cast<ptrdiff_t>(none.size()));
 }
+
+TEST_CASE("the shared-memory faults fire on loss requests through the region only") {
+  const protocol::command shared =
+      protocol::loss_command{"s", 1, {}, protocol::shared_array{0, 1, 4}};
+  fault_options outside;
+  outside.kind = fault_kind::shm_outside;
+  outside.after = 1;
+  CHECK(actions(outside, {loss("a"), loss("b"), fsa("c"), shared, shared, shared}) ==
+        std::vector<fault_action>{serve, serve, serve, fault_action::shm_outside, serve, serve});
+  fault_options scribble;
+  scribble.kind = fault_kind::shm_scribble;
+  CHECK(actions(scribble, {loss("a"), shared, fsa("b"), shared}) ==
+        std::vector<fault_action>{serve, fault_action::shm_scribble, serve,
+                                  fault_action::shm_scribble});
+  for (auto kind : {fault_kind::shm_shrink, fault_kind::shm_claim}) {
+    fault_options options;
+    options.kind = kind;
+    CHECK(actions(options, {init, shared, loss("a")}) ==
+          std::vector<fault_action>{serve, serve, serve});
+    const fault_injector faults{options};
+    CHECK(faults.shrinks_region() == (kind == fault_kind::shm_shrink));
+    CHECK(faults.claims_region() == (kind == fault_kind::shm_claim));
+  }
+  for (const char* name : {"shm-outside", "shm-scribble", "shm-shrink", "shm-claim"})
+    CHECK(to_string(*parse_fault_kind(name)) == std::string{name});
+  CHECK(counts_requests(fault_kind::shm_outside));
+  CHECK_FALSE(counts_requests(fault_kind::shm_scribble));
+}

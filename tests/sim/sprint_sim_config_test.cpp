@@ -339,7 +339,8 @@ TEST_CASE("bad option values name the argument and what was expected") {
       {"--*.name=\xff", "expected a non-empty UTF-8 name"},
       {"--*.log-level=loud", "expected trace, debug, info, warn, error, critical or off"},
       {"--*.fault=explode", "expected none, crash, hang, garbage, exit-at-start, no-init-reply, "
-                            "bad-version, oversized-prefix, wrong-shape, random or bomb"},
+                            "bad-version, oversized-prefix, wrong-shape, random, bomb, "
+                            "shm-outside, shm-scribble, shm-shrink or shm-claim"},
       {"--*.fault-after=-1", "expected a number of requests"},
       {"--*.fault-rate=1.5", "expected a probability from 0 to 1"},
       {"--*.fault-rate=often", "expected a probability from 0 to 1"},
@@ -356,11 +357,11 @@ TEST_CASE("bad option values name the argument and what was expected") {
 
 TEST_CASE("fault-after applies to the counting faults only") {
   CHECK(parse_error(minimal({"--*.fault-after=2"})) ==
-        "--*.fault-after applies to fault=crash, hang, garbage, oversized-prefix, wrong-shape or "
-        "bomb only, not to fault=none");
+        "--*.fault-after applies to fault=crash, hang, garbage, oversized-prefix, wrong-shape, "
+        "bomb or shm-outside only, not to fault=none");
   CHECK(parse_error(minimal({"--*.fault=exit-at-start", "--*.fault-after=2"})) ==
-        "--*.fault-after applies to fault=crash, hang, garbage, oversized-prefix, wrong-shape or "
-        "bomb only, not to fault=exit-at-start");
+        "--*.fault-after applies to fault=crash, hang, garbage, oversized-prefix, wrong-shape, "
+        "bomb or shm-outside only, not to fault=exit-at-start");
   CHECK(unwrap(parse_sprint_sim_config(minimal({"--*.fault=bomb", "--*.fault-after=3"})))
             .faults.after == 3);
   CHECK(

@@ -66,7 +66,7 @@ TEST_CASE("--help lists every parameter with its form and its default") {
   CHECK(contains(help, "[0.02]"));
   CHECK(contains(help, "[sprint-sim]"));
   CHECK(contains(help, "[warn]"));
-  CHECK(contains(unwrapped(help), "random or bomb [none] (the process only)"));
+  CHECK(contains(unwrapped(help), "shm-shrink or shm-claim [none] (the process only)"));
   CHECK(contains(help, "[returnn.util.task_system]"));
   CHECK(contains(help, "--*.corpus=FILE"));
   CHECK(contains(help, "(required)"));

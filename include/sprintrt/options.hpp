@@ -187,8 +187,9 @@ struct sprint_options {
   /// `sharedMemory`.
   shared_memory_mode shared_memory = shared_memory_mode::automatic;
   /// `sharedMemoryThreshold`: a loss request whose posteriors have at least
-  /// this many bytes goes through the shared region.
-  size_t shared_memory_threshold = size_t{1} << 20;
+  /// this many bytes goes through the shared region (the default: below it
+  /// both ways cost the same, BENCHMARKS.md "Large segments").
+  size_t shared_memory_threshold = size_t{64} << 10;
 
   friend bool operator==(const sprint_options& x, const sprint_options& y);
   friend bool operator!=(const sprint_options& x, const sprint_options& y) { return !(x == y); }

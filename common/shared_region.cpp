@@ -113,7 +113,14 @@ caf::error shared_region::grow(size_t bytes) {
     return make_error(errc::io_error,
                       "shared memory: cannot grow to " + std::to_string(bytes) + " bytes");
   const size_t new_size = (bytes + page - 1) / page * page;
-  if (::ftruncate(fd_, static_cast<off_t>(new_size)) != 0)
+  // A child may have made the file larger already (it cannot make it
+  // smaller): then the file covers the new size as it is, and truncating it
+  // to less would be a shrink, which the seal refuses.
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0)
+    return system_error("fstat");
+  if (static_cast<size_t>(info.st_size) < new_size &&
+      ::ftruncate(fd_, static_cast<off_t>(new_size)) != 0)
     return system_error("growing to " + std::to_string(new_size) + " bytes");
   void* p = data_ ? ::mremap(data_, size_, new_size, MREMAP_MAYMOVE)
                   : ::mmap(nullptr, new_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);

@@ -158,6 +158,12 @@ caf::expected<python_control_config> parse_python_control_config(std::string_vie
     return invalid("minPythonControlVersion " + std::to_string(*result.min_version) +
                    " is higher than this PythonControl's version " +
                    std::to_string(python_control_version));
+  if (result.shared_memory_fd &&
+      (*result.shared_memory_fd <= 2 || *result.shared_memory_fd == *c2p ||
+       *result.shared_memory_fd == *p2c))
+    return invalid("pymod-config sprintrtSharedMemoryFd " +
+                   std::to_string(*result.shared_memory_fd) +
+                   " is a standard stream or one of the pipes");
   result.c2p_fd = *c2p;
   result.p2c_fd = *p2c;
   return result;

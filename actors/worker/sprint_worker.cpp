@@ -7,6 +7,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <variant>
 
 #include <caf/actor_system.hpp>
@@ -117,6 +118,15 @@ namespace {
 /// keeps serving the other children's pipes meanwhile.
 constexpr size_t inline_reply_bytes = 64 * 1024;
 
+/// Returns whether a child's message names the shared region (its tag
+/// appears in the pickle; a false positive only costs a thread hand-off).
+bool references_region(const protocol::byte_buffer& msg) {
+  const auto bytes = msg.bytes();
+  const auto* begin = reinterpret_cast<const char*>(bytes.data());
+  return std::string_view{begin, bytes.size()}.find(protocol::shared_memory_tag) !=
+         std::string_view::npos;
+}
+
 /// Channel events become messages to the worker; the worker may be gone by
 /// the time they are sent, so only a weak handle is kept.
 runtime::channel_events make_events(worker_pointer self, uint64_t generation) {
@@ -135,7 +145,9 @@ runtime::channel_events make_events(worker_pointer self, uint64_t generation) {
     send(started_atom::value, generation, static_cast<int32_t>(pid));
   };
   events.message = [send, send_and_run, generation](protocol::byte_buffer msg) {
-    const bool small = msg.size() <= inline_reply_bytes;
+    // A reply that references the shared region is small but means copying
+    // the whole error signal out of it: not on the io thread.
+    const bool small = msg.size() <= inline_reply_bytes && !references_region(msg);
     auto shared = std::make_shared<protocol::byte_buffer>(std::move(msg));
     if (small)
       send_and_run(received_atom::value, generation, std::move(shared));
@@ -200,6 +212,10 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
   bool was_starting = st.current == phase::starting;
   st.current = phase::down;
   st.channel.reset();
+  // The region is the dead child's: whatever was in flight through it
+  // goes back without its slot (below), and the next child gets its own.
+  st.shared.reset();
+  st.shared_accepted = false;
   st.stats.pid = -1;
   caf::error cause = down.cause ? down.cause : make_error(errc::child_failed, "");
   auto what = describe_down(down);
@@ -226,6 +242,7 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
     // written behind it were never begun and go back, in order, unharmed.
     auto req = std::move(st.in_flight.front());
     st.in_flight.pop_front();
+    req.slot.reset(); // the region died with the child
     requeue_in_flight(st);
     if (++req.failures > st.opts.max_retries || permanent(cause)) {
       fail_request(self, req, error_for(req));
@@ -325,6 +342,7 @@ void dispatch(worker_pointer self) {
     return; // its turn comes with the next reply
   auto req = std::move(st.queue.front());
   st.queue.pop_front();
+  req.slot.reset(); // only ever one of the current child's region
   if (shared) {
     if (auto slot = st.shared->acquire(req.shared_bytes()))
       req.slot = *slot;
@@ -338,11 +356,12 @@ void dispatch(worker_pointer self) {
   std::visit(
       [&](const auto& kind_req) {
         err = kind_req.encode(message, st.format, req.slot ? &*req.slot : nullptr);
-        max_reply_size = kind_req.max_reply_size(st.format);
+        // Through the region the reply is a reference: a few bytes.
+        max_reply_size = req.slot ? protocol::reply_margin : kind_req.max_reply_size(st.format);
       },
       req.what);
   if (err) {
-    if (req.slot)
+    if (req.slot && st.shared)
       st.shared->release(req.slot->offset);
     fail_request(self, req, with_context(st.label + ": " + req.subject(), err));
     keep_buffer(st, std::move(message));

@@ -295,6 +295,7 @@ class Control:
         return (CHILD_NAME, PROTOCOL_VERSION)
 
     def _check_loss_request(self, name, seg_len, log_posteriors):
+        self.shared_loss = None  # a request's reply never goes where an earlier one's did
         if not isinstance(name, str) or not name:
             raise ValueError("get_loss_and_error_signal: segment name must be a non-empty str, "
                              f"got {name!r}")

@@ -130,8 +130,12 @@ TEST_CASE("the parent's side never follows a file the child grew") {
   REQUIRE_FALSE(beyond);
   CHECK(code_of(beyond.error()) == errc::invalid_message);
   CHECK(region.size() == 4096);
-  // Only the creator grows a region.
+  // Only the creator grows a region, and a child that grew the file cannot
+  // stop it (truncating to less than the child made it would be a shrink).
   CHECK(child.grow(1 << 21));
+  REQUIRE_FALSE(region.grow(8192));
+  CHECK(region.size() == 8192);
+  CHECK(region.view(4096, 4096, 4));
 }
 
 TEST_CASE("attaching refuses a descriptor that is no sealed memory file") {

@@ -281,6 +281,16 @@ TEST_CASE("pymod-config errors") {
         "pymod-config file descriptors must not be negative, got c2p_fd -1 and p2c_fd 6");
   CHECK(error("c2p_fd:6,p2c_fd:6") == "pymod-config c2p_fd and p2c_fd are both 6");
   CHECK(error("c2p_fd:5,p2c_fd:6,verbose") == "pymod-config item 'verbose' is not key:value");
+  // The shared region's descriptor: never a pipe's or a standard stream's
+  // (attaching takes it over, and closes it if it is no region).
+  CHECK(unwrap(parse_python_control_config("c2p_fd:3,p2c_fd:4,sprintrtSharedMemoryFd:5"))
+            .shared_memory_fd == 5);
+  CHECK(error("c2p_fd:3,p2c_fd:4,sprintrtSharedMemoryFd:3") ==
+        "pymod-config sprintrtSharedMemoryFd 3 is a standard stream or one of the pipes");
+  CHECK(error("c2p_fd:3,p2c_fd:4,sprintrtSharedMemoryFd:1") ==
+        "pymod-config sprintrtSharedMemoryFd 1 is a standard stream or one of the pipes");
+  CHECK(error("c2p_fd:3,p2c_fd:4,sprintrtSharedMemoryFd:-5") ==
+        "pymod-config sprintrtSharedMemoryFd '-5' is not a descriptor number");
 }
 
 TEST_CASE("required parameters") {

@@ -259,7 +259,9 @@ TEST_CASE("a shared reply that points outside the region or away from the slot i
   REQUIRE_FALSE(outside);
   CHECK(outside.error() == errc::invalid_message);
   CHECK_THAT(render(outside.error()), Catch::Contains("outside the region"));
-  auto wrapping = decode_reply_at(std::numeric_limits<uint64_t>::max() - 7);
+  // The largest offset a reply can carry (an int64): offset + length wraps
+  // nothing, but lies far outside.
+  auto wrapping = decode_reply_at(static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) - 7);
   REQUIRE_FALSE(wrapping);
   CHECK(wrapping.error() == errc::invalid_message);
   auto elsewhere = decode_reply_at(region.slot.offset + 4);

@@ -278,6 +278,7 @@ numpy.savez(out, edges=edges, weights=weights, start_end_states=start_end)
         self.check("losses: 2 children equal 1, bit for bit",
                    all(numpy.array_equal(a, b) for a, b in zip(results[0], results[1])))
         self.check("losses: all finite", bool(numpy.isfinite(loss).all()), str(loss))
+        self.shared_memory_losses(lp32, lengths, tags, results[0])
         automata = self.pool_automata("sprintrt", 1)
         index = {tag: b for b, tag in enumerate(self.tags)}
         worst = 0.0
@@ -291,6 +292,28 @@ numpy.savez(out, edges=edges, weights=weights, start_end_states=start_end)
         print("     worst relative difference %.3g" % worst)
         if self.args.returnn:
             self.returnn_losses(lp32, lengths, tags, results[0])
+
+    def shared_memory_losses(self, lp32, lengths, tags, piped):
+        """The same batch with every segment through the children's shared
+        region (docs/protocol.md section 7): RASR reads the posteriors from a
+        view of the region and sprintrt_control writes the error signal there."""
+        sp = self.sprintrt
+        for children in (1, 2):
+            opts = self.options(self.setup["files"]["loss_config"], children,
+                                sharedMemoryThreshold=0)
+            pool = sp.SprintInstancePool(opts)
+            try:
+                got = pool.get_batch_loss_and_error_signal(lp32, lengths, tags)
+            except sp.Error as e:
+                self.check("losses through the shared region, %d child(ren)" % children, False,
+                           str(e)[:3000])
+                continue
+            through = sum(w["shared_memory_requests"] for w in pool._pool.stats()["workers"])
+            self.check("losses through the shared region, %d child(ren): every segment took it"
+                       % children, through == len(tags), "%d of %d" % (through, len(tags)))
+            self.check("losses through the shared region, %d child(ren), equal the pipes', bit "
+                       "for bit" % children,
+                       all(numpy.array_equal(a, b) for a, b in zip(got, piped)))
 
     def patched_returnn(self):
         """A scratch copy of the RETURNN checkout whose child module decodes

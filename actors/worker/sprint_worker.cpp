@@ -174,7 +174,6 @@ void start_child(worker_pointer self) {
   st.current = phase::starting;
   st.started_at = clock::now();
   st.shared.reset();
-  st.shared_accepted = false;
   if (config::offers_shared_memory(st.opts)) {
     // A region of its own for each child, gone with it.
     if (auto region = shared_region::create(st.label.c_str()))
@@ -199,7 +198,6 @@ void start_child(worker_pointer self) {
 /// their order, uncharged.
 void requeue_in_flight(worker_state& st) {
   while (!st.in_flight.empty()) {
-    st.in_flight.back().slot.reset(); // the next child has a region of its own
     st.queue.push_front(std::move(st.in_flight.back()));
     st.in_flight.pop_back();
   }
@@ -212,10 +210,9 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
   bool was_starting = st.current == phase::starting;
   st.current = phase::down;
   st.channel.reset();
-  // The region is the dead child's: whatever was in flight through it
-  // goes back without its slot (below), and the next child gets its own.
+  // The region is the dead child's; the next child gets its own, and
+  // dispatch drops the slots of what goes back to the queue.
   st.shared.reset();
-  st.shared_accepted = false;
   st.stats.pid = -1;
   caf::error cause = down.cause ? down.cause : make_error(errc::child_failed, "");
   auto what = describe_down(down);
@@ -242,7 +239,6 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
     // written behind it were never begun and go back, in order, unharmed.
     auto req = std::move(st.in_flight.front());
     st.in_flight.pop_front();
-    req.slot.reset(); // the region died with the child
     requeue_in_flight(st);
     if (++req.failures > st.opts.max_retries || permanent(cause)) {
       fail_request(self, req, error_for(req));
@@ -336,13 +332,15 @@ void dispatch(worker_pointer self) {
   }
   if (st.current != phase::ready || st.dying || st.in_flight.size() >= write_ahead)
     return;
-  const bool shared = st.shared_accepted && st.queue.front().shared_bytes() > 0 &&
+  // Ready: `shared` is set only if the child accepted its region.
+  const bool shared = st.shared && st.queue.front().shared_bytes() > 0 &&
                       st.queue.front().shared_bytes() >= st.opts.shared_memory_threshold;
   if (shared && st.shared->in_use() >= shared_write_ahead)
     return; // its turn comes with the next reply
   auto req = std::move(st.queue.front());
   st.queue.pop_front();
-  req.slot.reset(); // only ever one of the current child's region
+  // A request back from a dead child may hold a slot of its freed region.
+  req.slot.reset();
   if (shared) {
     if (auto slot = st.shared->acquire(req.shared_bytes()))
       req.slot = *slot;

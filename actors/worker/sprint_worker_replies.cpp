@@ -40,13 +40,12 @@ void on_init_reply(worker_pointer self, const protocol::value& msg) {
                                    "not offered"));
     return;
   }
-  st.shared_accepted = reply->shared_memory;
-  if (!st.shared_accepted)
+  if (!reply->shared_memory)
     st.shared.reset(); // declined (another module): pipes only
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - st.started_at);
   spdlog::info("{}: Sprint child '{}' pid {} ready after {} ms", st.label, reply->child_name,
                st.stats.pid, ms.count());
-  if (st.shared_accepted)
+  if (reply->shared_memory)
     spdlog::debug("{}: the child accepted its shared region: large segments go through it",
                   st.label);
   st.current = phase::ready;

@@ -80,8 +80,9 @@ struct pending_request : segment_request {
   /// request before it arrived, whichever was later. Its reply deadline and
   /// the busy time count from here.
   clock::time_point sent_at;
-  /// Its place in the current child's shared region, while it is in flight
-  /// through it.
+  /// Its place in the child's shared region while it is in flight through
+  /// it (a request back in the queue from a dead child may still hold one:
+  /// dispatch drops it before anything uses it).
   std::optional<shared_slot> slot;
 };
 
@@ -122,11 +123,11 @@ struct worker_state {
   std::string label;
   protocol::wire_format format;
   std::optional<runtime::sprint_channel> channel;
-  /// The current child's shared region with its slots, if it was offered
-  /// one (`sharedMemory`, docs/protocol.md section 7); a new one per child.
+  /// The current child's shared region with its slots (`sharedMemory`,
+  /// docs/protocol.md section 7): made when the child is started and
+  /// offered to it, kept once its `init` reply accepted it, dropped if it
+  /// declined and when the child is gone; a new one per child.
   std::optional<shared_slots> shared;
-  /// The current child accepted the region in its `init` reply.
-  bool shared_accepted = false;
   /// The how-many-th child this is.
   uint64_t generation = 0;
   /// The serial the next request gets.

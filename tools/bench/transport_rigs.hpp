@@ -39,6 +39,11 @@ struct batch_rig {
 
   void run_batch() { compute_reusing(client, data, reuse); }
 
+  /// Computes the batch into a new output, dropped afterwards.
+  void run_batch_fresh_output() {
+    unwrap(client.compute({data.log_posteriors, data.seq_lengths, data.tags, tensor{}}), "batch");
+  }
+
   pool_client client;
   batch data;
   tensor reuse;

@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sprintrt/logging.hpp"
+
 namespace sprintrt::config {
 
 namespace {
@@ -40,9 +42,9 @@ caf::expected<std::string> find_control_module_dir(const env_lookup& lookup) {
   // cannot import it, which this warning explains.
   static std::atomic<bool> warned{false};
   if (!warned.exchange(true))
-    spdlog::warn("{} is in none of {}, {} (set {} to its directory): Sprint children get "
-                 "--*.pymod-path= and must find module {} on their own sys.path",
-                 control_file, candidates[0], candidates[1], variable, control_module_name);
+    logger().warn("{} is in none of {}, {} (set {} to its directory): Sprint children get "
+                  "--*.pymod-path= and must find module {} on their own sys.path",
+                  control_file, candidates[0], candidates[1], variable, control_module_name);
   return std::string{};
 }
 

@@ -94,7 +94,7 @@ constexpr option_descriptor table[] = {
         "childOutput", machine_local,
         "where each child's own stdout and stderr go: `\"log\"` (each line at info as "
         "`[pool 0 worker 1] ...`, through the spdlog logger `sprintrt.child` if registered, "
-        "else the default one), `\"inherit\"` (the trainer's own stdout and stderr, as under "
+        "else sprintrt's own logger), `\"inherit\"` (the trainer's own stdout and stderr, as under "
         "RETURNN; error messages then say it was not kept), or `{\"file\": \"DIR\"}` "
         "(appended unchanged to `DIR/pool-0-worker-1.log`, DIR created; written by a thread "
         "of its own, so a slow disk never stalls the pipes: beyond 16 MiB queued, output is "

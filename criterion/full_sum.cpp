@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "criterion/input_checks.hpp"
+#include "sprintrt/logging.hpp"
 
 namespace sprintrt::criterion {
 
@@ -101,12 +102,12 @@ caf::expected<full_sum_result> full_sum_engine::run(std::string_view segment, co
 
 void full_sum_engine::warn_skipped(std::string_view segment, Eigen::Index num_frames) const {
   const std::string frames = std::to_string(num_frames) + (num_frames == 1 ? " frame" : " frames");
-  spdlog::log(warn_on_skip_ ? spdlog::level::warn : spdlog::level::debug,
-              "segment '{}' skipped: {}; loss is inf, error signal zero", segment,
-              has_path(num_frames)
-                  ? "every path of " + frames +
-                        " has probability zero (-inf log-posteriors or infinite costs)"
-                  : "its FSA has no path of exactly " + frames + " (too few for its labels)");
+  logger().log(warn_on_skip_ ? spdlog::level::warn : spdlog::level::debug,
+               "segment '{}' skipped: {}; loss is inf, error signal zero", segment,
+               has_path(num_frames)
+                   ? "every path of " + frames +
+                         " has probability zero (-inf log-posteriors or infinite costs)"
+                   : "its FSA has no path of exactly " + frames + " (too few for its labels)");
 }
 
 // Whether the FSA has any path of exactly `num_frames` edges, ignoring scores:

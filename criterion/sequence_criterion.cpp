@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "criterion/input_checks.hpp"
+#include "sprintrt/logging.hpp"
 
 namespace sprintrt::criterion {
 
@@ -73,10 +74,10 @@ caf::expected<full_sum_result> sequence_loss(sequence_kind kind, const sequence_
       engine.add_occupancy(-scales.am, gradient);
   }
   const auto skip = [&](const char* graph) {
-    spdlog::log(engine.warn_on_skip() ? spdlog::level::warn : spdlog::level::debug,
-                "segment '{}' skipped: its {} has no path of {} frames with nonzero "
-                "probability; loss is inf, error signal zero",
-                segment.name, graph, frames);
+    logger().log(engine.warn_on_skip() ? spdlog::level::warn : spdlog::level::debug,
+                 "segment '{}' skipped: its {} has no path of {} frames with nonzero "
+                 "probability; loss is inf, error signal zero",
+                 segment.name, graph, frames);
     error_signal.setZero();
     return full_sum_result{std::numeric_limits<double>::infinity(), true};
   };

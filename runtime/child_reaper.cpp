@@ -15,6 +15,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sprintrt/logging.hpp"
+
 namespace sprintrt::runtime {
 
 namespace asio = boost::asio;
@@ -55,9 +57,9 @@ void reap_in_background(pid_t pid) {
       }
     }}.detach();
   } catch (const std::exception& e) {
-    spdlog::error("cannot start a thread to reap pid {} later ({}): it stays a zombie "
-                  "once it exits",
-                  pid, e.what());
+    logger().error("cannot start a thread to reap pid {} later ({}): it stays a zombie "
+                   "once it exits",
+                   pid, e.what());
   }
 }
 
@@ -75,12 +77,12 @@ void child_reaper::watch(pid_t pid, std::function<void(int)> on_exit) {
       entry.pidfd = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
     } catch (const std::exception& e) {
       ::close(fd);
-      spdlog::debug("cannot wait for the pidfd of {} ({}): polling for its exit instead", pid,
-                    e.what());
+      logger().debug("cannot wait for the pidfd of {} ({}): polling for its exit instead", pid,
+                     e.what());
     }
   } else {
-    spdlog::debug("pidfd_open({}) failed ({}): polling for its exit instead", pid,
-                  std::strerror(errno));
+    logger().debug("pidfd_open({}) failed ({}): polling for its exit instead", pid,
+                   std::strerror(errno));
   }
   const bool has_pidfd = entry.pidfd != nullptr;
   entry.polled = !has_pidfd;
@@ -113,7 +115,7 @@ bool child_reaper::try_reap(pid_t pid) {
   if (!status)
     return false;
   if (*status == reaped_elsewhere)
-    spdlog::warn("child {} was reaped by someone else (waitpid(-1) elsewhere?)", pid);
+    logger().warn("child {} was reaped by someone else (waitpid(-1) elsewhere?)", pid);
   // Out of the map before the callback, which may watch or kill others.
   auto node = watched_.extract(pid);
   report(node.mapped(), *status);
@@ -212,9 +214,9 @@ void child_reaper::kill_all() {
     std::this_thread::sleep_for(std::chrono::milliseconds{1});
   }
   for (auto& [pid, entry] : running) {
-    spdlog::error("child {} did not exit within {} ms of SIGKILL (stuck in the kernel?): "
-                  "giving up on it; it is reaped in the background when it exits",
-                  pid, kill_wait.count());
+    logger().error("child {} did not exit within {} ms of SIGKILL (stuck in the kernel?): "
+                   "giving up on it; it is reaped in the background when it exits",
+                   pid, kill_wait.count());
     give_up(pid, entry);
   }
 }

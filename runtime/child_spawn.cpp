@@ -20,6 +20,7 @@
 
 #include "config/child_environment.hpp"
 #include "config/sprint_args.hpp"
+#include "sprintrt/logging.hpp"
 
 // The code between clone and execve must not touch sanitizer state (see
 // `child_main`).
@@ -304,7 +305,7 @@ caf::expected<spawned_child> spawn_sprint_child(const sprint_options& opts,
   // (pipe-max-size); that only costs speed.
   for (int fd : {p2c->write.get(), c2p->read.get()})
     if (::fcntl(fd, F_SETPIPE_SZ, pipe_buffer_size) < 0)
-      spdlog::debug("F_SETPIPE_SZ({}) failed: {}", pipe_buffer_size, std::strerror(errno));
+      logger().debug("F_SETPIPE_SZ({}) failed: {}", pipe_buffer_size, std::strerror(errno));
 
   auto env = config::child_environment(opts.env, parent_environ);
   spawned_child child;

@@ -12,6 +12,7 @@
 
 #include "runtime/child_reaper.hpp"
 #include "runtime/pipe_write.hpp"
+#include "sprintrt/logging.hpp"
 
 namespace sprintrt::runtime {
 
@@ -61,9 +62,9 @@ io_thread::io_thread() : impl_(std::make_unique<impl>()) {
         impl_->io.run();
         break;
       } catch (const std::exception& e) {
-        spdlog::error("io thread: a handler threw ({}); going on", e.what());
+        logger().error("io thread: a handler threw ({}); going on", e.what());
       } catch (...) {
-        spdlog::error("io thread: a handler threw a non-standard exception; going on");
+        logger().error("io thread: a handler threw a non-standard exception; going on");
       }
     }
     impl_->ran_out.set_value();

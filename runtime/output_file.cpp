@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/unique_fd.hpp"
+#include "sprintrt/logging.hpp"
 
 namespace sprintrt::runtime {
 
@@ -95,9 +96,9 @@ private:
         continue;
       if (n <= 0) {
         file.failed = true;
-        spdlog::error("childOutput: writing to '{}' failed ({}); the rest of this child's "
-                      "output is not written there",
-                      file.path, n < 0 ? std::strerror(errno) : "nothing written");
+        logger().error("childOutput: writing to '{}' failed ({}); the rest of this child's "
+                       "output is not written there",
+                       file.path, n < 0 ? std::strerror(errno) : "nothing written");
         return;
       }
       bytes.remove_prefix(static_cast<size_t>(n));

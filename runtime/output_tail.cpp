@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "protocol/utf8.hpp"
+#include "sprintrt/logging.hpp"
 
 namespace sprintrt::runtime {
 
@@ -48,12 +49,12 @@ void output_tail::forward_line() {
   if (mode_.kind == child_output_mode::log) {
     // Looked up at each line: a logger registered (or dropped) while the
     // child runs is used from then on.
-    auto logger = spdlog::get(logger_name);
-    auto* target = logger ? logger.get() : spdlog::default_logger_raw();
-    if (target->should_log(spdlog::level::info))
-      target->info("[{}] {}", name_, protocol::escape_for_log(line_));
-  } else if (spdlog::should_log(spdlog::level::debug)) {
-    spdlog::debug("[{}] {}", name_, protocol::escape_for_log(line_));
+    auto registered = spdlog::get(logger_name);
+    auto& target = registered ? *registered : logger();
+    if (target.should_log(spdlog::level::info))
+      target.info("[{}] {}", name_, protocol::escape_for_log(line_));
+  } else if (logger().should_log(spdlog::level::debug)) {
+    logger().debug("[{}] {}", name_, protocol::escape_for_log(line_));
   }
   line_.clear();
 }

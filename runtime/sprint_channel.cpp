@@ -20,6 +20,7 @@
 #include "runtime/io_thread.hpp"
 #include "runtime/output_tail.hpp"
 #include "runtime/reply_reader.hpp"
+#include "sprintrt/logging.hpp"
 
 extern char** environ;
 
@@ -131,7 +132,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     from_child.emplace(io.context(), child->from_child.release());
     if (child->output) // none when the child writes to our stdout itself
       output.emplace(io.context(), child->output.release());
-    spdlog::debug("[{}] started pid {}", name, pid);
+    logger().debug("[{}] started pid {}", name, pid);
     if (events.started)
       events.started(pid, child->argv);
     read_messages();
@@ -267,9 +268,9 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
   }
 
   void give_up() {
-    spdlog::error("[{}] pid {} did not exit within {} ms of SIGKILL (stuck in the kernel?): "
-                  "giving up on it; it is reaped when it exits",
-                  name, pid, kill_wait.count());
+    logger().error("[{}] pid {} did not exit within {} ms of SIGKILL (stuck in the kernel?): "
+                   "giving up on it; it is reaped when it exits",
+                   name, pid, kill_wait.count());
     if (!cause)
       cause = make_error(errc::child_failed, "the child could not be killed");
     io.reaper().abandon(pid);
@@ -307,7 +308,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
       // Given up on after SIGKILL (see `kill_now`); now it exited at last,
       // or the shutdown gave up on it too.
       if (wait_status != not_reaped)
-        spdlog::info("[{}] pid {}, given up on, has exited and was reaped", name, pid);
+        logger().info("[{}] pid {}, given up on, has exited and was reaped", name, pid);
       return;
     }
     reaped = wait_status;
@@ -370,7 +371,7 @@ struct sprint_channel::impl : std::enable_shared_from_this<impl> {
     output.reset();
     child_down report{std::move(cause), pid, wait_status, tail.text()};
     if (pid >= 0)
-      spdlog::debug("[{}] pid {} {}", name, pid, report.describe());
+      logger().debug("[{}] pid {} {}", name, pid, report.describe());
     if (events.down)
       events.down(std::move(report));
   }

@@ -12,6 +12,7 @@
 #include "criterion/matrix_views.hpp"
 #include "protocol/ndarray_access.hpp"
 #include "protocol/utf8.hpp"
+#include "sprintrt/logging.hpp"
 
 namespace sprintrt::sim {
 
@@ -54,7 +55,7 @@ service_action sprint_service::handle(const protocol::command& request,
 void sprint_service::reply_exception(std::string_view message, protocol::byte_buffer& out) {
   // An exception reply is a short text: far below any sensible size limit.
   if (auto err = protocol::encode_exception_reply(out, options_.wire, message))
-    spdlog::error("cannot encode the exception reply '{}': {}", message, render(err));
+    logger().error("cannot encode the exception reply '{}': {}", message, render(err));
 }
 
 void sprint_service::reply_error(const caf::error& err, protocol::byte_buffer& out) {
@@ -70,9 +71,9 @@ void sprint_service::check_encoded(caf::error encoded, protocol::byte_buffer& ou
 void sprint_service::answer_init(const protocol::init_command& request,
                                  protocol::byte_buffer& out) {
   if (request.version != protocol::protocol_version)
-    spdlog::warn("init from '{}' asks for protocol version {}, this child speaks version {}; "
-                 "answering anyway (the parent checks the version)",
-                 request.client_name, request.version, protocol::protocol_version);
+    logger().warn("init from '{}' asks for protocol version {}, this child speaks version {}; "
+                  "answering anyway (the parent checks the version)",
+                  request.client_name, request.version, protocol::protocol_version);
   check_encoded(protocol::encode_init_reply(out, options_.wire, options_.child_name,
                                             options_.init_reply_version,
                                             region_ != nullptr || options_.claim_shared_memory),

@@ -8,6 +8,7 @@
 /// segment listed.
 
 #include "actors/pool/pool_requests.hpp"
+#include "sprintrt/logging.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -159,13 +160,13 @@ void batch_progress::finish(pool_pointer self) {
   }
   st.stats.skipped_segments += skipped.size();
   if (!skipped.empty())
-    spdlog::warn("{}: batch: {} of {} segments without a path (loss inf, error signal zero): {}",
-                 st.label, skipped.size(), lengths.size(), segment_list(tags, skipped));
+    logger().warn("{}: batch: {} of {} segments without a path (loss inf, error signal zero): {}",
+                  st.label, skipped.size(), lengths.size(), segment_list(tags, skipped));
   double ms = std::chrono::duration<double, std::milli>(clock::now() - started).count();
-  spdlog::debug("{}: batch of {} segments ({} without a path): average frame loss {:.6f}, "
-                "{:.1f} ms",
-                st.label, lengths.size(), skipped.size(),
-                frame_sum > 0 ? loss_sum / static_cast<double>(frame_sum) : 0.0, ms);
+  logger().debug("{}: batch of {} segments ({} without a path): average frame loss {:.6f}, "
+                 "{:.1f} ms",
+                 st.label, lengths.size(), skipped.size(),
+                 frame_sum > 0 ? loss_sum / static_cast<double>(frame_sum) : 0.0, ms);
   promise.deliver(std::move(result));
 }
 

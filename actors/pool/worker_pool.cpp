@@ -3,6 +3,7 @@
 /// requests (see the header).
 
 #include "actors/pool/worker_pool.hpp"
+#include "sprintrt/logging.hpp"
 
 #include <memory>
 #include <tuple>
@@ -164,8 +165,8 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, worker_source 
     auto& st = self->state;
     for (size_t i = 0; i < st.workers.size(); ++i)
       if (st.workers[i].handle.address() == msg.source) {
-        spdlog::warn("{}: worker {} terminated ({}); starting a new one", st.label, i,
-                     render(msg.reason));
+        logger().warn("{}: worker {} terminated ({}); starting a new one", st.label, i,
+                      render(msg.reason));
         start_worker(self, i);
       }
   });

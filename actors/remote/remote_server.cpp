@@ -13,6 +13,7 @@
 #include "actors/remote/remote_handshake.hpp"
 #include "actors/worker/commands.hpp"
 #include "sprintrt/error.hpp"
+#include "sprintrt/logging.hpp"
 
 namespace sprintrt {
 
@@ -130,9 +131,9 @@ void drop_trainer(server_pointer self, const caf::actor_addr& trainer, const caf
   if (session == st.sessions.end())
     return;
   auto& s = session->second;
-  spdlog::info("{}: trainer {} disconnected ({}): {} queued segments dropped, {} in progress "
-               "cancelled",
-               st.label, s.name, render(reason), s.queued.size(), s.running.size());
+  logger().info("{}: trainer {} disconnected ({}): {} queued segments dropped, {} in progress "
+                "cancelled",
+                st.label, s.name, render(reason), s.queued.size(), s.running.size());
   for (auto& call : s.queued)
     call.drop(make_error(errc::cancelled, st.label + ": the trainer disconnected"));
   for (auto& [id, close] : s.running)
@@ -176,14 +177,14 @@ remote_pool_actor::behavior_type server_handlers(server_pointer self,
         auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
         auto name = to_string(sender.node());
         if (auto err = check_handshake(st.label, interface, options, st.options_key)) {
-          spdlog::warn("{}: refused trainer {}: {}", st.label, name, render(err));
+          logger().warn("{}: refused trainer {}: {}", st.label, name, render(err));
           return err;
         }
         if (st.sessions.count(sender) == 0) {
           st.sessions[sender].name = name;
           st.turns.push_back(sender);
           self->monitor(sender);
-          spdlog::info("{}: trainer {} connected", st.label, name);
+          logger().info("{}: trainer {} connected", st.label, name);
         }
         return static_cast<uint64_t>(st.capacity);
       },

@@ -18,6 +18,7 @@
 #include "actors/remote/remote_tls.hpp"
 #include "actors/worker/worker_requests.hpp"
 #include "sprintrt/error.hpp"
+#include "sprintrt/logging.hpp"
 #include "sprintrt/remote_interface.hpp"
 
 namespace sprintrt {
@@ -195,9 +196,9 @@ void go_down(worker_pointer self, const std::string& why) {
   // Once per cause at warn, not at every attempt of a server that stays
   // away (every 8 s).
   if (why != st.last_failure)
-    spdlog::warn("{}: {}", st.label, st.down_reason);
+    logger().warn("{}: {}", st.label, st.down_reason);
   else
-    spdlog::debug("{}: {}", st.label, st.down_reason);
+    logger().debug("{}: {}", st.label, st.down_reason);
   st.last_failure = why;
   // The slot first: the pool must not pick this worker for what fails here.
   st.slot->set({1, st.down_reason});
@@ -224,7 +225,7 @@ void go_up(worker_pointer self, remote_pool_actor remote, uint64_t capacity) {
   st.last_failure.clear();
   st.backoff = std::chrono::milliseconds{0};
   self->monitor(st.remote);
-  spdlog::info("{}: connected to {}, a pool of {} workers", st.label, st.endpoint, capacity);
+  logger().info("{}: connected to {}, a pool of {} workers", st.label, st.endpoint, capacity);
   st.slot->set({static_cast<size_t>(std::max<uint64_t>(capacity, 1)), ""});
   auto waiting = std::move(st.waiting);
   st.waiting.clear();

@@ -6,6 +6,7 @@
 /// waits as a response promise until its sequences have loss data.
 
 #include "actors/seqtrain/seqtrain_scheduler.hpp"
+#include "sprintrt/logging.hpp"
 
 #include <chrono>
 #include <optional>
@@ -127,14 +128,14 @@ void computed(scheduler_pointer self, const entry_pointer& entry, uint32_t lane,
                                       nanoseconds(now - st.epoch_started)});
     if (!loss) {
       ++st.counters.failed;
-      spdlog::warn("seqtrain: sequence {} ('{}') failed: {}", entry->seq_idx, entry->tag,
-                   render(loss.error()));
+      logger().warn("seqtrain: sequence {} ('{}') failed: {}", entry->seq_idx, entry->tag,
+                    render(loss.error()));
     } else {
       ++st.counters.computed;
       if (*loss == INFINITY) {
         ++st.counters.skipped;
-        spdlog::warn("seqtrain: sequence {} ('{}') without a path (loss inf, error signal zero)",
-                     entry->seq_idx, entry->tag);
+        logger().warn("seqtrain: sequence {} ('{}') without a path (loss inf, error signal zero)",
+                      entry->seq_idx, entry->tag);
       }
     }
     st.pipeline.complete(entry, std::move(loss));

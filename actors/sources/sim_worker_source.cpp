@@ -1,6 +1,7 @@
 // sim_worker_source: the options a user would pass to run sprint-sim as the
 // Sprint executable, turned into in-process simulated workers.
 
+#include "sprintrt/logging.hpp"
 #include "sprintrt/sim_worker.hpp"
 
 #include <memory>
@@ -51,7 +52,7 @@ caf::expected<worker_source> sim_worker_source(const sprint_options& opts,
   if (!config)
     return with_context(context + ": sprintConfigStr", config.error());
   for (const auto& warning : config->warnings)
-    spdlog::warn("{}: {}", context, warning);
+    logger().warn("{}: {}", context, warning);
   auto topology = sim::make_topology(*config);
   if (!topology)
     return with_context(context, topology.error());

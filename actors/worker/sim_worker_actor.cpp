@@ -15,6 +15,7 @@
 #include "actors/worker/worker_requests.hpp"
 #include "sim/corpus_criterion.hpp"
 #include "sim/sprint_service.hpp"
+#include "sprintrt/logging.hpp"
 
 namespace sprintrt {
 
@@ -92,7 +93,7 @@ void finish_in_flight(sim_worker_pointer self) {
   st.in_flight.reset();
   auto fail = [&](const caf::error& err) {
     ++st.stats.requests_failed;
-    spdlog::warn("{}", render(err));
+    logger().warn("{}", render(err));
     req.fail(err);
   };
   if (auto err = injected_failure(st, req)) {
@@ -162,7 +163,7 @@ bool dies_at_arrival(sim_worker_pointer self) {
   auto reason = make_error(errc::child_failed, st.label + " died at its request " +
                                                    std::to_string(st.received) +
                                                    " (sim_worker_behavior::die_at_request)");
-  spdlog::warn("{}", render(reason));
+  logger().warn("{}", render(reason));
   self->quit(reason);
   return true;
 }

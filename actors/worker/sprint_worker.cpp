@@ -25,6 +25,7 @@
 #include "protocol/messages.hpp"
 #include "runtime/io_thread.hpp"
 #include "runtime/sprint_channel.hpp"
+#include "sprintrt/logging.hpp"
 
 namespace sprintrt::detail {
 
@@ -91,7 +92,7 @@ void send_to_child(worker_pointer self, protocol::byte_buffer message, size_t ma
 void fail_request(worker_pointer self, pending_request& req, const caf::error& err) {
   ++self->state.stats.requests_failed;
   // The error names the worker, the command and the segment.
-  spdlog::warn("{}", render(err));
+  logger().warn("{}", render(err));
   req.fail(err);
 }
 
@@ -179,8 +180,8 @@ void start_child(worker_pointer self) {
     if (auto region = shared_region::create(st.label.c_str()))
       st.shared.emplace(std::move(*region));
     else
-      spdlog::warn("{}: no shared region for the child, pipes only: {}", st.label,
-                   render(region.error()));
+      logger().warn("{}: no shared region for the child, pipes only: {}", st.label,
+                    render(region.error()));
   }
   st.channel =
       runtime::sprint_channel::open(*st.io, st.opts, st.label, make_events(self, st.generation),
@@ -222,8 +223,8 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
   };
   if (st.abandoned) {
     // Killed on purpose (see `abandon`): nothing it held is to blame.
-    spdlog::info("{}: {}; resending the {} other request(s) written to it", st.label, what,
-                 st.in_flight.size());
+    logger().info("{}: {}; resending the {} other request(s) written to it", st.label, what,
+                  st.in_flight.size());
     requeue_in_flight(st);
     dispatch(self);
     return;
@@ -231,8 +232,8 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
   if (!st.in_flight.empty() && st.timed_out && *st.timed_out != st.in_flight.front().serial) {
     // Killed for a request that was answered before the kill took effect:
     // what is in flight now was not late; it goes back, unharmed.
-    spdlog::warn("{}: {}; resending {} request(s) written to it", st.label, what,
-                 st.in_flight.size());
+    logger().warn("{}: {}; resending {} request(s) written to it", st.label, what,
+                  st.in_flight.size());
     requeue_in_flight(st);
   } else if (!st.in_flight.empty()) {
     // Only the request the child was serving is charged with its end; those
@@ -243,8 +244,8 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
     if (++req.failures > st.opts.max_retries || permanent(cause)) {
       fail_request(self, req, error_for(req));
     } else {
-      spdlog::warn("{}: {}; resending {} (attempt {} of {})", st.label, what, req.subject(),
-                   req.failures + 1, st.opts.max_retries + 1);
+      logger().warn("{}: {}; resending {} (attempt {} of {})", st.label, what, req.subject(),
+                    req.failures + 1, st.opts.max_retries + 1);
       st.queue.push_front(std::move(req));
     }
   } else if (was_starting) {
@@ -260,10 +261,10 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
       auto failed = make_error(cause == errc::timeout ? errc::timeout : errc::child_failed,
                                st.label + ": the Sprint child could not be started: " + what);
       if (new_cause)
-        spdlog::warn("{}", render(failed));
+        logger().warn("{}", render(failed));
       else
-        spdlog::info("{}: the Sprint child failed to start {} times; failing {} request(s)",
-                     st.label, st.start_failures, st.queue.size());
+        logger().info("{}: the Sprint child failed to start {} times; failing {} request(s)",
+                      st.label, st.start_failures, st.queue.size());
       st.stats.requests_failed += st.queue.size();
       for (auto& req : st.queue)
         req.fail(failed);
@@ -273,13 +274,13 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
     }
     // Said once, with the child's output; the retries only count.
     if (new_cause)
-      spdlog::warn("{}: the Sprint child failed to start: {}; trying again ({} more attempt(s))",
-                   st.label, what, st.opts.max_retries);
+      logger().warn("{}: the Sprint child failed to start: {}; trying again ({} more attempt(s))",
+                    st.label, what, st.opts.max_retries);
     else
-      spdlog::info("{}: the Sprint child failed to start again (attempt {} of {})", st.label,
-                   st.start_failures, st.opts.max_retries + 1);
+      logger().info("{}: the Sprint child failed to start again (attempt {} of {})", st.label,
+                    st.start_failures, st.opts.max_retries + 1);
   } else {
-    spdlog::warn("{}: {}", st.label, what);
+    logger().warn("{}: {}", st.label, what);
   }
   if (st.queue.empty())
     return;
@@ -345,8 +346,8 @@ void dispatch(worker_pointer self) {
     if (auto slot = st.shared->acquire(req.shared_bytes()))
       req.slot = *slot;
     else
-      spdlog::warn("{}: {}; {} goes through the pipe", st.label, render(slot.error()),
-                   req.subject());
+      logger().warn("{}: {}; {} goes through the pipe", st.label, render(slot.error()),
+                    req.subject());
   }
   auto message = take_buffer(st);
   caf::error err;
@@ -461,7 +462,7 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
                 return;
               if (st.current == phase::stopping) {
                 if (!down.clean_exit())
-                  spdlog::warn("{}: {}", st.label, describe_down(down));
+                  logger().warn("{}: {}", st.label, describe_down(down));
                 for (auto& promise : st.stop_promises)
                   promise.deliver(static_cast<int32_t>(down.exit_code()));
                 st.current = phase::down;

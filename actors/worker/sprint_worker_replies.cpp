@@ -3,6 +3,7 @@
 // protocol failure (kill, restart, resend).
 
 #include "actors/worker/sprint_worker_state.hpp"
+#include "sprintrt/logging.hpp"
 
 #include <type_traits>
 #include <variant>
@@ -43,11 +44,11 @@ void on_init_reply(worker_pointer self, const protocol::value& msg) {
   if (!reply->shared_memory)
     st.shared.reset(); // declined (another module): pipes only
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - st.started_at);
-  spdlog::info("{}: Sprint child '{}' pid {} ready after {} ms", st.label, reply->child_name,
-               st.stats.pid, ms.count());
+  logger().info("{}: Sprint child '{}' pid {} ready after {} ms", st.label, reply->child_name,
+                st.stats.pid, ms.count());
   if (reply->shared_memory)
-    spdlog::debug("{}: the child accepted its shared region: large segments go through it",
-                  st.label);
+    logger().debug("{}: the child accepted its shared region: large segments go through it",
+                   st.label);
   st.current = phase::ready;
   st.start_failures = 0;
   st.last_start_failure.clear();

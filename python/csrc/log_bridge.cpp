@@ -1,4 +1,5 @@
 #include "log_bridge.hpp"
+#include "sprintrt/logging.hpp"
 
 #include <spdlog/details/registry.h>
 #include <spdlog/sinks/sink.h>
@@ -192,6 +193,7 @@ void install_log_bridge() {
   for (auto* logger : {main_logger.get(), child_logger.get()})
     logger->set_level(spdlog::level::info);
   spdlog::set_default_logger(main_logger);
+  set_logger(main_logger);
   spdlog::drop("sprintrt.child");
   spdlog::register_logger(child_logger);
 }

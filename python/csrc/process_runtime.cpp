@@ -9,6 +9,7 @@
 #include <new>
 #include <vector>
 
+#include "sprintrt/logging.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 
 namespace sprintrt::python {
@@ -118,9 +119,9 @@ void shutdown_process_runtime() {
     if (auto left = wait_for_calls(); left == 0)
       delete stopping;
     else
-      spdlog::error("sprintrt: {} call(s) still waited {} s after the pools were stopped at "
-                    "shutdown; the runtime is left stopped, not destroyed",
-                    left, calls_grace.count());
+      logger().error("sprintrt: {} call(s) still waited {} s after the pools were stopped at "
+                     "shutdown; the runtime is left stopped, not destroyed",
+                     left, calls_grace.count());
   }
   release_deferred_objects();
   {

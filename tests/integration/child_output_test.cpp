@@ -22,6 +22,7 @@
 #include "runtime/output_file.hpp"
 #include "runtime/output_tail.hpp"
 #include "runtime/sprint_channel.hpp"
+#include "sprintrt/logging.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/process_checks.hpp"
 
@@ -65,12 +66,11 @@ std::optional<runtime::child_down> run_child(const sprint_options& opts) {
 }
 
 /// A logger whose records the test reads; registered under `name`, or made
-/// the default logger for an empty name, until destruction.
+/// sprintrt's logger for an empty name, until destruction.
 struct captured_logger {
   std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink =
       std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100);
   std::shared_ptr<spdlog::logger> logger;
-  std::shared_ptr<spdlog::logger> previous_default = spdlog::default_logger();
   std::string name;
 
   explicit captured_logger(std::string logger_name) : name(std::move(logger_name)) {
@@ -78,13 +78,13 @@ struct captured_logger {
     logger->set_level(spdlog::level::trace);
     logger->set_pattern("%l %v");
     if (name.empty())
-      spdlog::set_default_logger(logger);
+      set_logger(logger);
     else
       spdlog::register_logger(logger);
   }
   ~captured_logger() {
     if (name.empty())
-      spdlog::set_default_logger(previous_default);
+      set_logger(nullptr);
     else
       spdlog::drop(name);
   }
@@ -120,22 +120,22 @@ std::string read_file(const std::string& path) {
 
 TEST_CASE("childOutput log: each line at info with the worker's name, to sprintrt.child") {
   captured_logger child_logger{runtime::output_tail::logger_name};
-  captured_logger default_logger{""};
+  captured_logger sprintrt_logger{""};
   auto down = run_child(chatty_child({child_output_mode::log, ""}));
   CHECK(child_logger.worker_lines() ==
         std::vector<std::string>{"info [pool 0 worker 1] out: RASR says hi",
                                  "info [pool 0 worker 1] err: RASR says hi"});
   check_quoted_in_errors(down);
-  // The default logger got the channel's own records only.
-  for (const auto& line : default_logger.worker_lines())
+  // sprintrt's logger got the channel's own records only.
+  for (const auto& line : sprintrt_logger.worker_lines())
     CHECK(line.find("RASR says hi") == std::string::npos);
 }
 
-TEST_CASE("childOutput log goes to the default logger when no sprintrt.child is registered") {
+TEST_CASE("childOutput log goes to sprintrt's logger when no sprintrt.child is registered") {
   REQUIRE(spdlog::get(runtime::output_tail::logger_name) == nullptr);
-  captured_logger default_logger{""};
+  captured_logger sprintrt_logger{""};
   auto down = run_child(chatty_child({}));
-  auto lines = default_logger.worker_lines();
+  auto lines = sprintrt_logger.worker_lines();
   CHECK(std::count(lines.begin(), lines.end(), "info [pool 0 worker 1] out: RASR says hi") == 1);
   CHECK(std::count(lines.begin(), lines.end(), "info [pool 0 worker 1] err: RASR says hi") == 1);
   check_quoted_in_errors(down);
@@ -144,7 +144,7 @@ TEST_CASE("childOutput log goes to the default logger when no sprintrt.child is 
 TEST_CASE("childOutput file: the output appended to DIR/<worker>.log, DIR made if missing") {
   test::temp_dir dir;
   const auto logs = dir.path() + "/logs/sprint";
-  captured_logger default_logger{""};
+  captured_logger sprintrt_logger{""};
   auto opts = chatty_child({child_output_mode::file, logs});
   auto first = run_child(opts);
   auto second = run_child(opts);
@@ -153,7 +153,7 @@ TEST_CASE("childOutput file: the output appended to DIR/<worker>.log, DIR made i
   CHECK(read_file(logs + "/pool-0-worker-1.log") == std::string{said} + said);
   check_quoted_in_errors(first);
   check_quoted_in_errors(second);
-  for (const auto& line : default_logger.worker_lines())
+  for (const auto& line : sprintrt_logger.worker_lines())
     CHECK(line.rfind("info", 0) == std::string::npos);
   CHECK(test::child_processes().empty());
 }

@@ -20,6 +20,7 @@
 #include "criterion/corpus.hpp"
 #include "criterion/ctc_topology.hpp"
 #include "sim/corpus_criterion.hpp"
+#include "sprintrt/logging.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/leak_check.hpp"
@@ -341,18 +342,17 @@ TEST_CASE("numInstances 0 through the C++ API is an error naming the pool") {
 
 namespace {
 
-/// Routes spdlog's default logger into a ring buffer while it lives.
+/// Routes sprintrt's logger into a ring buffer while it lives.
 struct captured_log {
   std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink =
       std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100);
-  std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
   captured_log() {
     auto logger = std::make_shared<spdlog::logger>("captured", sink);
     logger->set_level(spdlog::level::info);
     logger->set_pattern("%l %v");
-    spdlog::set_default_logger(logger);
+    sprintrt::set_logger(logger);
   }
-  ~captured_log() { spdlog::set_default_logger(previous); }
+  ~captured_log() { sprintrt::set_logger(nullptr); }
   captured_log(const captured_log&) = delete;
   captured_log& operator=(const captured_log&) = delete;
 

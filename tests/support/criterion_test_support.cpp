@@ -1,6 +1,7 @@
 #include "tests/support/criterion_test_support.hpp"
 
 #include "criterion/random_posteriors.hpp"
+#include "sprintrt/logging.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -219,15 +220,13 @@ fsa random_fsa(uint32_t num_states, uint32_t num_edges, uint32_t classes, std::m
   return unwrap(fsa::make(num_states, edges));
 }
 
-log_capture::log_capture()
-    : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64)),
-      previous_(spdlog::default_logger()) {
+log_capture::log_capture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64)) {
   sink_->set_pattern("%l: %v");
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink_));
+  set_logger(std::make_shared<spdlog::logger>("capture", sink_));
 }
 
 log_capture::~log_capture() {
-  spdlog::set_default_logger(previous_);
+  set_logger(nullptr);
 }
 
 std::vector<std::string> log_capture::messages() const {

@@ -80,7 +80,8 @@ T unwrap(caf::expected<T> value) {
   return std::move(*value);
 }
 
-/// Replaces spdlog's default logger while alive, recording what is logged.
+/// Replaces sprintrt's logger while alive, recording what is logged; then
+/// restores the default.
 class log_capture {
 public:
   log_capture();
@@ -93,7 +94,6 @@ public:
 
 private:
   std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-  std::shared_ptr<spdlog::logger> previous_;
 };
 
 } // namespace sprintrt::criterion::test

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/child_spawn.hpp"
+#include "sprintrt/logging.hpp"
 #include "tools/bench/bench.hpp"
 
 #ifndef SPRINTRT_BENCH_SCRIPTS
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
   // Log lines (warnings only) go to stderr, never into the benchmark output.
   spdlog::set_default_logger(spdlog::stderr_color_mt("sprintrt-bench"));
   spdlog::set_level(spdlog::level::warn);
+  sprintrt::set_logger(spdlog::default_logger());
   try {
     if (argc > 1 && std::string{argv[1]}.compare(0, 9, "--helper=") == 0) {
       // Its positional arguments after the flags, which go into `settings`.

@@ -25,6 +25,7 @@
 #include "sim/sprint_sim_config.hpp"
 #include "sim/sprint_sim_exit.hpp"
 #include "sim/sprint_sim_parameters.hpp"
+#include "sprintrt/logging.hpp"
 #include "tools/sprint-sim/pipe_io.hpp"
 #include "tools/sprint-sim/pipe_server.hpp"
 
@@ -56,6 +57,7 @@ void set_up_logging(spdlog::level::level_enum level) {
   logger->set_level(level);
   logger->flush_on(spdlog::level::trace);
   spdlog::set_default_logger(logger);
+  sprintrt::set_logger(logger);
 }
 
 int status(sprint_sim_exit code) {

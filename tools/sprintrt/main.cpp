@@ -8,6 +8,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "sprintrt/logging.hpp"
 #include "tools/sprintrt/commands.hpp"
 
 namespace {
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
     auto logger = spdlog::stderr_color_mt("sprintrt");
     logger->set_pattern("%Y-%m-%d %H:%M:%S.%e sprintrt %^%l%$: %v");
     spdlog::set_default_logger(logger);
+    sprintrt::set_logger(logger);
     spdlog::set_level(level_of(log_level));
   });
   int exit_code = 0;

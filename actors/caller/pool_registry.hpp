@@ -6,12 +6,14 @@
 /// (which keyed a class-level dict by the hashable options), as an object.
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
 #include <caf/actor_addr.hpp>
 #include <caf/fwd.hpp>
 
+#include "actors/caller/actor_census.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/pool_interface.hpp"
 #include "sprintrt/worker_source.hpp"
@@ -26,8 +28,11 @@ namespace sprintrt {
 /// asked for. Safe to use from several threads.
 class pool_registry {
 public:
-  /// Pools are spawned in `system`, their children run on `io`.
-  pool_registry(caf::actor_system& system, runtime::io_thread& io) : system_(system), io_(io) {}
+  /// Pools are spawned in `system`, their children run on `io`; every pool
+  /// and every worker a pool makes is enlisted in `census`.
+  pool_registry(caf::actor_system& system, runtime::io_thread& io,
+                std::shared_ptr<detail::actor_census> census)
+      : system_(system), io_(io), census_(std::move(census)) {}
 
   /// Returns the pool for `opts` (the same pool for equal options), whose
   /// workers are Sprint children (`child_process_source`).
@@ -44,8 +49,12 @@ public:
   void stop_all();
 
 private:
+  /// Spawns a pool over `source` (its workers enlisted) and enlists it.
+  worker_pool_actor spawn_enlisted(worker_source source, std::string name);
+
   caf::actor_system& system_;
   runtime::io_thread& io_;
+  std::shared_ptr<detail::actor_census> census_;
   mutable std::mutex mutex_;
   /// Keyed by the canonical JSON of the options: equal options, equal keys.
   std::map<std::string, worker_pool_actor> pools_;

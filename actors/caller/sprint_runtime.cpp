@@ -7,11 +7,13 @@
 #include <caf/scheduler/coordinator.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/caller/actor_census.hpp"
 #include "actors/caller/caller_actors.hpp"
 #include "actors/caller/pool_registry.hpp"
 #include "actors/execution/affine_sharing.hpp"
 #include "actors/sources/child_process_source.hpp"
 #include "runtime/io_thread.hpp"
+#include "sprintrt/logging.hpp"
 #include "sprintrt/remote_interface.hpp"
 
 namespace sprintrt {
@@ -48,15 +50,32 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg,
 
 } // namespace
 
+/// The runtime's own actor system, when it has one.
+struct own_actor_system {
+  explicit own_actor_system(const sprint_runtime::settings& config)
+      : system(configure(system_config, config)) {}
+
+  caf::actor_system_config system_config;
+  caf::actor_system system;
+};
+
 struct sprint_runtime::impl {
-  explicit impl(const settings& config)
-      : system(configure(system_config, config)), callers(system), registry(system, io) {}
+  /// On `program_system` if not null, else on a system of its own.
+  impl(const settings& config, caf::actor_system* program_system)
+      : own_system(program_system ? nullptr : std::make_unique<own_actor_system>(config)),
+        system(program_system ? *program_system : own_system->system), callers(system),
+        registry(system, io, census) {
+    if (config.logger)
+      set_logger(config.logger);
+  }
 
   // Order matters: the io thread outlives the actor system (workers talk to
   // it until they are done), the registry refers to both.
   runtime::io_thread io;
-  caf::actor_system_config system_config;
-  caf::actor_system system;
+  /// Null on the program's actor system.
+  std::unique_ptr<own_actor_system> own_system;
+  caf::actor_system& system;
+  std::shared_ptr<detail::actor_census> census = std::make_shared<detail::actor_census>();
   detail::caller_actors callers;
   pool_registry registry;
   bool shut_down = false;
@@ -70,7 +89,13 @@ sprint_runtime::settings runtime_settings_for(const sprint_options& opts) {
 
 sprint_runtime::sprint_runtime() : sprint_runtime(settings{}) {}
 
-sprint_runtime::sprint_runtime(const settings& config) : impl_(std::make_unique<impl>(config)) {}
+sprint_runtime::sprint_runtime(const settings& config)
+    : impl_(std::make_unique<impl>(config, nullptr)) {}
+
+sprint_runtime::sprint_runtime(caf::actor_system& system, const settings& config)
+    : impl_(std::make_unique<impl>(config, &system)) {}
+
+sprint_runtime::sprint_runtime(caf::actor_system& system) : sprint_runtime(system, settings{}) {}
 
 sprint_runtime::~sprint_runtime() {
   shutdown();
@@ -80,13 +105,17 @@ caf::actor_system& sprint_runtime::system() noexcept {
   return impl_->system;
 }
 
+bool sprint_runtime::owns_system() const noexcept {
+  return impl_->own_system != nullptr;
+}
+
 namespace {
 
 /// `pool` checked: none after shutdown (the registry decides, under its
 /// lock, so that a pool cannot slip in between `stop_all` and the wait).
 worker_pool_actor made_unless_shut_down(worker_pool_actor pool) {
   if (!pool)
-    spdlog::error("a pool was requested after the runtime was shut down: none is made");
+    logger().error("a pool was requested after the runtime was shut down: none is made");
   return pool;
 }
 
@@ -108,6 +137,10 @@ detail::caller_actors& sprint_runtime::callers() noexcept {
   return impl_->callers;
 }
 
+detail::actor_census& sprint_runtime::census() noexcept {
+  return *impl_->census;
+}
+
 void sprint_runtime::stop_pools() {
   impl_->registry.stop_all();
 }
@@ -117,8 +150,12 @@ void sprint_runtime::shutdown() {
     return;
   impl_->shut_down = true;
   impl_->registry.stop_all();
+  // Schedulers, and workers whose pool is gone.
+  impl_->census->stop_all();
   impl_->callers.clear();
-  impl_->system.await_all_actors_done();
+  impl_->census->await_all_done();
+  if (impl_->own_system)
+    impl_->system.await_all_actors_done();
   impl_->io.stop(io_grace);
 }
 

@@ -2,7 +2,8 @@
 
 /// @file
 /// The blocking facade of the sequence-training scheduler, for trainers that
-/// are not actor-based, and the trainer's side of the error signal.
+/// are not actor-based (actor-based ones spawn the scheduler themselves:
+/// `sprintrt/seqtrain_scheduler.hpp`).
 ///
 /// A trainer's loop, per epoch (`sprintrt demo` does exactly this):
 ///
@@ -34,22 +35,24 @@
 
 #include "sprintrt/error.hpp"
 #include "sprintrt/pool_interface.hpp"
+#include "sprintrt/seqtrain_error_signal.hpp"
 #include "sprintrt/seqtrain_interface.hpp"
 #include "sprintrt/stop_token.hpp"
-#include "sprintrt/tensor.hpp"
 
 namespace sprintrt {
 
 class sprint_runtime;
 
-/// Owns one scheduler actor over a pool and calls it, waiting for each
-/// answer. Not copyable; the runtime must outlive it. Calls may come from
-/// any thread, but a training run is one sequence of calls. The scheduler
-/// ends with its pool (at the runtime's shutdown at the latest).
+/// Owns one scheduler actor over a pool (`spawn_seqtrain_scheduler`) and
+/// calls it, waiting for each answer. Not copyable; the runtime must outlive
+/// it. Calls may come from any thread, but a training run is one sequence of
+/// calls. The scheduler ends with the client, or earlier with its pool (at
+/// the runtime's shutdown at the latest).
 class seqtrain_client {
 public:
   /// A scheduler over `pool` (e.g. `rt.pool(opts)` or `rt.pool(source)`).
-  /// `options.max_in_flight` should be the pool's number of workers.
+  /// `options.max_in_flight` bounds the sequences computed at once; 0 (the
+  /// default): the pool's capacity, one per worker.
   seqtrain_client(sprint_runtime& rt, worker_pool_actor pool, seqtrain_options options);
 
   /// Stops the scheduler.
@@ -83,7 +86,10 @@ public:
   /// The scheduler's counters and queue depths now.
   caf::expected<seqtrain_stats> stats();
 
-  /// Returns the scheduler's actor handle.
+  /// Returns the scheduler's actor handle, for messages the facade has no
+  /// call for. It is valid while this client lives (the client stops the
+  /// scheduler when destroyed); for a scheduler with a lifetime of its own,
+  /// use `spawn_seqtrain_scheduler`.
   const seqtrain_scheduler_actor& scheduler() const noexcept { return scheduler_; }
 
 private:
@@ -93,12 +99,5 @@ private:
   sprint_runtime* runtime_;
   seqtrain_scheduler_actor scheduler_;
 };
-
-/// The trainer's error signal from a train reply: `exp(log_posteriors) -
-/// hat_y` for frames t < lengths[b] of column b, zero elsewhere; both tensors
-/// [T, B, D] of the same shape, `lengths` [B] each in 0..T. Errors
-/// (`invalid_input`) name the mismatching shape or length.
-caf::expected<tensor> seqtrain_error_signal(const tensor& log_posteriors, const tensor& hat_y,
-                                            const std::vector<int64_t>& lengths);
 
 } // namespace sprintrt

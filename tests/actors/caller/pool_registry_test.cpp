@@ -8,8 +8,10 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include "runtime/io_thread.hpp"
+#include "sprintrt/error.hpp"
 
 using namespace sprintrt;
 
@@ -21,7 +23,8 @@ struct registry_fixture {
   runtime::io_thread io;
   caf::actor_system_config config;
   caf::actor_system system{config};
-  pool_registry registry{system, io};
+  std::shared_ptr<detail::actor_census> census = std::make_shared<detail::actor_census>();
+  pool_registry registry{system, io, census};
 
   ~registry_fixture() { registry.stop_all(); }
 
@@ -73,4 +76,34 @@ TEST_CASE("once stopped, the registry makes no pool and forgets those it had") {
   fx.registry.stop_all();
   CHECK_FALSE(fx.registry.pool(registry_fixture::options(1)));
   CHECK_FALSE(fx.registry.own_pool(registry_fixture::source(), "late"));
+}
+
+TEST_CASE("the registry's pools are counted until they end") {
+  registry_fixture fx;
+  auto pool = fx.registry.pool(registry_fixture::options(1));
+  REQUIRE(pool);
+  auto own = fx.registry.own_pool(registry_fixture::source(), "mine");
+  REQUIRE(own);
+  CHECK(fx.census->alive() == 2);
+  fx.registry.stop_all();
+  fx.census->await_all_done();
+  CHECK(fx.census->alive() == 0);
+}
+
+TEST_CASE("without CAF's network layer a pool with remote pools refuses, saying what to load") {
+  registry_fixture fx;
+  REQUIRE_FALSE(fx.system.has_middleman());
+  auto opts = registry_fixture::options(1);
+  opts.remote.push_back({"127.0.0.1", 7001});
+  auto pool = fx.registry.pool(opts);
+  REQUIRE(pool);
+  caf::scoped_actor self{fx.system};
+  self->request(pool, caf::infinite, stats_atom::value)
+      .receive([](pool_stats&) {}, [](caf::error&) {});
+  self->request(pool, caf::infinite, automata_atom::value, std::vector<std::string>{"s"})
+      .receive([](batch_automata&) { FAIL("a pool without the network layer answered"); },
+               [](caf::error& err) {
+                 CHECK(err == errc::invalid_options);
+                 CHECK(error_message(err).find("caf::io::middleman") != std::string::npos);
+               });
 }

@@ -1,6 +1,7 @@
 # The package test: installs the build tree to a temporary prefix, then
 # configures, builds and runs tests/package/consumer against it (one batch
-# through pool_client with the installed sprint-sim), and with PYTHON runs
+# through pool_client with the installed sprint-sim) and the engine example
+# (examples/engine_trainer and its Catch2 test), and with PYTHON runs
 # tests/package/consumer.py against the installed Python module (the same
 # batch through SprintInstancePool).
 #
@@ -42,6 +43,13 @@ run("configure the consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/con
     -B ${WORK_DIR}/consumer-build -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
 run("build the consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build)
 run("run the consumer" ${WORK_DIR}/consumer-build/consumer ${prefix}/bin/sprint-sim ${WORK_DIR})
+
+# The engine example (examples/engine_trainer): an event-based trainer on its
+# own actor system, and its Catch2 test against in-process workers.
+run("configure the engine example" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/engine_trainer
+    -B ${WORK_DIR}/example-build -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+run("build the engine example" ${CMAKE_COMMAND} --build ${WORK_DIR}/example-build)
+run("test the engine example" ${WORK_DIR}/example-build/engine_trainer_test)
 
 if(PYTHON)
   set(package ${prefix}/${PYTHON_DIR}/sprintrt)

@@ -79,6 +79,11 @@ constexpr option_descriptor table[] = {
         "maxRetries", machine_local,
         "how often a request is resent after its child failed (died, hung, broke the "
         "protocol)"),
+    declare<&o::kill_on_cancel, flag_codec>(
+        "killOnCancel", machine_local,
+        "what happens to a child computing a request whose caller cancelled it: `false` lets "
+        "it finish and discards the reply (a child that misses its replyTimeout is still "
+        "killed), `true` kills it at once and starts a new one when next needed"),
     declare<&o::env, environment_codec>(
         "env", machine_local,
         "`{\"set\": {\"NAME\": \"value\"}, \"unset\": [\"NAME\"]}` for the children"),

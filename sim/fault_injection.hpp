@@ -108,6 +108,9 @@ struct fault_options {
   /// `--*.delay-ms=N`: how long to wait before each reply to a loss/FSA
   /// request.
   std::chrono::milliseconds delay{0};
+  /// `--*.init-delay-ms=N`: how long to wait before the `init` reply (a
+  /// slow start, as a real Sprint loading its lexicon and model).
+  std::chrono::milliseconds init_delay{0};
   /// `--*.fault-rate=P`: for `random`, the probability of a fault per
   /// loss/FSA request.
   double rate = 0.02;
@@ -177,6 +180,9 @@ public:
 
   /// Returns the delay before each reply to a loss/FSA request.
   std::chrono::milliseconds reply_delay() const noexcept { return options_.delay; }
+
+  /// Returns the delay before the `init` reply.
+  std::chrono::milliseconds init_delay() const noexcept { return options_.init_delay; }
 
   /// Returns the extra delay of the last `slow` action.
   std::chrono::milliseconds slow_delay() const noexcept { return slow_delay_; }

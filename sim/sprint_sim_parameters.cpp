@@ -418,6 +418,11 @@ std::vector<sim_parameter> declare_parameters() {
           "delay-ms", "N", "wait before each loss/FSA reply (at most an hour)",
           [](auto& c) -> auto& { return c.faults.delay; }, parse_delay,
           "milliseconds from 0 to 3600000")),
+      process_only(value(
+          "init-delay-ms", "N",
+          "wait before the init reply, as a slow Sprint start (at most an hour)",
+          [](auto& c) -> auto& { return c.faults.init_delay; }, parse_delay,
+          "milliseconds from 0 to 3600000")),
   };
 }
 

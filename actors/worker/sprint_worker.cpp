@@ -171,7 +171,7 @@ void start_child(worker_pointer self) {
   st.timed_out.reset();
   st.dying = false;
   st.broken = false;
-  st.abandoned = false;
+  st.killed_for_cancel = false;
   st.current = phase::starting;
   st.started_at = clock::now();
   st.shared.reset();
@@ -196,10 +196,12 @@ void start_child(worker_pointer self) {
 }
 
 /// Puts the requests still in flight back at the front of the queue, in
-/// their order, uncharged.
+/// their order, uncharged; drops those whose callers were answered already
+/// (`abandoned`).
 void requeue_in_flight(worker_state& st) {
   while (!st.in_flight.empty()) {
-    st.queue.push_front(std::move(st.in_flight.back()));
+    if (!st.in_flight.back().abandoned)
+      st.queue.push_front(std::move(st.in_flight.back()));
     st.in_flight.pop_back();
   }
 }
@@ -221,7 +223,7 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
     return make_error(cause == errc::timeout ? errc::timeout : errc::child_failed,
                       request_context(st.label, req) + ": " + what);
   };
-  if (st.abandoned) {
+  if (st.killed_for_cancel) {
     // Killed on purpose (see `abandon`): nothing it held is to blame.
     logger().info("{}: {}; resending the {} other request(s) written to it", st.label, what,
                   st.in_flight.size());
@@ -241,7 +243,11 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
     auto req = std::move(st.in_flight.front());
     st.in_flight.pop_front();
     requeue_in_flight(st);
-    if (++req.failures > st.opts.max_retries || permanent(cause)) {
+    if (req.abandoned) {
+      // Its caller was answered when it cancelled; nobody waits for it.
+      logger().warn("{}: {} (while computing {}, which its caller had cancelled)", st.label, what,
+                    req.subject());
+    } else if (++req.failures > st.opts.max_retries || permanent(cause)) {
       fail_request(self, req, error_for(req));
     } else {
       logger().warn("{}: {}; resending {} (attempt {} of {})", st.label, what, req.subject(),
@@ -294,8 +300,10 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
 
 /// Answers the request that `origin` names with `cancelled`, if the worker
 /// still holds it. One already written to the child cannot be taken back:
-/// the child is killed (its replies are ignored from now on), and the
-/// others written to it go to the next child.
+/// the child computes it and its reply is dropped (the child is still
+/// killed if it misses its replyTimeout), or with `killOnCancel` the child
+/// is killed at once (its replies are ignored from now on), and the others
+/// written to it go to the next child.
 void abandon(worker_pointer self, const request_origin& origin) {
   auto& st = self->state;
   auto cancel = [&](pending_request& req) {
@@ -305,6 +313,15 @@ void abandon(worker_pointer self, const request_origin& origin) {
     cancel(*req);
     return;
   }
+  if (!st.opts.kill_on_cancel) {
+    for (auto& req : st.in_flight)
+      if (!req.abandoned && req.origin == origin) {
+        cancel(req);
+        req.abandoned = true;
+        return;
+      }
+    return;
+  }
   if (auto req = take_request(st.in_flight, origin)) {
     cancel(*req);
     // Whatever the child still sends would be taken as the answer to the
@@ -312,7 +329,7 @@ void abandon(worker_pointer self, const request_origin& origin) {
     // is being killed already (its down report then handles the rest).
     st.broken = true;
     if (!st.dying) {
-      st.abandoned = true;
+      st.killed_for_cancel = true;
       kill_child(self, make_error(errc::cancelled, "stopped: it held a request its caller "
                                                    "cancelled"));
     }

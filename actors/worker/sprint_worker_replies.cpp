@@ -116,9 +116,17 @@ void answer(worker_pointer self, caf::expected<T> result, byte_span bytes, Promi
 /// Handles the reply to the request in flight; `bytes` is the reply as it
 /// arrived.
 void on_request_reply(worker_pointer self, const protocol::value& msg, byte_span bytes) {
+  auto& st = self->state;
+  if (st.in_flight.front().abandoned) {
+    // Its caller was answered when it cancelled: the reply is dropped
+    // unread (its output gate is closed too).
+    take_answered(st);
+    dispatch(self);
+    return;
+  }
   // `answer` takes the request out of `in_flight`: `kind_req` is not used
   // after it.
-  const auto& front = self->state.in_flight.front();
+  const auto& front = st.in_flight.front();
   const shared_slot* slot = front.slot ? &*front.slot : nullptr;
   std::visit(
       [&](const auto& kind_req) {

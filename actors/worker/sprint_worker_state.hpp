@@ -84,6 +84,10 @@ struct pending_request : segment_request {
   /// it (a request back in the queue from a dead child may still hold one:
   /// dispatch drops it before anything uses it).
   std::optional<shared_slot> slot;
+  /// Its caller cancelled it while the child computed it, and was answered
+  /// (`killOnCancel` false): the child's reply is read and dropped, and it
+  /// is never resent or charged. It still counts for the replyTimeout.
+  bool abandoned = false;
 };
 
 /// How many requests the worker keeps written to the child at once. A
@@ -145,9 +149,9 @@ struct worker_state {
   /// otherwise be taken as answers to the request the broken one was for.)
   bool broken = false;
   /// The current child is killed because it held a request its caller
-  /// cancelled: what else it held goes back uncharged, and the next child
-  /// starts at once (it is no failure).
-  bool abandoned = false;
+  /// cancelled (`killOnCancel`): what else it held goes back uncharged, and
+  /// the next child starts at once (it is no failure).
+  bool killed_for_cancel = false;
   phase current = phase::down;
   std::deque<pending_request> queue;
   /// Requests written to the child, oldest (the one it serves) first; at

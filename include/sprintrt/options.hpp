@@ -174,6 +174,10 @@ struct sprint_options {
   std::chrono::milliseconds exit_grace{5'000};
   /// `maxRetries`.
   size_t max_retries = 2;
+  /// `killOnCancel`: whether a child computing a request whose caller
+  /// cancelled it is killed (and restarted when next needed), instead of
+  /// finishing it while its reply is discarded.
+  bool kill_on_cancel = false;
   /// `env`: names are non-empty without '='; a name may not be both set and
   /// unset; `unset` is kept sorted and without repetitions.
   environment_changes env;

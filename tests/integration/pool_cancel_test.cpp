@@ -1,8 +1,9 @@
 // Stopping a blocking call through its stop token, against real sprint-sim
 // children: a slow batch, a batch on a hung child, automata and a single
-// segment return `cancelled` soon after the stop, the children that were
-// computing them are replaced, the next call on the same pool is exact, and
-// nothing is left behind.
+// segment return `cancelled` soon after the stop; the children that were
+// computing them finish and are kept (or, with killOnCancel, are replaced;
+// a hung one is killed by its replyTimeout); the next call on the same pool
+// is exact, and nothing is left behind.
 
 #include "sprintrt/pool_client.hpp"
 
@@ -98,7 +99,43 @@ void check_stopped_then_exact(const pool_client& client,
 
 } // namespace
 
-TEST_CASE("a stopped batch returns cancelled at once, and the next batch is exact") {
+/// The pids of a pool's children.
+std::vector<int32_t> child_pids(const pool_client& client) {
+  auto stats = client.stats();
+  REQUIRE(stats);
+  std::vector<int32_t> pids;
+  for (const auto& w : stats->workers)
+    pids.push_back(w.pid);
+  return pids;
+}
+
+TEST_CASE("a stopped batch returns cancelled at once; its children finish and are kept") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 16, dim);
+    // 16 segments of 100 ms over two children: 0.8 s uninterrupted.
+    auto opts = sim_options(test::corpus_path(dir), {"delay-ms=100"});
+    opts.num_instances = 2;
+    sprint_runtime rt;
+    pool_client client{rt, opts};
+    REQUIRE(client.compute(test::make_batch(segments, 0, 2, dim, 4, 3, 1)));
+    const auto pids = child_pids(client);
+    // 150 ms into the batch: both children are computing one of its
+    // segments, with more written behind it.
+    check_stopped_then_exact(client, segments, std::chrono::milliseconds{150}, [] {});
+    CHECK(restarts(client) == 0);
+    CHECK(child_pids(client) == pids);
+    auto stats = client.stats();
+    REQUIRE(stats);
+    for (const auto& w : stats->workers)
+      CHECK(w.requests_failed == 0);
+    rt.shutdown();
+  }
+  check_nothing_left(fds);
+}
+
+TEST_CASE("with killOnCancel a stopped batch's children are killed at once and replaced") {
   test::fd_snapshot fds;
   {
     test::temp_dir dir;
@@ -106,6 +143,7 @@ TEST_CASE("a stopped batch returns cancelled at once, and the next batch is exac
     // 16 segments of 1 s over two children: 8 s uninterrupted.
     auto opts = sim_options(test::corpus_path(dir), {"delay-ms=1000"});
     opts.num_instances = 2;
+    opts.kill_on_cancel = true;
     sprint_runtime rt;
     pool_client client{rt, opts};
     // 300 ms into the batch, 700 ms before its first segments end. Both
@@ -142,14 +180,17 @@ TEST_CASE("a stopped batch on in-process workers returns cancelled, and the next
   rt.shutdown();
 }
 
-TEST_CASE("a batch on a hung child is stopped, and the next batch is exact") {
+TEST_CASE(
+    "a batch on a hung child is stopped; its replyTimeout kills the child; the next is exact") {
   test::fd_snapshot fds;
   {
     test::temp_dir dir;
     auto segments = test::write_corpus(dir, 4, dim);
     // One child that answers two requests and hangs on the third: the
-    // default replyTimeout (600 s) would hold the batch for ten minutes.
+    // caller is answered at once, the child is kept until it misses its
+    // replyTimeout, and the next batch waits for the next child.
     auto opts = sim_options(test::corpus_path(dir), {"fault=hang", "fault-after=2"});
+    opts.reply_timeout = std::chrono::seconds{1};
     sprint_runtime rt;
     pool_client client{rt, opts};
     auto [result, latency] = stop_after(std::chrono::milliseconds{500}, [&](stop_token stop) {
@@ -161,6 +202,7 @@ TEST_CASE("a batch on a hung child is stopped, and the next batch is exact") {
     // The next child answers two requests again: a batch of two is exact.
     auto again = client.compute(test::make_batch(segments, 0, 2, dim, 4, 3, 5));
     REQUIRE(again);
+    CHECK(restarts(client) == 1);
     sprint_runtime reference_rt;
     pool_client reference{reference_rt, sim_options(test::corpus_path(dir))};
     auto want = reference.compute(test::make_batch(segments, 0, 2, dim, 4, 3, 5));
@@ -228,7 +270,7 @@ TEST_CASE("a stopped single segment writes nothing into its output, then or late
   rt.shutdown();
 }
 
-TEST_CASE("another caller's segments written behind a stopped one are resent and exact") {
+TEST_CASE("with killOnCancel, another caller's segments written behind a stopped one are resent") {
   test::fd_snapshot fds;
   {
     test::temp_dir dir;
@@ -236,6 +278,7 @@ TEST_CASE("another caller's segments written behind a stopped one are resent and
     // One child, 300 ms per segment: the other caller's two segments wait
     // in its pipe behind the stopped batch's two when it is killed.
     auto opts = sim_options(test::corpus_path(dir), {"delay-ms=300"});
+    opts.kill_on_cancel = true;
     sprint_runtime rt;
     pool_client client{rt, opts};
     auto other = [&] { return test::make_batch(segments, 2, 2, dim, 4, 3, 21); };

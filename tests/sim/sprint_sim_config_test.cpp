@@ -197,11 +197,13 @@ TEST_CASE("the fault options") {
       "--*.fault-after=3",
       "--*.crash-segment=corpus/rec/seg-2",
       "--*.delay-ms=250",
+      "--*.init-delay-ms=120",
   })));
   CHECK(config.faults.kind == fault_kind::garbage);
   CHECK(config.faults.after == 3);
   CHECK(config.faults.crash_segment == std::string{"corpus/rec/seg-2"});
   CHECK(config.faults.delay.count() == 250);
+  CHECK(config.faults.init_delay.count() == 120);
   for (auto kind : {"crash", "hang", "exit-at-start", "no-init-reply", "bad-version", "none"}) {
     INFO(kind);
     const auto x = unwrap(parse_sprint_sim_config(minimal({std::string{"--*.fault="} + kind})));
@@ -226,8 +228,8 @@ TEST_CASE("in-process parameters need no pipes and refuse the process faults") {
   auto missing = parse_sim_parameters({"--*.topology=ctc"}, parameter_scope::in_process);
   REQUIRE_FALSE(missing);
   CHECK(error_message(missing.error()) == "--*.corpus=FILE is required");
-  for (auto fault :
-       {"--*.fault=crash", "--*.fault-after=1", "--*.crash-segment=a", "--*.delay-ms=0"}) {
+  for (auto fault : {"--*.fault=crash", "--*.fault-after=1", "--*.crash-segment=a",
+                     "--*.delay-ms=0", "--*.init-delay-ms=0"}) {
     INFO(fault);
     auto refused = parse_sim_parameters({"--*.corpus=c.txt", fault}, parameter_scope::in_process);
     REQUIRE_FALSE(refused);

@@ -49,6 +49,7 @@ void register_transport_benchmarks();     ///< small and tiny segments through o
 void register_large_segment_benchmarks(); ///< 48 MB segments, pipes and shared memory
 void register_batch_benchmarks();         ///< CTC batches over 1, 2 (4) workers
 void register_seqtrain_benchmarks();      ///< the sequence-training scheduler
+void register_cancel_benchmarks();        ///< a cancelled batch: children kept or killed
 void register_remote_benchmarks();        ///< a large segment to a remote pool
 void register_python_benchmarks();        ///< the Python module against C++ (batch_benchmarks.cpp)
 

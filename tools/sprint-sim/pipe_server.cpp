@@ -230,6 +230,8 @@ std::optional<sprint_sim_exit> pipe_server::answer(const protocol::value& messag
   }
   if (sim::requested_segment(*request) && faults_.reply_delay().count() > 0)
     std::this_thread::sleep_for(faults_.reply_delay());
+  if (std::holds_alternative<protocol::init_command>(*request) && faults_.init_delay().count() > 0)
+    std::this_thread::sleep_for(faults_.init_delay());
   return std::nullopt;
 }
 

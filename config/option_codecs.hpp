@@ -59,14 +59,14 @@ struct text_codec {
   static nlohmann::json write(const std::string& x) { return x; }
 };
 
-/// A non-empty string (`sprintExecPath`, `arrayGlobalModule`).
+/// A non-empty string (`arrayGlobalModule`).
 struct non_empty_text_codec {
   static caf::error read(const option_field& f, std::string& out);
   static nlohmann::json write(const std::string& x) { return x; }
 };
 
-/// A non-empty string whose absence is "" (`pymodName`): "" is written as
-/// null, which reads back as not given.
+/// A non-empty string whose absence is "" (`sprintExecPath`, `pymodName`):
+/// "" is written as null, which reads back as not given.
 struct optional_name_codec : non_empty_text_codec {
   static nlohmann::json write(const std::string& x);
 };

@@ -29,9 +29,10 @@ constexpr option_descriptor declare(std::string_view key, option_scope scope, st
 using o = sprint_options;
 
 constexpr option_descriptor table[] = {
-    declare<&o::sprint_exec_path, non_empty_text_codec>(
-        "sprintExecPath", shared, "the Sprint executable, started without a shell",
-        "the Sprint executable"),
+    declare<&o::sprint_exec_path, optional_name_codec>(
+        "sprintExecPath", shared,
+        "the Sprint executable, started without a shell; needed only where children start "
+        "(`numInstances` > 0), not by in-process simulated workers or remote-only pools"),
     declare<&o::sprint_config, config_words_codec>(
         "sprintConfigStr", shared,
         "Sprint arguments: a string split like a POSIX shell splits words (quotes, "

@@ -16,11 +16,30 @@
 #include "actors/caller/caller_actors.hpp"
 #include "actors/execution/caller_execution_unit.hpp"
 #include "sprintrt/error.hpp"
+#include "sprintrt/seqtrain_interface.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "sprintrt/stop_token.hpp"
 #include "sprintrt/worker_interface.hpp"
 
 namespace sprintrt::detail {
+
+/// Tells `receiver` that `self` no longer wants its request `pending_id`
+/// (a pool or a worker: the cancel has no reply).
+template <class Handle>
+void send_cancel(caf::blocking_actor& self, const Handle& receiver, caf::message_id pending_id) {
+  self.send(receiver, cancel_atom::value, request_id_of(pending_id));
+}
+
+/// The same for a scheduler, whose cancel replies with what it did: sent
+/// as a request whose reply is taken here, since one sent with `send` would
+/// come back as an ordinary message and stay in `self`'s mailbox (the
+/// caller actors serve many calls). The cancelled request's own answer
+/// comes first and stays in the mailbox for the caller.
+inline void send_cancel(caf::blocking_actor& self, const seqtrain_scheduler_actor& receiver,
+                        caf::message_id pending_id) {
+  self.request(receiver, caf::infinite, cancel_atom::value, request_id_of(pending_id))
+      .receive([](cancel_outcome) {}, [](caf::error&) {});
+}
 
 /// Waits until `self`'s mailbox holds a message (the reply), checking `stop`
 /// every `stop_token::poll_interval`. When a stop is requested, sends
@@ -35,7 +54,7 @@ void await_reply(caf::blocking_actor& self, const Handle& receiver, caf::message
   using wait_clock = caf::blocking_actor::timeout_type::clock;
   while (!self.await_data(wait_clock::now() + stop_token::poll_interval))
     if (stop.stop_requested()) {
-      self.send(receiver, cancel_atom::value, request_id_of(pending_id));
+      send_cancel(self, receiver, pending_id);
       return;
     }
 }
@@ -149,7 +168,7 @@ std::vector<caf::expected<T>> ask_each_as(caf::blocking_actor& self, const Handl
       if (wait_clock::now() >= next_check) {
         if (stop.stop_requested()) {
           for (size_t j = i; j < pending.size(); ++j)
-            self.send(receiver, cancel_atom::value, request_id_of(pending[j].id()));
+            send_cancel(self, receiver, pending[j].id());
           wait_unchecked = true;
           break;
         }

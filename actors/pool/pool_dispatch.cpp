@@ -24,10 +24,29 @@ namespace sprintrt::detail {
 
 void start_worker(pool_pointer self, size_t index) {
   auto& st = self->state;
+  auto& slot = st.workers[index];
+  if (slot.handle) {
+    // A replacement counts as a restart, as a Sprint worker counts a new
+    // child, whatever kind of worker the source makes.
+    slot.replaced.requests_served += slot.seen.requests_served;
+    slot.replaced.requests_failed += slot.seen.requests_failed;
+    ++slot.replaced.restarts;
+    slot.seen = worker_stats{};
+  }
   auto name = st.label + " worker " + std::to_string(index);
   auto handle = st.source.make(self->system(), index, name);
   self->monitor(handle);
-  st.workers[index].handle = handle;
+  slot.handle = handle;
+}
+
+void count_answer(pool_pointer self, size_t w, const sprint_worker_actor& used,
+                  const caf::error* err) {
+  auto& slot = self->state.workers[w];
+  auto& counts = slot.handle == used ? slot.seen : slot.replaced;
+  if (!err)
+    ++counts.requests_served;
+  else if (*err != caf::sec::request_receiver_down && *err != errc::cancelled)
+    ++counts.requests_failed;
 }
 
 void ensure_workers(pool_pointer self, size_t count) {

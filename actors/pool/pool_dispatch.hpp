@@ -113,6 +113,14 @@ void segment_done(pool_pointer self, const std::shared_ptr<pool_request>& req, s
 void segment_error(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w,
                    request_segment sent, const sprint_worker_actor& used, caf::error err);
 
+/// Counts an answer of worker `used`, in slot `w`, into what the pool saw of
+/// the slot's workers (`worker_slot::seen`, or `replaced` for a late answer
+/// of a worker replaced meanwhile): served if `err` is null, else failed,
+/// unless `err` says the worker was gone (the request is resent) or that
+/// the request was cancelled (neither kind of worker counts those).
+void count_answer(pool_pointer self, size_t w, const sprint_worker_actor& used,
+                  const caf::error* err);
+
 /// A request of command `Command`: how its segments are sent, weighed and
 /// counted. Its shape says what a segment's worker is asked with (`work`),
 /// where the reply goes (`store`) and what a failure means for its caller
@@ -149,7 +157,8 @@ struct command_pool_request : pool_request {
     auto worker_request = request_id_of(asked.id());
     at_workers.emplace(worker_request, used);
     asked.then(
-        [self, req, w, sent, worker_request](typename Command::reply& reply) {
+        [self, req, w, sent, used, worker_request](typename Command::reply& reply) {
+          count_answer(self, w, used, nullptr);
           if (drop_if_abandoned(self, *req, w, *sent, worker_request, true))
             return;
           req->store(sent->index, std::move(reply));
@@ -157,6 +166,7 @@ struct command_pool_request : pool_request {
           segment_done(self, req, w, *sent);
         },
         [self, req, w, sent, used, worker_request](caf::error& err) {
+          count_answer(self, w, used, &err);
           if (drop_if_abandoned(self, *req, w, *sent, worker_request, false))
             return;
           segment_error(self, req, w, std::move(*sent), used, std::move(err));
@@ -165,7 +175,9 @@ struct command_pool_request : pool_request {
 };
 
 /// Makes the worker of slot `index` from the source (first use, or replacing
-/// one that terminated; the slot's load stays). The pool monitors it.
+/// one that terminated; the slot's load stays, and what the pool saw of the
+/// old worker moves into the slot's `replaced` counters, with one restart).
+/// The pool monitors it.
 void start_worker(pool_pointer self, size_t index);
 
 /// Creates workers until there are `count` (at most the source's capacity).

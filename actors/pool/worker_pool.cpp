@@ -81,6 +81,15 @@ pool_state::~pool_state() {
 
 namespace {
 
+/// A slot's counters: its current worker's own `current` plus what the
+/// workers it replaced counted (`worker_slot::replaced`).
+worker_stats slot_counters(const worker_slot& slot, worker_stats current) {
+  current.requests_served += slot.replaced.requests_served;
+  current.requests_failed += slot.replaced.requests_failed;
+  current.restarts += slot.replaced.restarts;
+  return current;
+}
+
 caf::result<pool_stats> collect_stats(pool_pointer self) {
   auto& st = self->state;
   auto promise = self->make_response_promise<pool_stats>();
@@ -97,13 +106,20 @@ caf::result<pool_stats> collect_stats(pool_pointer self) {
       if (--*pending == 0)
         self->state.complete_stats(id, *collected);
     };
-    self->request(st.workers[w].handle, caf::infinite, stats_atom::value)
+    // The slot as it is now: a worker replaced before its answer comes was
+    // already folded into `replaced`.
+    auto slot = st.workers[w];
+    self->request(slot.handle, caf::infinite, stats_atom::value)
         .then(
-            [collected, w, done](worker_stats& s) mutable {
-              collected->workers[w] = s;
+            [collected, w, slot, done](worker_stats& s) mutable {
+              collected->workers[w] = slot_counters(slot, s);
               done();
             },
-            [done](caf::error&) mutable { done(); });
+            [collected, w, slot, done](caf::error&) mutable {
+              // The worker is gone: what the pool saw of it is all there is.
+              collected->workers[w] = slot_counters(slot, slot.seen);
+              done();
+            });
   }
   return promise;
 }

@@ -79,6 +79,14 @@ struct waiting_segment {
 struct worker_slot {
   sprint_worker_actor handle;
   std::shared_ptr<worker_load> load = std::make_shared<worker_load>();
+  /// The current worker's requests served and failed as the pool saw its
+  /// answers: a terminated worker can no longer be asked for its counters,
+  /// so these are what the slot keeps of it when it is replaced.
+  worker_stats seen;
+  /// What the workers this slot replaced counted (their `seen`), and in
+  /// `restarts` how many it replaced: added to the current worker's own
+  /// counters in `pool_stats::workers`.
+  worker_stats replaced;
 };
 
 /// The state of one pool actor.

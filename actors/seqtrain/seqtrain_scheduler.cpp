@@ -9,6 +9,7 @@
 #include "sprintrt/logging.hpp"
 
 #include <chrono>
+#include <deque>
 #include <optional>
 
 #include <caf/actor_system.hpp>
@@ -53,6 +54,10 @@ struct scheduler_state {
   /// one whose entry was dropped meanwhile: its worker is still busy).
   std::vector<bool> lane_busy;
   std::optional<waiting_train> train;
+  /// The last `answered_memory` train requests answered (with a result or an
+  /// error), oldest first: what tells a cancel that came too late
+  /// (`cancel_outcome::already_answered`) from one naming no train request.
+  std::deque<request_origin> answered;
   clock::time_point epoch_started = clock::now();
   clock::time_point epoch_ended = clock::now();
   seqtrain_stats counters;
@@ -65,6 +70,37 @@ struct scheduler_state {
 };
 
 using scheduler_pointer = seqtrain_scheduler_actor::stateful_pointer<scheduler_state>;
+
+/// How many answered train requests a scheduler remembers for late cancels:
+/// one train request waits at a time, so this covers a trainer's cancel that
+/// crossed its reply, even with several trainers taking turns.
+constexpr size_t answered_memory = 16;
+
+/// Remembers that the train request of `origin` was answered.
+void remember_answered(scheduler_state& st, request_origin origin) {
+  st.answered.push_back(std::move(origin));
+  if (st.answered.size() > answered_memory)
+    st.answered.pop_front();
+}
+
+/// What `(cancel, id)` from the sender of the current message does: cancels
+/// its waiting train request, or says why there is none.
+cancel_outcome cancel_train(scheduler_pointer self, uint64_t id) {
+  // Only a train request waits. Its sequences stay forwarded and keep
+  // computing: a later train of the same range is answered from them.
+  auto& st = self->state;
+  request_origin origin{caf::actor_cast<caf::actor_addr>(self->current_sender()), id};
+  if (st.train && st.train->origin == origin) {
+    st.train->promise.deliver(make_error(errc::cancelled, "train: cancelled by its caller"));
+    st.train.reset();
+    remember_answered(st, std::move(origin));
+    return cancel_outcome::cancelled;
+  }
+  for (const auto& answered : st.answered)
+    if (answered == origin)
+      return cancel_outcome::already_answered;
+  return cancel_outcome::unknown;
+}
 
 /// The current counters and queue depths.
 seqtrain_stats current_stats(scheduler_pointer self) {
@@ -102,6 +138,7 @@ void try_answer_train(scheduler_pointer self) {
                              entry->failure);
       break;
     }
+  remember_answered(st, train.origin);
   if (failure)
     train.promise.deliver(failure);
   else
@@ -272,19 +309,15 @@ scheduler_behavior(scheduler_pointer self, worker_pool_actor pool, seqtrain_opti
         return static_cast<uint64_t>(*queued);
       },
       [self](train_atom, std::vector<seqtrain_batch>& batches) {
-        return start_train(self, batches);
+        auto result = start_train(self, batches);
+        // Refused at once: answered as well. One that waits is remembered
+        // when its answer is delivered.
+        if (result.flag == caf::rt_error)
+          remember_answered(self->state, request_origin::current(self));
+        return result;
       },
       [self](stats_atom) { return current_stats(self); },
-      [self](cancel_atom, uint64_t id) {
-        // Only a train request waits. Its sequences stay forwarded and keep
-        // computing: a later train of the same range is answered from them.
-        auto& st = self->state;
-        request_origin origin{caf::actor_cast<caf::actor_addr>(self->current_sender()), id};
-        if (st.train && st.train->origin == origin) {
-          st.train->promise.deliver(make_error(errc::cancelled, "train: cancelled by its caller"));
-          st.train.reset();
-        }
-      },
+      [self](cancel_atom, uint64_t id) { return cancel_train(self, id); },
   };
 }
 

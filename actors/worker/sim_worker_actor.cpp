@@ -147,11 +147,26 @@ caf::error worker_gone() {
   return caf::sec::request_receiver_down;
 }
 
+/// Takes one of the source's deaths if `max_deaths` leaves one; the count
+/// is shared by workers on other threads, hence atomic.
+bool claim_death(const sim_worker_setup& setup) {
+  const auto limit = setup.behavior.max_deaths;
+  if (limit == 0)
+    return true;
+  auto taken = setup.deaths.load();
+  do {
+    if (taken >= limit)
+      return false;
+  } while (!setup.deaths.compare_exchange_weak(taken, taken + 1));
+  return true;
+}
+
 /// Counts a request that just arrived; returns whether the worker dies of it
-/// (`die_at_request`). Then the caller answers it with `worker_gone()`.
+/// (`die_at_request`, while `max_deaths` allows). Then the caller answers it
+/// with `worker_gone()`.
 bool dies_at_arrival(sim_worker_pointer self) {
   auto& st = self->state;
-  if (++st.received != st.setup->behavior.die_at_request)
+  if (++st.received != st.setup->behavior.die_at_request || !claim_death(*st.setup))
     return false;
   // CAF answers the messages left in a terminated actor's mailbox with
   // request_receiver_down. This one and those already taken out get the

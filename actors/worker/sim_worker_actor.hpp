@@ -5,6 +5,7 @@
 /// `sprintrt/sim_worker.hpp` for what it is and `sprint_worker_actor` for
 /// its messages).
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -36,6 +37,10 @@ struct sim_worker_setup {
   sim::criterion_spec criterion;
   /// Delays and injected failures.
   sim_worker_behavior behavior;
+  /// How many workers died of `behavior.die_at_request` so far: the one
+  /// thing the workers change, from their own threads, so that
+  /// `behavior.max_deaths` limits the deaths of the whole source.
+  mutable std::atomic<size_t> deaths{0};
 };
 
 /// Spawns the simulated worker of slot `slot` (which seeds its delays),

@@ -143,7 +143,8 @@ enum class shared_memory_mode : uint8_t {
 /// pool (the original's singleton per `sprint_opts`). What each option means:
 /// the README's table of options, or `sprintrt doctor --list-options`.
 struct sprint_options {
-  /// `sprintExecPath` (required).
+  /// `sprintExecPath`: empty when not given, which only a pool that starts
+  /// Sprint children refuses (`invalid_options`).
   std::string sprint_exec_path;
   /// `sprintConfigStr`, as words: a word's variables are expanded when a
   /// child starts, each word to exactly one argument.

@@ -40,7 +40,14 @@ struct pool_stats {
   uint64_t automata = 0;
   /// Segment FSAs exported successfully, for automata or alone.
   uint64_t fsa_exports = 0;
-  /// One entry per worker, in creation order.
+  /// One entry per worker slot, in creation order: the counters of the
+  /// slot's current worker plus those of every worker it replaced (a worker
+  /// that terminated, e.g. a simulated one's `die_at_request`), so that
+  /// their `requests_served` and `requests_failed` add up to what the slot's
+  /// workers answered. A replaced worker's counts are its answers as the
+  /// pool saw them; its busy time, pid and shared-memory count are not kept.
+  /// `restarts` counts each replacement as one restart, for every kind of
+  /// worker, on top of a Sprint worker's own child restarts.
   std::vector<worker_stats> workers;
 };
 

@@ -126,7 +126,8 @@ struct worker_stats {
   uint64_t requests_failed = 0;
   /// Time with a request in flight, in nanoseconds.
   int64_t busy_ns = 0;
-  /// Children started after the first one (after failures).
+  /// Children started after the first one (after failures); in a pool's
+  /// stats, also the workers that replaced terminated ones in the slot.
   uint32_t restarts = 0;
   /// The current child's pid, or -1.
   int32_t pid = -1;

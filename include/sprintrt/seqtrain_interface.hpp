@@ -45,6 +45,32 @@ using forward_atom = caf::atom_constant<caf::atom("forward")>;
 /// Ask for the loss and hat_y of the current batches.
 using train_atom = caf::atom_constant<caf::atom("train")>;
 
+/// What a `(cancel, request_id)` to the scheduler did.
+enum class cancel_outcome : uint8_t {
+  /// The sender's train request of that id was waiting: it is answered with
+  /// `cancelled` now.
+  cancelled,
+  /// That train request was answered already (with its result or an error):
+  /// the cancel came too late and changed nothing.
+  already_answered,
+  /// The scheduler knows no train request of that id from the sender: none
+  /// was made, or it is older than the last 16 train requests answered.
+  unknown,
+};
+
+/// "cancelled", "already_answered" or "unknown".
+inline std::string to_string(cancel_outcome x) {
+  switch (x) {
+  case cancel_outcome::cancelled:
+    return "cancelled";
+  case cancel_outcome::already_answered:
+    return "already_answered";
+  case cancel_outcome::unknown:
+    return "unknown";
+  }
+  return "cancel_outcome(" + std::to_string(static_cast<int>(x)) + ")";
+}
+
 /// Settings of one scheduler.
 struct seqtrain_options {
   /// The admission bound: `have_space(n)` is exactly
@@ -197,18 +223,24 @@ typename Inspector::result_type inspect(Inspector& f, seqtrain_batch& x) {
 ///   cause; the scheduler stays usable), a second train request while one
 ///   waits.
 /// - `(stats) -> seqtrain_stats`.
-/// - `(cancel, request_id)`: the sender no longer wants its train request
-///   of that id (`request_id_of` its message id): it is answered with
-///   `cancelled` at once; its sequences stay forwarded and keep computing,
-///   so that the same train request may be made again. Other ids are
-///   ignored.
+/// - `(cancel, request_id) -> cancel_outcome`: the sender no longer wants
+///   its train request of that id (`request_id_of` its message id). A
+///   waiting one is answered with `cancelled` at once (before this reply)
+///   and the reply is `cancelled`; its sequences stay forwarded and keep
+///   computing, so that the same train request may be made again. The reply
+///   is `already_answered` when the request got its answer before the cancel
+///   arrived (the last 16 answered train requests are remembered), and
+///   `unknown` for any other id. A cancel sent with `send` gets its reply
+///   as an ordinary message: send it as a request, or be ready for that
+///   message.
 using seqtrain_scheduler_actor = caf::typed_actor<
     caf::replies_to<epoch_start_atom, uint64_t>::with<bool>,
     caf::replies_to<epoch_finish_atom>::with<seqtrain_stats>,
     caf::replies_to<have_space_atom, uint64_t>::with<bool>,
     caf::replies_to<forward_atom, forward_sequences>::with<uint64_t>,
     caf::replies_to<train_atom, std::vector<seqtrain_batch>>::with<seqtrain_result>,
-    caf::replies_to<stats_atom>::with<seqtrain_stats>, caf::reacts_to<cancel_atom, uint64_t>>;
+    caf::replies_to<stats_atom>::with<seqtrain_stats>,
+    caf::replies_to<cancel_atom, uint64_t>::with<cancel_outcome>>;
 
 } // namespace sprintrt
 

@@ -38,8 +38,17 @@ struct sim_worker_behavior {
   /// 1-based: on receiving its N-th request the worker terminates with an
   /// error, answering that request and those it holds as a terminated actor
   /// would (`request_receiver_down`) (0: never). Its pool replaces it and
-  /// resends them (up to `worker_source::max_resends` times each).
+  /// resends them (up to `worker_source::max_resends` times each). The count
+  /// is per worker: a replacement starts from 0 and dies at its own N-th
+  /// request too, unless `max_deaths` says otherwise.
   size_t die_at_request = 0;
+  /// The most workers that die of `die_at_request`, counted over every
+  /// worker the source makes, replacements included, whichever thread runs
+  /// them (0: no limit, every worker dies at its N-th request). With 1,
+  /// exactly one worker dies once (the first to reach its N-th request) and
+  /// its replacement serves on: one recovery to test, not a pool that keeps
+  /// failing. A worker past the limit serves its N-th request as any other.
+  size_t max_deaths = 0;
   /// Every request for this segment fails with `child_failed` (empty: none).
   std::string fail_segment;
 };

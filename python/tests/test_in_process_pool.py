@@ -159,3 +159,19 @@ def test_a_forked_child_makes_its_own_in_process_pool(corpus):
     assert child["new_pool"] is True and child["equal"] is True
     assert child["children"] == []  # in-process: no Sprint child in either process
     assert result["parent_equal"] is True and result["children"] == []
+
+
+def test_in_process_workers_need_no_sprint_exec_path(corpus):
+    path, names = corpus
+    opts = sim_options(path)
+    del opts["sprintExecPath"]
+    pool = sprintrt.SprintInstancePool.get_global_instance(opts, in_process=True)
+    lp, lengths = random_batch(names[:2])
+    loss, _ = pool.get_batch_loss_and_error_signal(lp, lengths, names[:2])
+    assert loss.shape == (2,)
+    # Children need the program: the pool refuses, naming the option.
+    children = sprintrt.SprintInstancePool.get_global_instance(opts)
+    with pytest.raises(sprintrt.Error) as refused:
+        children.get_batch_loss_and_error_signal(lp, lengths, names[:2])
+    assert refused.value.code == "invalid_options"
+    assert "option 'sprintExecPath' is required to start Sprint children" in str(refused.value)

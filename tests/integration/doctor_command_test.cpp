@@ -103,7 +103,7 @@ TEST_CASE("doctor shows the options given, and lists every option without --conf
                         !Catch::Contains("    numInstances"));
   auto list = test::run_cli(dir.path(), "doctor --list-options");
   CHECK(list.status == 0);
-  CHECK_THAT(list.out, Catch::StartsWith("sprintExecPath (required)\n") &&
+  CHECK_THAT(list.out, Catch::StartsWith("sprintExecPath (default none)\n") &&
                            Catch::Contains("\nmaxRetries (default `2`; a remote pool has its "
                                            "own)\n    how often a request is resent"));
   auto markdown = test::run_cli(dir.path(), "doctor --list-options --markdown");

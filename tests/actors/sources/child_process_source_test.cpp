@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/io_thread.hpp"
+#include "sprintrt/error.hpp"
 
 using namespace sprintrt;
 
@@ -38,4 +39,19 @@ TEST_CASE("a child source with remote pools adds their slots after the children"
   CHECK(source.max_resends == 2);
   REQUIRE(source.slot_state);
   CHECK(source.slot_state(1).parallelism == 1);
+}
+
+TEST_CASE("a child source without sprintExecPath refuses, naming the option; remote-only is fine") {
+  runtime::io_thread io;
+  sprint_options opts;
+  opts.num_instances = 2;
+  auto source = child_process_source(io, opts);
+  CHECK(source.unavailable == errc::invalid_options);
+  CHECK(error_message(source.unavailable) ==
+        "option 'sprintExecPath' is required to start Sprint children (numInstances 2); "
+        "in-process simulated workers and remote pools need none");
+  // No child starts: no program needed.
+  opts.num_instances = 0;
+  opts.remote = {{"10.0.0.7", 7001}};
+  CHECK_FALSE(child_process_source(io, opts).unavailable);
 }

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "sprintrt/error.hpp"
+#include "sprintrt/pool_client.hpp"
+#include "sprintrt/sprint_runtime.hpp"
 #include "tests/actors/sim_corpus_fixture.hpp"
 
 using namespace sprintrt;
@@ -106,4 +108,24 @@ TEST_CASE("remote pools in the options come after the simulated workers") {
     CHECK(source->slot_state(slot).unavailable.empty());
     CHECK(source->slot_state(slot).parallelism == 1);
   }
+}
+
+TEST_CASE("options without sprintExecPath run in-process workers; a child pool refuses them") {
+  auto fx = make_corpus();
+  auto opts = parse_options(R"({"numInstances": 2, "sprintConfigStr": "--*.corpus=)" + fx.path() +
+                            R"( --*.topology=ctc"})");
+  REQUIRE(opts);
+  CHECK(opts->sprint_exec_path.empty());
+  sprint_runtime rt;
+  pool_client simulated{rt, test::sim_corpus::pool(rt, *opts)};
+  auto result = simulated.compute(test::random_batch({"rec/a", "rec/b"}, {4, 3}, 4, 5, 1));
+  REQUIRE(result);
+  CHECK(result->loss.size() == 2);
+  // Children need the program: every request fails, naming the option.
+  pool_client children{rt, *opts};
+  auto refused = children.compute(test::random_batch({"rec/a"}, {4}, 4, 5, 1));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error() == errc::invalid_options);
+  CHECK(contains(error_message(refused.error()),
+                 "option 'sprintExecPath' is required to start Sprint children (numInstances 2)"));
 }

@@ -261,6 +261,29 @@ json framing_codec::write(pipe_framing x) {
   return protocol::to_string(wire_framing(x));
 }
 
+caf::error cancel_policy_codec::read(const option_field& f, cancel_policy& out) {
+  if (f.value == "auto")
+    out = cancel_policy::automatic;
+  else if (f.value == "keep")
+    out = cancel_policy::keep;
+  else if (f.value == "kill")
+    out = cancel_policy::kill;
+  else
+    return f.fail("\"auto\", \"keep\" or \"kill\"");
+  return {};
+}
+
+json cancel_policy_codec::write(cancel_policy x) {
+  switch (x) {
+  case cancel_policy::keep:
+    return "keep";
+  case cancel_policy::kill:
+    return "kill";
+  default:
+    return "auto";
+  }
+}
+
 caf::error shared_memory_codec::read(const option_field& f, shared_memory_mode& out) {
   if (f.value == "auto")
     out = shared_memory_mode::automatic;

@@ -122,6 +122,12 @@ struct framing_codec {
   static nlohmann::json write(pipe_framing x);
 };
 
+/// `onCancel`: "auto", "keep" or "kill".
+struct cancel_policy_codec {
+  static caf::error read(const option_field& f, cancel_policy& out);
+  static nlohmann::json write(cancel_policy x);
+};
+
 /// `sharedMemory`: "auto" or "off".
 struct shared_memory_codec {
   static caf::error read(const option_field& f, shared_memory_mode& out);

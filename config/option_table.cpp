@@ -75,16 +75,19 @@ constexpr option_descriptor table[] = {
         "seconds for each reply; a child that misses it is killed and restarted"),
     declare<&o::exit_grace, seconds_codec>(
         "exitGrace", machine_local,
-        "seconds a child may take to exit after `exit` before it is killed"),
+        "seconds a child may take to exit after `exit` before it is killed (a child still "
+        "holding requests when its pool stops is killed at once: it would compute them first)"),
     declare<&o::max_retries, count_codec>(
         "maxRetries", machine_local,
         "how often a request is resent after its child failed (died, hung, broke the "
         "protocol)"),
-    declare<&o::kill_on_cancel, flag_codec>(
-        "killOnCancel", machine_local,
-        "what happens to a child computing a request whose caller cancelled it: `false` lets "
-        "it finish and discards the reply (a child that misses its replyTimeout is still "
-        "killed), `true` kills it at once and starts a new one when next needed"),
+    declare<&o::on_cancel, cancel_policy_codec>(
+        "onCancel", machine_local,
+        "what happens to a child computing a request whose caller cancelled it: `\"keep\"` "
+        "lets it finish what it holds and drops the replies, `\"kill\"` kills it and starts a "
+        "new one when next needed, `\"auto\"` does whichever is expected to be quicker from "
+        "the child's own start-up and request times; a child that misses its replyTimeout is "
+        "killed in any case"),
     declare<&o::env, environment_codec>(
         "env", machine_local,
         "`{\"set\": {\"NAME\": \"value\"}, \"unset\": [\"NAME\"]}` for the children"),

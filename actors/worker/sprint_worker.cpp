@@ -298,12 +298,30 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
   self->delayed_send(self, delay, restart_atom::value, st.generation);
 }
 
+/// Whether a child whose caller cancelled a request in flight is kept
+/// (`onCancel`): for "auto", whether finishing what it holds is expected to
+/// take less than the start-up of a new child. Each request in flight is
+/// expected to take the child's mean time per request, and at least as long
+/// as the one it is computing has taken so far.
+bool keeps_child(const worker_state& st) {
+  if (st.opts.on_cancel != cancel_policy::automatic)
+    return st.opts.on_cancel == cancel_policy::keep;
+  using seconds = std::chrono::duration<double>;
+  const double computing =
+      std::max(0.0, seconds{clock::now() - st.in_flight.front().sent_at}.count());
+  const double answered = static_cast<double>(st.stats.requests_served + st.stats.requests_failed);
+  const double mean = answered > 0 ? 1e-9 * static_cast<double>(st.stats.busy_ns) / answered : 0.0;
+  const double remaining =
+      std::max(mean, computing) * static_cast<double>(st.in_flight.size()) - computing;
+  return remaining < seconds{st.start_up}.count();
+}
+
 /// Answers the request that `origin` names with `cancelled`, if the worker
 /// still holds it. One already written to the child cannot be taken back:
 /// the child computes it and its reply is dropped (the child is still
-/// killed if it misses its replyTimeout), or with `killOnCancel` the child
-/// is killed at once (its replies are ignored from now on), and the others
-/// written to it go to the next child.
+/// killed if it misses its replyTimeout), or the child is killed at once
+/// (its replies are ignored from now on) and the others written to it go to
+/// the next child: `keeps_child` decides.
 void abandon(worker_pointer self, const request_origin& origin) {
   auto& st = self->state;
   auto cancel = [&](pending_request& req) {
@@ -313,13 +331,13 @@ void abandon(worker_pointer self, const request_origin& origin) {
     cancel(*req);
     return;
   }
-  if (!st.opts.kill_on_cancel) {
-    for (auto& req : st.in_flight)
-      if (!req.abandoned && req.origin == origin) {
-        cancel(req);
-        req.abandoned = true;
-        return;
-      }
+  auto held = std::find_if(st.in_flight.begin(), st.in_flight.end(),
+                           [&](const auto& req) { return !req.abandoned && req.origin == origin; });
+  if (held == st.in_flight.end())
+    return;
+  if (keeps_child(st)) {
+    cancel(*held);
+    held->abandoned = true;
     return;
   }
   if (auto req = take_request(st.in_flight, origin)) {
@@ -399,6 +417,10 @@ void begin_stop(worker_pointer self, caf::error reason) {
   if (st.current == phase::stopping)
     return;
   st.exit_reason = std::move(reason);
+  // A child still holding requests (all answered `cancelled` below, or
+  // abandoned before) would read `exit` only after computing them, for
+  // nobody: it gets no grace.
+  const bool busy_for_nobody = !st.in_flight.empty();
   fail_pending(st.in_flight, st.queue,
                make_error(errc::cancelled, st.label + " stopped before serving the request"));
   if (!st.channel || st.current == phase::down) {
@@ -412,7 +434,8 @@ void begin_stop(worker_pointer self, caf::error reason) {
   auto exit = take_buffer(st);
   if (protocol::encode_exit_command(exit, st.format))
     exit.clear(); // cannot happen for a 1-tuple; the pipe still closes
-  st.channel->stop(st.opts.exit_grace, std::move(exit));
+  st.channel->stop(busy_for_nobody ? std::chrono::milliseconds{0} : st.opts.exit_grace,
+                   std::move(exit));
 }
 
 /// How a Sprint worker takes requests (see `command_handler`): queued in

@@ -43,7 +43,8 @@ void on_init_reply(worker_pointer self, const protocol::value& msg) {
   }
   if (!reply->shared_memory)
     st.shared.reset(); // declined (another module): pipes only
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - st.started_at);
+  st.start_up = clock::now() - st.started_at;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(st.start_up);
   logger().info("{}: Sprint child '{}' pid {} ready after {} ms", st.label, reply->child_name,
                 st.stats.pid, ms.count());
   if (reply->shared_memory)

@@ -85,7 +85,7 @@ struct pending_request : segment_request {
   /// dispatch drops it before anything uses it).
   std::optional<shared_slot> slot;
   /// Its caller cancelled it while the child computed it, and was answered
-  /// (`killOnCancel` false): the child's reply is read and dropped, and it
+  /// (`onCancel`, `keeps_child`): the child's reply is read and dropped, and it
   /// is never resent or charged. It still counts for the replyTimeout.
   bool abandoned = false;
 };
@@ -149,7 +149,7 @@ struct worker_state {
   /// otherwise be taken as answers to the request the broken one was for.)
   bool broken = false;
   /// The current child is killed because it held a request its caller
-  /// cancelled (`killOnCancel`): what else it held goes back uncharged, and
+  /// cancelled (`onCancel`): what else it held goes back uncharged, and
   /// the next child starts at once (it is no failure).
   bool killed_for_cancel = false;
   phase current = phase::down;
@@ -170,6 +170,9 @@ struct worker_state {
   /// A restart is scheduled (backoff): requests wait for it.
   bool restart_pending = false;
   clock::time_point started_at;
+  /// How long the last child took from its start to its `init` reply: what
+  /// killing a child costs the next request (`onCancel` "auto").
+  clock::duration start_up{};
   /// When the earliest pending timeout message arrives, if one is pending.
   /// One timer message at a time serves every deadline (init and replies),
   /// instead of one per request that would linger for replyTimeout.

@@ -38,7 +38,7 @@ sprintrt::sprint_options corpus_options(size_t segments, size_t workers) {
     corpus << "seg-" << s << '\t' << 1 + s % 3 << (s % 2 ? " 2" : "") << '\n';
   corpus.close();
   auto opts = sprintrt::parse_options(
-      R"({"sprintExecPath": "unused", "sprintConfigStr": ["--*.corpus=)" + path +
+      R"({"sprintConfigStr": ["--*.corpus=)" + path +
       R"(", "--*.topology=ctc"], "numInstances": )" + std::to_string(workers) + "}");
   if (!opts)
     FAIL(sprintrt::render(opts.error()));

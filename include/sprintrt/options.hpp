@@ -128,6 +128,23 @@ enum class pipe_framing : uint8_t {
   raw,
 };
 
+/// What happens to a Sprint child computing a request whose caller cancelled
+/// it. Keeping it, the child finishes what was written to it (the request
+/// and up to three behind it) and the replies are dropped; killing it, the
+/// next request waits for a new child's start-up. Either way a child that
+/// misses its `replyTimeout` is killed.
+enum class cancel_policy : uint8_t {
+  /// `"auto"` (the default): whichever this child is expected to make
+  /// cheaper: finishing what it holds (its mean time per request so far, at
+  /// least the time the current one has taken) against its own measured
+  /// start-up.
+  automatic,
+  /// `"keep"`: always let the child finish.
+  keep,
+  /// `"kill"`: always kill it at once.
+  kill,
+};
+
 /// Whether large arrays travel through a shared-memory region between
 /// sprintrt and its own children (docs/protocol.md section 7).
 enum class shared_memory_mode : uint8_t {
@@ -175,10 +192,8 @@ struct sprint_options {
   std::chrono::milliseconds exit_grace{5'000};
   /// `maxRetries`.
   size_t max_retries = 2;
-  /// `killOnCancel`: whether a child computing a request whose caller
-  /// cancelled it is killed (and restarted when next needed), instead of
-  /// finishing it while its reply is discarded.
-  bool kill_on_cancel = false;
+  /// `onCancel`.
+  cancel_policy on_cancel = cancel_policy::automatic;
   /// `env`: names are non-empty without '='; a name may not be both set and
   /// unset; `unset` is kept sorted and without repetitions.
   environment_changes env;

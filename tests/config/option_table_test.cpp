@@ -53,7 +53,7 @@ constexpr std::string_view full_json = R"({
   "minPythonControlVersion": 3, "sprintControlConfig": {"a": true},
   "usePythonSegmentOrder": false, "numInstances": 4, "pymodPath": "/src/returnn",
   "pymodName": "SprintControl", "framing": "raw", "arrayGlobalModule": "TaskSystem",
-  "initTimeout": 1.5, "replyTimeout": 2, "exitGrace": 3, "maxRetries": 0,
+  "initTimeout": 1.5, "replyTimeout": 2, "exitGrace": 3, "maxRetries": 0, "onCancel": "kill",
   "env": {"set": {"A": "1"}, "unset": ["B"]}, "remote": ["gpu1:7000"],
   "remoteTls": {"certificate": "c.pem", "key": "k.pem", "ca": "ca.pem"},
   "childOutput": {"file": "/var/log/sprint"}, "sharedMemory": "off",
@@ -81,7 +81,7 @@ TEST_CASE("every option has its own key, and none is required") {
     // sprintExecPath too: only a pool that starts children needs it.
     CHECK_FALSE(option.required());
   }
-  CHECK(keys.size() == 20);
+  CHECK(keys.size() == 21);
 }
 
 TEST_CASE("each option's codec reads back what it writes") {
@@ -132,8 +132,8 @@ TEST_CASE("the shared selection leaves out exactly the options local to a machin
   }
   // The ones the remote options key has always left out.
   CHECK(local == std::set<std::string_view>{"numInstances", "remote", "initTimeout", "replyTimeout",
-                                            "exitGrace", "maxRetries", "env", "remoteTls",
-                                            "childOutput", "sharedMemory",
+                                            "exitGrace", "maxRetries", "onCancel", "env",
+                                            "remoteTls", "childOutput", "sharedMemory",
                                             "sharedMemoryThreshold"});
 }
 
@@ -149,7 +149,7 @@ TEST_CASE("documented defaults are those of a default sprint_options") {
 TEST_CASE("the Markdown table has a header and a row per option") {
   const auto table = config::options_markdown_table();
   CHECK(table.rfind("| key | default | on a remote pool | meaning |\n|---|---|---|---|\n", 0) == 0);
-  CHECK(std::count(table.begin(), table.end(), '\n') == 2 + 20);
+  CHECK(std::count(table.begin(), table.end(), '\n') == 2 + 21);
   CHECK(table.find("| `numInstances` | `1` | its own | children per pool") != std::string::npos);
   CHECK(table.find("| `framing` | `\"length_prefixed\"` | the same | ") != std::string::npos);
 }

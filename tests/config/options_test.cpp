@@ -50,6 +50,7 @@ constexpr std::string_view full_json = R"({
   "replyTimeout": 0.0001,
   "exitGrace": 2,
   "maxRetries": 0,
+  "onCancel": "keep",
   "env": {"set": {"THEANO_FLAGS": "device=cpu"}, "unset": ["LANG", "HOME", "LANG"]},
   "remote": [{"host": "gpu1", "port": 7000}, {"host": "10.0.0.2", "port": 65535}],
   "childOutput": {"file": "/var/log/sprint"}
@@ -90,6 +91,7 @@ TEST_CASE("no option is required, everything has RETURNN's defaults") {
   CHECK(opts.reply_timeout == 600s);
   CHECK(opts.exit_grace == 5s);
   CHECK(opts.max_retries == 2);
+  CHECK(opts.on_cancel == sprintrt::cancel_policy::automatic);
   CHECK(opts.env == sprintrt::environment_changes{});
   CHECK(opts.remote.empty());
   CHECK(opts.child_output == sprintrt::child_output_mode{sprintrt::child_output_mode::log, ""});
@@ -118,6 +120,7 @@ TEST_CASE("every option is read") {
   CHECK(opts.reply_timeout == 1ms);
   CHECK(opts.exit_grace == 2s);
   CHECK(opts.max_retries == 0);
+  CHECK(opts.on_cancel == sprintrt::cancel_policy::keep);
   CHECK(opts.env.set == std::map<std::string, std::string>{{"THEANO_FLAGS", "device=cpu"}});
   CHECK(opts.env.unset == std::vector<std::string>{"HOME", "LANG"});
   CHECK(opts.remote == std::vector<sprintrt::remote_endpoint>{{"gpu1", 7000}, {"10.0.0.2", 65535}});
@@ -415,7 +418,7 @@ TEST_CASE("to_json_string is canonical JSON with every option") {
         R"({"arrayGlobalModule":"returnn.util.task_system","childOutput":"log",)"
         R"("env":{"set":{},"unset":[]},)"
         R"("exitGrace":5.0,"framing":"length_prefixed","initTimeout":60.0,"maxRetries":2,)"
-        R"("minPythonControlVersion":2,"numInstances":1,"pymodName":null,)"
+        R"("minPythonControlVersion":2,"numInstances":1,"onCancel":"auto","pymodName":null,)"
         R"("pymodPath":"","remote":[],"remoteTls":null,"replyTimeout":600.0,)"
         R"("sharedMemory":"auto","sharedMemoryThreshold":65536,"sprintConfigStr":[],)"
         R"("sprintControlConfig":{},"sprintExecPath":"/s","usePythonSegmentOrder":true})");

@@ -1,7 +1,7 @@
 // Stopping a blocking call through its stop token, against real sprint-sim
 // children: a slow batch, a batch on a hung child, automata and a single
 // segment return `cancelled` soon after the stop; the children that were
-// computing them finish and are kept (or, with killOnCancel, are replaced;
+// computing them finish and are kept (or, with onCancel "kill", are replaced;
 // a hung one is killed by its replyTimeout); the next call on the same pool
 // is exact, and nothing is left behind.
 
@@ -117,6 +117,7 @@ TEST_CASE("a stopped batch returns cancelled at once; its children finish and ar
     // 16 segments of 100 ms over two children: 0.8 s uninterrupted.
     auto opts = sim_options(test::corpus_path(dir), {"delay-ms=100"});
     opts.num_instances = 2;
+    opts.on_cancel = cancel_policy::keep;
     sprint_runtime rt;
     pool_client client{rt, opts};
     REQUIRE(client.compute(test::make_batch(segments, 0, 2, dim, 4, 3, 1)));
@@ -135,7 +136,37 @@ TEST_CASE("a stopped batch returns cancelled at once; its children finish and ar
   check_nothing_left(fds);
 }
 
-TEST_CASE("with killOnCancel a stopped batch's children are killed at once and replaced") {
+TEST_CASE("onCancel auto keeps children that start slowly and kills those busy for long") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 16, dim);
+    // Children that take 400 ms to start and 20 ms per segment: finishing
+    // the four segments each holds is quicker than a new child.
+    auto slow_start = sim_options(test::corpus_path(dir), {"delay-ms=20", "init-delay-ms=400"});
+    slow_start.num_instances = 2;
+    // Children that start in milliseconds, 1 s per segment: a new child is
+    // quicker.
+    auto long_segments = sim_options(test::corpus_path(dir), {"delay-ms=1000"});
+    long_segments.num_instances = 2;
+    for (const auto* opts : {&slow_start, &long_segments}) {
+      const bool keeps = opts == &slow_start;
+      INFO((keeps ? "slow start" : "long segments"));
+      sprint_runtime rt;
+      pool_client client{rt, *opts};
+      REQUIRE(client.compute(test::make_batch(segments, 0, 2, dim, 4, 3, 1)));
+      const auto pids = child_pids(client);
+      check_stopped_then_exact(client, segments, std::chrono::milliseconds{keeps ? 50 : 300},
+                               [] {});
+      CHECK(restarts(client) == (keeps ? 0 : 2));
+      CHECK((child_pids(client) == pids) == keeps);
+      rt.shutdown();
+    }
+  }
+  check_nothing_left(fds);
+}
+
+TEST_CASE("with onCancel kill a stopped batch's children are killed at once and replaced") {
   test::fd_snapshot fds;
   {
     test::temp_dir dir;
@@ -143,7 +174,7 @@ TEST_CASE("with killOnCancel a stopped batch's children are killed at once and r
     // 16 segments of 1 s over two children: 8 s uninterrupted.
     auto opts = sim_options(test::corpus_path(dir), {"delay-ms=1000"});
     opts.num_instances = 2;
-    opts.kill_on_cancel = true;
+    opts.on_cancel = cancel_policy::kill;
     sprint_runtime rt;
     pool_client client{rt, opts};
     // 300 ms into the batch, 700 ms before its first segments end. Both
@@ -270,7 +301,7 @@ TEST_CASE("a stopped single segment writes nothing into its output, then or late
   rt.shutdown();
 }
 
-TEST_CASE("with killOnCancel, another caller's segments written behind a stopped one are resent") {
+TEST_CASE("with onCancel kill, another caller's segments written behind a stopped one are resent") {
   test::fd_snapshot fds;
   {
     test::temp_dir dir;
@@ -278,7 +309,7 @@ TEST_CASE("with killOnCancel, another caller's segments written behind a stopped
     // One child, 300 ms per segment: the other caller's two segments wait
     // in its pipe behind the stopped batch's two when it is killed.
     auto opts = sim_options(test::corpus_path(dir), {"delay-ms=300"});
-    opts.kill_on_cancel = true;
+    opts.on_cancel = cancel_policy::kill;
     sprint_runtime rt;
     pool_client client{rt, opts};
     auto other = [&] { return test::make_batch(segments, 2, 2, dim, 4, 3, 21); };

@@ -1,7 +1,7 @@
 // What cancelling a batch costs the pool's next batch, with the children kept
-// (their abandoned segments finish, the replies dropped) or killed and
-// restarted (`killOnCancel`), for children that start slowly like a real
-// Sprint (BENCHMARKS.md, "Cancelling a batch").
+// (their abandoned segments finish, the replies dropped), killed and
+// restarted, or either as `onCancel` "auto" decides, for children that start
+// slowly like a real Sprint (BENCHMARKS.md, "Cancelling a batch").
 
 #include <chrono>
 #include <stdexcept>
@@ -26,8 +26,8 @@ constexpr size_t init_ms = 200;
 constexpr std::chrono::milliseconds cancel_after{30};
 
 struct cancel_rig {
-  cancel_rig(size_t segment_ms, bool kill)
-      : corpus(make_corpus()), client(world().runtime(), options(corpus.path, segment_ms, kill)),
+  cancel_rig(size_t segment_ms, cancel_policy policy)
+      : corpus(make_corpus()), client(world().runtime(), options(corpus.path, segment_ms, policy)),
         big(random_batch(std::vector<int64_t>(segments, frames), numbered("seg-", segments), dim,
                          1)),
         next(random_batch({frames, frames}, {"seg-0", "seg-1"}, dim, 2)) {
@@ -41,11 +41,11 @@ struct cancel_rig {
     return write_corpus(entries);
   }
 
-  static sprint_options options(const std::string& path, size_t segment_ms, bool kill) {
+  static sprint_options options(const std::string& path, size_t segment_ms, cancel_policy policy) {
     auto opts = sim_options(path, 2,
                             {"--*.delay-ms=" + std::to_string(segment_ms),
                              "--*.init-delay-ms=" + std::to_string(init_ms)});
-    opts.kill_on_cancel = kill;
+    opts.on_cancel = policy;
     return opts;
   }
 
@@ -72,14 +72,13 @@ struct cancel_rig {
   batch next;
 };
 
-std::string register_cancel(size_t segment_ms, bool kill) {
+std::string register_cancel(size_t segment_ms, cancel_policy policy, const std::string& label) {
   const std::string name = "pool/cancel_then_next/segment_ms:" + std::to_string(segment_ms) +
-                           "/init_ms:" + std::to_string(init_ms) +
-                           "/on_cancel:" + (kill ? "kill" : "abandon");
+                           "/init_ms:" + std::to_string(init_ms) + "/on_cancel:" + label;
   add_benchmark(name, benchmark::kMillisecond, timing::manual,
-                [name, segment_ms, kill](bench_state& state) {
+                [name, segment_ms, policy](bench_state& state) {
                   auto& rig = world().rig<cancel_rig>(
-                      name, [&] { return std::make_unique<cancel_rig>(segment_ms, kill); });
+                      name, [&] { return std::make_unique<cancel_rig>(segment_ms, policy); });
                   for (auto _ : state)
                     state.SetIterationTime(rig.cancel_then_next());
                 });
@@ -91,13 +90,15 @@ std::string register_cancel(size_t segment_ms, bool kill) {
 void register_cancel_benchmarks() {
   const bool quick = world().settings().quick;
   for (size_t segment_ms : quick ? std::vector<size_t>{10} : std::vector<size_t>{10, 100, 400}) {
-    const auto abandon = register_cancel(segment_ms, false);
-    const auto kill = register_cancel(segment_ms, true);
-    declare_figure("from cancelling a batch (16 segments of " + std::to_string(segment_ms) +
-                       " ms on 2 children starting in " + std::to_string(init_ms) +
-                       " ms) to the next 2-segment batch's result: children kept, against "
-                       "killed (killOnCancel)",
-                   "ms", abandon, kill);
+    const auto keep = register_cancel(segment_ms, cancel_policy::keep, "keep");
+    const auto kill = register_cancel(segment_ms, cancel_policy::kill, "kill");
+    const auto automatic = register_cancel(segment_ms, cancel_policy::automatic, "auto");
+    const std::string what = "from cancelling a batch (16 segments of " +
+                             std::to_string(segment_ms) + " ms on 2 children starting in " +
+                             std::to_string(init_ms) + " ms) to the next 2-segment batch's result";
+    declare_figure(what + ": children kept, against killed", "ms", keep, kill);
+    declare_figure(what + ": onCancel auto, against kept", "ms", automatic, keep);
+    declare_figure(what + ": onCancel auto, against killed", "ms", automatic, kill);
   }
 }
 

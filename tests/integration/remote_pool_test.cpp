@@ -228,7 +228,7 @@ TEST_CASE("two serve processes and a local child give a local run's results bit 
         CHECK(got[i]->weights == want[i]->weights);
       }
       REQUIRE_FALSE(got.back());
-      CHECK(got.back().error() == errc::child_exception);
+      CHECK(got.back().error() == errc::unknown_segment);
       CHECK_THAT(render(got.back().error()), Catch::Contains("segment 'corpus/rec/unknown'"));
       // The orthography crossed the network as one.
       const auto& by_orthography = got[queries.size() - 2];

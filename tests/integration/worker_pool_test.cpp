@@ -192,14 +192,14 @@ TEST_CASE("batches and automata with failing segments fail after all are done, l
     b.tags[3] = "corpus/rec/unknown-3";
     auto r = client.compute(b);
     REQUIRE_FALSE(r);
-    CHECK(r.error() == errc::child_exception);
+    CHECK(r.error() == errc::unknown_segment);
     CHECK_THAT(render(r.error()), Catch::Contains("pool 0: batch: 2 of 4 segments failed") &&
                                       Catch::Contains("segment 1 ('corpus/rec/unknown-1')") &&
                                       Catch::Contains("segment 3 ('corpus/rec/unknown-3')"));
     // Automata requests fail the same way.
     auto automata = client.automata({segments[0].name, "corpus/rec/unknown-1"});
     REQUIRE_FALSE(automata);
-    CHECK(automata.error() == errc::child_exception);
+    CHECK(automata.error() == errc::unknown_segment);
     CHECK_THAT(render(automata.error()),
                Catch::Contains("pool 0: automata: 1 of 2 segments failed") &&
                    Catch::Contains("segment 1 ('corpus/rec/unknown-1')"));

@@ -136,10 +136,10 @@ TEST_CASE("an automata request refuses an empty tag and names the segment that f
   CHECK(error_message(empty.error()) == "mine: batch: tag 1 is empty");
   auto unknown = client.automata({"rec/a", "rec/none"});
   REQUIRE_FALSE(unknown);
-  CHECK(unknown.error() == errc::child_exception);
+  CHECK(unknown.error() == errc::unknown_segment);
   INFO(error_message(unknown.error()));
   CHECK(contains(
       error_message(unknown.error()),
-      "mine: automata: 1 of 2 segments failed\n  segment 1 ('rec/none'): child_exception: "));
+      "mine: automata: 1 of 2 segments failed\n  segment 1 ('rec/none'): unknown_segment: "));
   CHECK(client.automata({"rec/a", "rec/b"}));
 }

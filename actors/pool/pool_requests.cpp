@@ -5,7 +5,7 @@
 /// segment's posteriors leaves the batch: the worker's request), and a
 /// batch's automata, merged once every export arrived. Both are placed by
 /// LPT and fail, once all their segments are done, with every failed
-/// segment listed.
+/// segment listed and the code of the first in batch order.
 
 #include "actors/pool/pool_requests.hpp"
 
@@ -57,16 +57,12 @@ struct batch_failures {
   /// cause is grouped without the worker that met it, since every worker
   /// meets a missing program or a wrong config alike (the log names them).
   std::string worker_label;
-  /// The failed segments' causes by index.
-  std::map<size_t, std::string> failures;
-  caf::error first_error;
+  /// The failed segments' errors by index: in batch order, whatever order
+  /// they arrived in.
+  std::map<size_t, caf::error> failures;
 
   /// Notes that segment `index` failed with `err`.
-  void record(size_t index, const caf::error& err) {
-    if (!first_error)
-      first_error = err;
-    failures.emplace(index, without_worker(render(err)));
-  }
+  void record(size_t index, const caf::error& err) { failures.emplace(index, err); }
 
   /// `text` with its first "pool 0 worker 3: " as "pool 0: ".
   std::string without_worker(std::string text) const {
@@ -87,11 +83,15 @@ struct batch_failures {
   /// The error the request fails with when some of its segments failed:
   /// one entry per distinct cause (`failure_cause_key`), in the order of its
   /// first segment, naming how many segments it failed and the first few of
-  /// them, with the first segment's text; the code of the first failure kept.
+  /// them, with the first segment's text. Its code is that of the failed
+  /// segment first in batch order (not the first failure to arrive, which
+  /// depends on the workers' timing), so that equal batches fail with equal
+  /// codes; `child_failed` if that error is not sprintrt's own.
   caf::error combined_error(const std::string& what) const {
     std::vector<std::pair<std::string, std::vector<size_t>>> causes;
     std::map<std::string, size_t> cause_index;
-    for (const auto& [index, cause] : failures) {
+    for (const auto& [index, err] : failures) {
+      auto cause = without_worker(render(err));
       auto [it, added] = cause_index.emplace(failure_cause_key(cause), causes.size());
       if (added)
         causes.emplace_back(cause, std::vector<size_t>{});
@@ -101,9 +101,9 @@ struct batch_failures {
                        std::to_string(tags.size()) + " segments failed";
     for (const auto& [cause, indices] : causes)
       text += "\n  " + segment_list(tags, indices) + ": " + cause;
-    auto code = first_error && first_error.category() == error_category
-                    ? static_cast<errc>(first_error.code())
-                    : errc::child_failed;
+    const auto& first = failures.begin()->second;
+    auto code =
+        first.category() == error_category ? static_cast<errc>(first.code()) : errc::child_failed;
     return make_error(code, text);
   }
 };

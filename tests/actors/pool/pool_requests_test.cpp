@@ -1,7 +1,8 @@
 // The pool's request shapes over in-process simulated workers: a batch is
 // checked before any worker sees it, writes into a reused output's storage,
-// fails with its failed segments grouped by cause, and an automata request
-// refuses bad tags and names the segment that failed.
+// fails with its failed segments grouped by cause and the code of the first
+// in batch order, and an automata request refuses bad tags and names the
+// segment that failed.
 
 #include "actors/pool/pool_requests.hpp"
 
@@ -26,10 +27,11 @@ test::sim_corpus make_corpus() {
   return test::sim_corpus{{{"rec/a", {1, 2}}, {"rec/b", {3}}, {"rec/c", {1, 2, 3, 4}}}};
 }
 
-/// A client of a pool named "mine" of two simulated workers with `behavior`.
+/// A client of a pool named "mine" of `workers` simulated workers with
+/// `behavior`.
 pool_client make_client(sprint_runtime& rt, const test::sim_corpus& corpus,
-                        sim_worker_behavior behavior = {}) {
-  auto source = sim_worker_source(corpus.options("--*.topology=ctc", 2), std::move(behavior));
+                        sim_worker_behavior behavior = {}, size_t workers = 2) {
+  auto source = sim_worker_source(corpus.options("--*.topology=ctc", workers), std::move(behavior));
   REQUIRE(source);
   return pool_client{rt, rt.pool(std::move(*source), "mine")};
 }
@@ -124,6 +126,28 @@ TEST_CASE("a batch with failed segments fails, listing them once per cause") {
   CHECK(stats->batches == 1);
   CHECK(stats->segments == 2);
   CHECK(stats->failed_segments == 2);
+}
+
+TEST_CASE("a batch whose segments fail for different reasons gets the first one's code in batch "
+          "order") {
+  auto fx = make_corpus();
+  sprint_runtime rt;
+  sim_worker_behavior failing;
+  failing.fail_segment = "rec/b";
+  // One worker serves longest first: segment 1 (unknown) fails before
+  // segment 0 (child_failed), yet segment 0 comes first in the batch.
+  auto client = make_client(rt, fx, failing, 1);
+  auto result = client.compute(make_batch({"rec/b", "rec/none"}, {2, 6}, 6));
+  REQUIRE_FALSE(result);
+  INFO(error_message(result.error()));
+  CHECK(result.error() == errc::child_failed);
+  CHECK(contains(error_message(result.error()),
+                 "mine: batch: 2 of 2 segments failed\n  segment 0 ('rec/b'): child_failed: "));
+  CHECK(contains(error_message(result.error()), "\n  segment 1 ('rec/none'): unknown_segment: "));
+  // The other way round, the other code.
+  auto swapped = client.compute(make_batch({"rec/none", "rec/b"}, {6, 2}, 6));
+  REQUIRE_FALSE(swapped);
+  CHECK(swapped.error() == errc::unknown_segment);
 }
 
 TEST_CASE("an automata request refuses an empty tag and names the segment that failed") {

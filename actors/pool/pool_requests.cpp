@@ -5,13 +5,15 @@
 /// segment's posteriors leaves the batch: the worker's request), and a
 /// batch's automata, merged once every export arrived. Both are placed by
 /// LPT and fail, once all their segments are done, with every failed
-/// segment listed and the code of the first in batch order.
+/// segment listed and the code of the first in batch order; a partial
+/// batch instead answers with its failures beside the other results.
 
 #include "actors/pool/pool_requests.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string_view>
@@ -113,6 +115,8 @@ struct batch_progress final : command_pool_request<get_loss_command>, batch_fail
   batch_result result;
   tensor log_posteriors;
   std::vector<int64_t> lengths;
+  /// `batch::partial`: failures are answered beside the results.
+  bool partial = false;
   clock::time_point started = clock::now();
   caf::typed_response_promise<batch_result> promise;
 
@@ -134,15 +138,40 @@ struct batch_progress final : command_pool_request<get_loss_command>, batch_fail
   void finish(pool_pointer self) override;
 
   void answer_cancelled(const caf::error& err) override { promise.deliver(err); }
+
+private:
+  /// Puts the failures into the result of a partial batch: each failed
+  /// segment's loss NaN, its rows of the error signal zero (a worker may
+  /// have written some before it failed, and a reused output holds the
+  /// previous batch's), its error in `result.failures`.
+  void answer_failures_in_result();
 };
+
+void batch_progress::answer_failures_in_result() {
+  const size_t batch_size = lengths.size();
+  const size_t dim = result.error_signal.dim(2);
+  for (const auto& [index, err] : failures) {
+    result.loss[index] = std::numeric_limits<float>::quiet_NaN();
+    for (size_t t = 0; t < static_cast<size_t>(lengths[index]); ++t) {
+      float* row = result.error_signal.data() + (t * batch_size + index) * dim;
+      std::fill(row, row + dim, 0.0f);
+    }
+    result.failures.push_back({index, tags[index], err});
+  }
+}
 
 void batch_progress::finish(pool_pointer self) {
   auto& st = self->state;
   st.complete(id);
   ++st.stats.batches;
   if (!failures.empty()) {
-    promise.deliver(combined_error(st.label + ": batch"));
-    return;
+    auto combined = combined_error(st.label + ": batch");
+    if (!partial) {
+      promise.deliver(std::move(combined));
+      return;
+    }
+    spdlog::warn("{} (a partial batch: the others' results are returned)", render(combined));
+    answer_failures_in_result();
   }
   // A segment without a path (loss inf, error signal zero) is a result,
   // not a failure: counted, and named once per batch.
@@ -150,6 +179,8 @@ void batch_progress::finish(pool_pointer self) {
   int64_t frame_sum = 0;
   std::vector<size_t> skipped;
   for (size_t b = 0; b < lengths.size(); ++b) {
+    if (failures.count(b) > 0)
+      continue;
     if (std::isinf(result.loss[b])) {
       skipped.push_back(b);
       continue;
@@ -162,9 +193,9 @@ void batch_progress::finish(pool_pointer self) {
     spdlog::warn("{}: batch: {} of {} segments without a path (loss inf, error signal zero): {}",
                  st.label, skipped.size(), lengths.size(), segment_list(tags, skipped));
   double ms = std::chrono::duration<double, std::milli>(clock::now() - started).count();
-  spdlog::debug("{}: batch of {} segments ({} without a path): average frame loss {:.6f}, "
-                "{:.1f} ms",
-                st.label, lengths.size(), skipped.size(),
+  spdlog::debug("{}: batch of {} segments ({} without a path, {} failed): average frame loss "
+                "{:.6f}, {:.1f} ms",
+                st.label, lengths.size(), skipped.size(), failures.size(),
                 frame_sum > 0 ? loss_sum / static_cast<double>(frame_sum) : 0.0, ms);
   promise.deliver(std::move(result));
 }
@@ -209,8 +240,8 @@ void automata_progress::finish(pool_pointer self) {
 /// The error signal output: the caller's tensor if it fits and is not
 /// shared, else a new one of zeros. A reused one has only its padding (the
 /// rows past each segment's length) zeroed: every segment's reply
-/// overwrites all of its own rows, and a batch with a failed segment
-/// delivers no output at all.
+/// overwrites all of its own rows, a batch with a failed segment delivers
+/// no output at all, and a partial one zeroes the failed segments' rows.
 tensor error_signal_output(batch& b) {
   auto& reuse = b.reuse_error_signal;
   if (reuse.shape() == b.log_posteriors.shape() && reuse.unique()) {
@@ -267,6 +298,7 @@ caf::result<batch_result> compute_batch(pool_pointer self, batch& b) {
             progress->log_posteriors = std::move(ready.log_posteriors);
             progress->tags = std::move(ready.tags);
             progress->lengths = std::move(ready.seq_lengths);
+            progress->partial = ready.partial;
             start_request(self, progress);
           },
           [self, progress](caf::error& err) {

@@ -109,8 +109,8 @@ caf::expected<corpus> corpus::from_stream(std::istream& in, std::string source) 
 caf::expected<span<const uint32_t>> corpus::labels(std::string_view segment) const {
   const auto i = index_.find(segment);
   if (i == index_.end())
-    return make_error(errc::unknown_segment, "segment '" + std::string{segment} +
-                                                 "' is not in corpus '" + source_ + "' (" +
+    return make_error(errc::unknown_segment, "unknown segment '" + std::string{segment} +
+                                                 "': not in corpus '" + source_ + "' (" +
                                                  std::to_string(names_.size()) + " segments)");
   const auto& range = ranges_[i->second];
   return span<const uint32_t>{labels_.data() + range.offset, range.count};

@@ -45,7 +45,9 @@ public:
   /// Reads a corpus from `text`; `source` names it in messages.
   static caf::expected<corpus> from_string(std::string_view text, std::string source = "<string>");
 
-  /// Returns the labels of `segment`, or an `unknown_segment` error naming it.
+  /// Returns the labels of `segment`, or an `unknown_segment` error naming
+  /// it ("unknown segment 'x': not in corpus ...": the words a simulated
+  /// child's exception reply must begin with, docs/protocol.md section 4).
   /// The span stays valid as long as the corpus is neither changed nor
   /// destroyed.
   caf::expected<span<const uint32_t>> labels(std::string_view segment) const;

@@ -194,8 +194,9 @@ caf::expected<denominator> denominator::make(const denominator_options& options,
 caf::expected<denominator::segment_view> denominator::lookup(std::string_view segment) const {
   auto found = segments_.find(segment);
   if (found == segments_.end())
-    return make_error(errc::unknown_segment, "segment '" + std::string{segment} +
-                                                 "' has no denominator: it is not in the corpus");
+    return make_error(errc::unknown_segment, "unknown segment '" + std::string{segment} +
+                                                 "': it has no denominator, not being in the "
+                                                 "corpus");
   if (auto* err = std::get_if<caf::error>(&found->second.graph))
     return *err;
   const size_t index = std::get<size_t>(found->second.graph);

@@ -437,4 +437,18 @@ caf::error encode_exception_reply(byte_buffer& out, const wire_format& fmt,
   });
 }
 
+std::string unknown_segment_text(std::string_view segment) {
+  return "unknown segment '" + std::string{segment} + "'";
+}
+
+caf::error classify_segment_error(const caf::error& err, std::string_view segment) {
+  if (err != errc::child_exception)
+    return err;
+  auto message = error_message(err);
+  auto marker = unknown_segment_text(segment);
+  if (message.compare(0, marker.size(), marker) != 0)
+    return err;
+  return make_error(errc::unknown_segment, std::move(message));
+}
+
 } // namespace sprintrt::protocol

@@ -232,4 +232,17 @@ caf::error encode_fsa_reply(byte_buffer& out, const wire_format& fmt, size_t num
 caf::error encode_exception_reply(byte_buffer& out, const wire_format& fmt,
                                   std::string_view message);
 
+/// The words an exception reply begins with when the child does not know
+/// the segment it was asked for: `unknown segment '<name>'` (section 4 of
+/// docs/protocol.md), as `sprint-sim` and `sprintrt_control` write it.
+std::string unknown_segment_text(std::string_view segment);
+
+/// Classifies the error of a reply to a request for segment `segment`: a
+/// `child_exception` whose message begins with `unknown_segment_text(segment)`
+/// becomes `unknown_segment` (same message); every other error is returned
+/// unchanged. The protocol carries no error codes, only text, so this is
+/// the one place where a child's words become a code; a child that names
+/// another segment, or words it otherwise, stays a `child_exception`.
+caf::error classify_segment_error(const caf::error& err, std::string_view segment);
+
 } // namespace sprintrt::protocol

@@ -188,8 +188,10 @@ caf::expected<double> sprint_service::answer(const segment_job& job) {
                                        "error signal was not written");
   auto& result = *computed;
   if (!result)
-    return make_error(errc::child_exception,
-                      protocol::python_decodable(exception_text(result.error())));
+    return protocol::classify_segment_error(
+        make_error(errc::child_exception,
+                   protocol::python_decodable(exception_text(result.error()))),
+        job.segment);
   double loss = result->loss;
   if (options_.loss_encoding == protocol::loss_encoding::numpy_float32)
     loss = static_cast<double>(static_cast<float>(loss));
@@ -204,9 +206,13 @@ caf::expected<double> sprint_service::answer(const segment_job& job) {
 caf::expected<segment_fsa> sprint_service::answer(const fsa_query& query) {
   std::optional<criterion::fsa> built;
   auto automaton = criterion_.exported_fsa(query.source, query.text, built);
-  if (!automaton)
-    return make_error(errc::child_exception,
-                      protocol::python_decodable(exception_text(automaton.error())));
+  if (!automaton) {
+    auto err = make_error(errc::child_exception,
+                          protocol::python_decodable(exception_text(automaton.error())));
+    return query.source == fsa_source::segment_name
+               ? protocol::classify_segment_error(err, query.text)
+               : err;
+  }
   const criterion::fsa& exported = **automaton;
   segment_fsa result;
   result.num_states = exported.num_states();

@@ -23,7 +23,10 @@
 ///   sequence the orthography writes ("3 17 5", as in the corpus file); one
 ///   that is no label sequence is answered with an exception naming it.
 /// - `exit`: no reply; the caller exits.
-/// - Anything that fails (unknown segment, NaN or +inf posteriors, a label
+/// - An unknown segment: ("exception", "unknown segment '<name>': not in
+///   corpus ..."), the words the parent reads as `unknown_segment`
+///   (`protocol::classify_segment_error`).
+/// - Anything else that fails (NaN or +inf posteriors, a label
 ///   beyond the posteriors' width, an unknown command, a malformed message):
 ///   ("exception", message), and the service keeps serving, like RETURNN's
 ///   SprintControl, which answers a failing handler with its exception.
@@ -100,12 +103,14 @@ public:
   /// strides change no bit of the result. Returns the loss as the parent
   /// receives it (rounded to float for `loss_encoding::numpy_float32`).
   /// Errors: `child_exception` with the text of the exception reply the
-  /// protocol would carry; `cancelled` if the gate is closed (nothing
-  /// written); `invalid_message` for a loss the parent refuses (NaN, -inf).
+  /// protocol would carry, `unknown_segment` where the parent would read
+  /// that text as such (`protocol::classify_segment_error`); `cancelled` if the gate is closed
+  /// (nothing written); `invalid_message` for a loss the parent refuses (NaN, -inf).
   caf::expected<double> answer(const segment_job& job);
 
   /// Exports an automaton as `export_allophone_state_fsa_by_segment_name`
-  /// or `_by_orthography` would. Errors: `child_exception` as above.
+  /// or `_by_orthography` would. Errors: `child_exception` and
+  /// `unknown_segment` (a segment's export only) as above.
   caf::expected<segment_fsa> answer(const fsa_query& query);
 
   /// Appends ("exception", the message of `err`): how every failure is

@@ -5,7 +5,8 @@
 /// segment's posteriors leaves the batch: the worker's request), and a
 /// batch's automata, merged once every export arrived. Both are placed by
 /// LPT and fail, once all their segments are done, with every failed
-/// segment listed.
+/// segment listed and the code of the first in batch order; a partial
+/// batch instead answers with its failures beside the other results.
 
 #include "actors/pool/pool_requests.hpp"
 #include "sprintrt/logging.hpp"
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string_view>
@@ -58,16 +60,12 @@ struct batch_failures {
   /// cause is grouped without the worker that met it, since every worker
   /// meets a missing program or a wrong config alike (the log names them).
   std::string worker_label;
-  /// The failed segments' causes by index.
-  std::map<size_t, std::string> failures;
-  caf::error first_error;
+  /// The failed segments' errors by index: in batch order, whatever order
+  /// they arrived in.
+  std::map<size_t, caf::error> failures;
 
   /// Notes that segment `index` failed with `err`.
-  void record(size_t index, const caf::error& err) {
-    if (!first_error)
-      first_error = err;
-    failures.emplace(index, without_worker(render(err)));
-  }
+  void record(size_t index, const caf::error& err) { failures.emplace(index, err); }
 
   /// `text` with its first "pool 0 worker 3: " as "pool 0: ".
   std::string without_worker(std::string text) const {
@@ -88,11 +86,15 @@ struct batch_failures {
   /// The error the request fails with when some of its segments failed:
   /// one entry per distinct cause (`failure_cause_key`), in the order of its
   /// first segment, naming how many segments it failed and the first few of
-  /// them, with the first segment's text; the code of the first failure kept.
+  /// them, with the first segment's text. Its code is that of the failed
+  /// segment first in batch order (not the first failure to arrive, which
+  /// depends on the workers' timing), so that equal batches fail with equal
+  /// codes; `child_failed` if that error is not sprintrt's own.
   caf::error combined_error(const std::string& what) const {
     std::vector<std::pair<std::string, std::vector<size_t>>> causes;
     std::map<std::string, size_t> cause_index;
-    for (const auto& [index, cause] : failures) {
+    for (const auto& [index, err] : failures) {
+      auto cause = without_worker(render(err));
       auto [it, added] = cause_index.emplace(failure_cause_key(cause), causes.size());
       if (added)
         causes.emplace_back(cause, std::vector<size_t>{});
@@ -102,9 +104,9 @@ struct batch_failures {
                        std::to_string(tags.size()) + " segments failed";
     for (const auto& [cause, indices] : causes)
       text += "\n  " + segment_list(tags, indices) + ": " + cause;
-    auto code = first_error && first_error.category() == error_category
-                    ? static_cast<errc>(first_error.code())
-                    : errc::child_failed;
+    const auto& first = failures.begin()->second;
+    auto code =
+        first.category() == error_category ? static_cast<errc>(first.code()) : errc::child_failed;
     return make_error(code, text);
   }
 };
@@ -114,6 +116,8 @@ struct batch_progress final : command_pool_request<get_loss_command>, batch_fail
   batch_result result;
   tensor log_posteriors;
   std::vector<int64_t> lengths;
+  /// `batch::partial`: failures are answered beside the results.
+  bool partial = false;
   clock::time_point started = clock::now();
   caf::typed_response_promise<batch_result> promise;
 
@@ -135,15 +139,40 @@ struct batch_progress final : command_pool_request<get_loss_command>, batch_fail
   void finish(pool_pointer self) override;
 
   void answer_cancelled(const caf::error& err) override { promise.deliver(err); }
+
+private:
+  /// Puts the failures into the result of a partial batch: each failed
+  /// segment's loss NaN, its rows of the error signal zero (a worker may
+  /// have written some before it failed, and a reused output holds the
+  /// previous batch's), its error in `result.failures`.
+  void answer_failures_in_result();
 };
+
+void batch_progress::answer_failures_in_result() {
+  const size_t batch_size = lengths.size();
+  const size_t dim = result.error_signal.dim(2);
+  for (const auto& [index, err] : failures) {
+    result.loss[index] = std::numeric_limits<float>::quiet_NaN();
+    for (size_t t = 0; t < static_cast<size_t>(lengths[index]); ++t) {
+      float* row = result.error_signal.data() + (t * batch_size + index) * dim;
+      std::fill(row, row + dim, 0.0f);
+    }
+    result.failures.push_back({index, tags[index], err});
+  }
+}
 
 void batch_progress::finish(pool_pointer self) {
   auto& st = self->state;
   st.complete(id);
   ++st.stats.batches;
   if (!failures.empty()) {
-    promise.deliver(combined_error(st.label + ": batch"));
-    return;
+    auto combined = combined_error(st.label + ": batch");
+    if (!partial) {
+      promise.deliver(std::move(combined));
+      return;
+    }
+    logger().warn("{} (a partial batch: the others' results are returned)", render(combined));
+    answer_failures_in_result();
   }
   // A segment without a path (loss inf, error signal zero) is a result,
   // not a failure: counted, and named once per batch.
@@ -151,6 +180,8 @@ void batch_progress::finish(pool_pointer self) {
   int64_t frame_sum = 0;
   std::vector<size_t> skipped;
   for (size_t b = 0; b < lengths.size(); ++b) {
+    if (failures.count(b) > 0)
+      continue;
     if (std::isinf(result.loss[b])) {
       skipped.push_back(b);
       continue;
@@ -163,9 +194,9 @@ void batch_progress::finish(pool_pointer self) {
     logger().warn("{}: batch: {} of {} segments without a path (loss inf, error signal zero): {}",
                   st.label, skipped.size(), lengths.size(), segment_list(tags, skipped));
   double ms = std::chrono::duration<double, std::milli>(clock::now() - started).count();
-  logger().debug("{}: batch of {} segments ({} without a path): average frame loss {:.6f}, "
-                 "{:.1f} ms",
-                 st.label, lengths.size(), skipped.size(),
+  logger().debug("{}: batch of {} segments ({} without a path, {} failed): average frame loss "
+                 "{:.6f}, {:.1f} ms",
+                 st.label, lengths.size(), skipped.size(), failures.size(),
                  frame_sum > 0 ? loss_sum / static_cast<double>(frame_sum) : 0.0, ms);
   promise.deliver(std::move(result));
 }
@@ -210,8 +241,8 @@ void automata_progress::finish(pool_pointer self) {
 /// The error signal output: the caller's tensor if it fits and is not
 /// shared, else a new one of zeros. A reused one has only its padding (the
 /// rows past each segment's length) zeroed: every segment's reply
-/// overwrites all of its own rows, and a batch with a failed segment
-/// delivers no output at all.
+/// overwrites all of its own rows, a batch with a failed segment delivers
+/// no output at all, and a partial one zeroes the failed segments' rows.
 tensor error_signal_output(batch& b) {
   auto& reuse = b.reuse_error_signal;
   if (reuse.shape() == b.log_posteriors.shape() && reuse.unique()) {
@@ -268,6 +299,7 @@ caf::result<batch_result> compute_batch(pool_pointer self, batch& b) {
             progress->log_posteriors = std::move(ready.log_posteriors);
             progress->tags = std::move(ready.tags);
             progress->lengths = std::move(ready.seq_lengths);
+            progress->partial = ready.partial;
             start_request(self, progress);
           },
           [self, progress](caf::error& err) {

@@ -66,7 +66,7 @@ caf::expected<double> command_entry<get_loss_command>::decode(const protocol::va
   const size_t cols = job.log_posteriors.cols;
   auto decoded = protocol::decode_loss_reply(reply, rows, cols, slot != nullptr);
   if (!decoded)
-    return decoded.error();
+    return protocol::classify_segment_error(decoded.error(), job.segment);
   const auto& out = job.error_signal;
   const float* shared = nullptr;
   if (slot) {
@@ -130,7 +130,9 @@ caf::expected<segment_fsa> command_entry<export_fsa_command>::decode(const proto
                                                                      const shared_slot*) {
   auto decoded = protocol::decode_fsa_reply(reply, query.source);
   if (!decoded)
-    return decoded.error();
+    return query.source == fsa_source::segment_name
+               ? protocol::classify_segment_error(decoded.error(), query.text)
+               : decoded.error();
   segment_fsa fsa;
   fsa.num_states = decoded->num_states;
   fsa.edges.resize(3 * decoded->num_edges);

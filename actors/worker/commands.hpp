@@ -80,8 +80,10 @@ struct command_entry<get_loss_command> {
   /// into `job.error_signal` (through its gate, if it has one): copied from
   /// the reply, or, for a job sent through `slot`, once from the region
   /// after checking that the reply's reference is that slot, inside the
-  /// region. Errors (nothing written): `child_exception` for an exception
-  /// reply, `invalid_message` for a reply of the wrong form, shape or place,
+  /// region. Errors (nothing written): `unknown_segment` for an exception
+  /// reply saying the child does not know the segment
+  /// (`protocol::classify_segment_error`), `child_exception` for any other
+  /// exception reply, `invalid_message` for a reply of the wrong form, shape or place,
   /// `cancelled` if the job's gate is closed (the reply itself was valid).
   static caf::expected<reply> decode(const protocol::value& reply, const work& job,
                                      const shared_slot* slot);
@@ -144,7 +146,9 @@ struct command_entry<export_fsa_command> {
   }
 
   /// Decodes the child's `reply` into an automaton (a copy: the reply's
-  /// arrays live in the message buffer).
+  /// arrays live in the message buffer). An exception reply to a segment's
+  /// export saying the child does not know the segment is
+  /// `unknown_segment`, as for a loss.
   static caf::expected<reply> decode(const protocol::value& reply, const work& query,
                                      const shared_slot* slot);
 

@@ -51,7 +51,9 @@ struct sim_worker_setup {
 /// sleep), then is computed by the worker's own `sim::sprint_service` (what
 /// `sprint-sim` answers with) straight from and into the job's slices, and
 /// answered. What `sprint-sim` answers
-/// with an `exception` reply fails with `child_exception`, with the message
+/// with an `exception` reply fails with the code the Sprint worker reads in
+/// that reply (`child_exception`, or `unknown_segment` for an unknown
+/// segment), with the message
 /// the real worker gives ("NAME: get_loss_and_error_signal of segment 'x':
 /// ..."). `die_at_request` ends the worker with a `child_failed` reason:
 /// the request that killed it is left to CAF (which answers it with

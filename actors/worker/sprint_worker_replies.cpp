@@ -59,10 +59,11 @@ void on_init_reply(worker_pointer self, const protocol::value& msg) {
 /// Whether a reply that decoded as a pickle but not as the answer to its
 /// request means the child is broken (wrong shape, types or arity: kill,
 /// restart, resend, like garbage) rather than that it failed this segment
-/// (an ("exception", message) reply) or that the caller no longer wants it.
+/// (an ("exception", message) reply, `unknown_segment` for one saying so)
+/// or that the caller no longer wants it.
 bool broken_reply(const caf::error& err) {
   // `cancelled`: the reply was valid, but its caller had stopped waiting.
-  return err != errc::child_exception && err != errc::cancelled;
+  return err != errc::child_exception && err != errc::unknown_segment && err != errc::cancelled;
 }
 
 /// Kills the child because its reply `bytes` to the front request is no

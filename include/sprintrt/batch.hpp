@@ -3,9 +3,12 @@
 /// @file
 /// What a trainer exchanges with a worker pool (docs/protocol.md section 5).
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <caf/error.hpp>
 
 #include "sprintrt/tensor.hpp"
 
@@ -24,14 +27,53 @@ struct batch {
   /// faults of a fresh large buffer cost more than filling it). Used only if its shape fits
   /// and nothing else shares its storage; otherwise a new one is made.
   tensor reuse_error_signal;
+  /// Whether the batch may succeed in part. False (the default, RETURNN's
+  /// semantics): if any segment fails, the whole request fails with one
+  /// error listing every failed segment, and no loss is returned; its code
+  /// is that of the failed segment first in batch order (the lowest index),
+  /// whatever order the failures came in. True: the request returns the
+  /// losses and error signals of the segments that succeeded and one
+  /// `segment_failure` per failed segment in `batch_result::failures`; it
+  /// fails as a whole only when the batch itself is refused (its checks, a
+  /// pool that cannot serve) or cancelled.
+  bool partial = false;
+};
+
+/// Why one segment of a partial batch failed (see `batch::partial`).
+struct segment_failure {
+  /// The segment's index b in the batch.
+  size_t index = 0;
+  /// Its tag.
+  std::string tag;
+  /// The error: its code (`errc`, e.g. `unknown_segment`,
+  /// `child_exception`, `child_failed`) and a message naming the worker,
+  /// the segment and the cause.
+  caf::error error;
 };
 
 /// The pool's answer for a batch.
 struct batch_result {
-  /// [B]: each segment's loss; +inf for a segment Sprint skipped.
+  /// [B]: each segment's loss; +inf for a segment Sprint skipped (a result:
+  /// no path, error signal zero); NaN for a segment that failed (partial
+  /// batches only). NaN, not +inf, so that a failure cannot be taken for a
+  /// skip, and so that a sum over the batch that forgets the failures is
+  /// NaN (loud) rather than a number; `nansum`, or a mask from `failures`,
+  /// sums the rest.
   std::vector<float> loss;
-  /// float32 [T, B, D]: the error signal, zero in the padding frames.
+  /// float32 [T, B, D]: the error signal, zero in the padding frames and in
+  /// every frame of a failed segment (so that its gradient is zero).
   tensor error_signal;
+  /// The failed segments in batch order, one each (partial batches only;
+  /// empty when every segment succeeded).
+  std::vector<segment_failure> failures;
+
+  /// Returns whether segment `b` succeeded (computed or skipped).
+  bool succeeded(size_t b) const noexcept {
+    for (const auto& failure : failures)
+      if (failure.index == b)
+        return false;
+    return true;
+  }
 };
 
 /// The automata of a batch merged into one (docs/protocol.md section 5).

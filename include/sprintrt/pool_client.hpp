@@ -36,7 +36,9 @@ public:
   /// source.
   pool_client(sprint_runtime& rt, worker_pool_actor pool);
 
-  /// Loss [B] and error signal [T, B, D] of a batch (see `worker_pool_actor`).
+  /// Loss [B] and error signal [T, B, D] of a batch (see `worker_pool_actor`):
+  /// all or nothing, or with `b.partial` the segments that succeeded and
+  /// one `segment_failure` per failed one (see `batch::partial`).
   caf::expected<batch_result> compute(batch b, const stop_token& stop = {}) const;
 
   /// The merged automata of the segments `tags`.

@@ -73,7 +73,12 @@ typename Inspector::result_type inspect(Inspector& f, batch_automata& x) {
 ///   serves its list in order (holding four segments at a time), writing
 ///   error signals straight into the result. If segments fail, the request
 ///   fails after all segments are done, with an error listing each failed
-///   segment.
+///   segment (grouped by cause); its code is that of the failed segment
+///   first in batch order (e.g. `unknown_segment` for a batch whose
+///   segment 1 is unknown and whose segment 3 made its child fail). A
+///   `batch::partial` batch instead answers with every segment's outcome:
+///   the failed ones in `batch_result::failures` (code, index, tag,
+///   message), their loss NaN and their error signal zero.
 /// - `(automata, tags) -> batch_automata`: exports each segment's FSA (spread
 ///   over the workers) and merges them.
 /// - `(compute, segment_job) -> loss`: one segment on a free worker (waits

@@ -93,13 +93,16 @@ using sprint_commands = sprint_command_list<get_loss_command, export_fsa_command
 /// - `(compute, job) -> loss`: sends the job's log-posteriors, writes the
 ///   error signal into `job.error_signal`, replies with the loss (+inf for a
 ///   segment Sprint skipped). Errors: `invalid_input` (bad slices),
+///   `unknown_segment` (the worker does not know the segment: from every
+///   worker kind, see docs/protocol.md section 4 for Sprint children),
 ///   `child_exception` (Sprint raised), `child_failed` / `timeout` (the child
 ///   failed more often than `maxRetries` allows, or could not start),
 ///   `cancelled` (the worker stopped first, or the job's `output_gate` was
 ///   closed before the reply could be written: the child is kept).
 /// - `(fsa, query) -> segment_fsa`: exports the automaton of a segment
 ///   (`fsa_source::segment_name`) or of an orthography. Errors:
-///   `invalid_input` (empty text or unknown source), the others as above.
+///   `invalid_input` (empty text or unknown source), the others as above
+///   (`unknown_segment` for a segment's export only).
 /// - `(stats) -> worker_stats`.
 /// - `(cancel, request_id)`: the sender no longer wants its request of that
 ///   id; it is answered with `cancelled` at once (nothing is written into

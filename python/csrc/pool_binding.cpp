@@ -49,16 +49,34 @@ std::shared_ptr<const pool_client> pool::client() const {
 }
 
 py::tuple pool::compute(const py::array& log_posteriors, const py::array& seq_lengths,
-                        std::vector<std::string> tags) {
+                        std::vector<std::string> tags, bool partial) {
+  auto b = batch_of(log_posteriors, seq_lengths, std::move(tags), input::borrowed);
+  b.partial = partial;
   auto result = call_without_gil(
       client_, "this pool",
-      [b = batch_of(log_posteriors, seq_lengths, std::move(tags), input::borrowed)](
-          const pool_client& facade, const stop_token& stop) mutable {
+      [b = std::move(b)](const pool_client& facade, const stop_token& stop) mutable {
         return facade.compute(std::move(b), stop);
       });
   if (!result)
     raise(result.error());
-  return py::make_tuple(to_numpy(result->loss), to_numpy(std::move(result->error_signal)));
+  auto loss = to_numpy(result->loss);
+  auto error_signal = to_numpy(std::move(result->error_signal));
+  if (!partial)
+    return py::make_tuple(loss, error_signal);
+  auto batch_size = result->loss.size();
+  py::array_t<bool> ok(static_cast<py::ssize_t>(batch_size));
+  std::fill(ok.mutable_data(), ok.mutable_data() + batch_size, true);
+  py::list errors;
+  for (size_t b = 0; b < batch_size; ++b)
+    errors.append(py::none());
+  for (const auto& failure : result->failures) {
+    ok.mutable_data()[failure.index] = false;
+    auto error = error_object(failure.error);
+    error.attr("index") = failure.index;
+    error.attr("tag") = failure.tag;
+    errors[failure.index] = error;
+  }
+  return py::make_tuple(loss, error_signal, ok, errors);
 }
 
 std::vector<double> pool::time_facade(const py::array& log_posteriors, const py::array& seq_lengths,
@@ -195,8 +213,11 @@ void bind_pool(py::module_& m) {
       .def(py::init<const std::string&, bool>(), py::arg("options_json"),
            py::arg("in_process") = false)
       .def("compute", &pool::compute, py::arg("log_posteriors"), py::arg("seq_lengths"),
-           py::arg("tags"),
-           "(loss float32 [B], error_signal float32 [T, B, D]) of a time-major batch.")
+           py::arg("tags"), py::arg("partial") = false,
+           "(loss float32 [B], error_signal float32 [T, B, D]) of a time-major batch; with "
+           "partial=True (loss, error_signal, ok bool [B], errors): a failed segment's loss NaN, "
+           "its error signal zero, ok False and errors[b] a sprintrt.Error with index and tag "
+           "(None where the segment succeeded), instead of one error for the batch.")
       .def("_time_facade", &pool::time_facade, py::arg("log_posteriors"), py::arg("seq_lengths"),
            py::arg("tags"), py::arg("repeats"),
            "Seconds per pool_client::compute of this batch, timed in C++ (for the benchmark).")

@@ -33,9 +33,13 @@ public:
   pool(const std::string& options_json, bool in_process);
 
   /// (loss float32 [B], error signal float32 [T, B, D]) of a time-major
-  /// batch; C-contiguous float32 log-posteriors are read in place.
+  /// batch; C-contiguous float32 log-posteriors are read in place. With
+  /// `partial` (see `batch::partial`), (loss, error signal, ok bool [B],
+  /// errors): a failed segment's loss NaN and its error signal zero, ok
+  /// False, and its item of the list `errors` a `sprintrt.Error` with
+  /// `index` and `tag` (None for the segments that succeeded).
   py::tuple compute(const py::array& log_posteriors, const py::array& seq_lengths,
-                    std::vector<std::string> tags);
+                    std::vector<std::string> tags, bool partial);
 
   /// The seconds each of `repeats` calls of `pool_client::compute` on this
   /// batch takes, timed in C++ with no Python in the loop (the baseline of

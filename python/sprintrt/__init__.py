@@ -28,7 +28,7 @@ runtime of the child's (``_fork``).
 from . import _fork  # noqa: F401 (importing it registers the after-fork hook)
 from ._executables import executable_path
 from ._logging import set_log_level
-from ._pool import SprintInstancePool
+from ._pool import PartialBatch, SprintInstancePool
 from ._scheduler import SeqTrainScheduler
 # The binding's names that are sprintrt's too (Pool, Scheduler, canonical_options and
 # shutdown are not in __all__, but were always importable from here).
@@ -36,6 +36,6 @@ from ._sprintrt import (Error, Pool, Scheduler, SeqTrainBatch, SeqTrainPart,  # 
                         canonical_options, seqtrain_error_signal, shutdown, version)
 from .options import Options
 
-__all__ = ["Error", "Options", "SeqTrainBatch", "SeqTrainPart", "SeqTrainScheduler",
-           "SprintInstancePool", "executable_path", "seqtrain_error_signal", "set_log_level",
+__all__ = ["Error", "Options", "PartialBatch", "SeqTrainBatch", "SeqTrainPart",
+           "SeqTrainScheduler", "SprintInstancePool", "executable_path", "seqtrain_error_signal", "set_log_level",
            "version"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Hashable
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar, Literal, NamedTuple, Optional, Union, overload
 
 import numpy
 
@@ -18,6 +18,25 @@ from .sprint_opts import _check_sprint_opts, _copy_opts, _hashable, _options_jso
 SprintOpts = Union[dict[str, Any], Options]
 #: One item of ``export_fsas``: (num_states, edges, weights), or why it failed.
 ExportedFsa = Union[tuple[int, numpy.ndarray, numpy.ndarray], Error]
+
+
+class PartialBatch(NamedTuple):
+    """A batch computed with ``partial=True``: every segment's outcome.
+
+    ``loss`` float32 [B] and ``error_signal`` float32 [T, B, D] as without
+    ``partial`` for the segments that succeeded (inf for one Sprint skipped);
+    a failed segment's loss is NaN and its error signal zero in every frame.
+    NaN rather than inf, so that a failure is never taken for a skip and a
+    sum that forgets the mask is NaN, not a number (``numpy.nansum`` or
+    ``loss[ok]`` sum the rest). ``ok`` bool [B]: which segments succeeded.
+    ``errors``: one item per segment, None where it succeeded, else a
+    ``sprintrt.Error`` with its ``code`` (e.g. ``"unknown_segment"``),
+    ``index`` (b) and ``tag``."""
+
+    loss: numpy.ndarray
+    error_signal: numpy.ndarray
+    ok: numpy.ndarray
+    errors: list[Optional[Error]]
 
 
 class SprintInstancePool:
@@ -82,15 +101,38 @@ class SprintInstancePool:
         self._pool = Pool(options_json or _options_json(sprint_opts), in_process=in_process)
         self.max_num_instances: int = self._pool.num_instances
 
+    @overload
     def get_batch_loss_and_error_signal(
-            self, log_posteriors: Any, seq_lengths: Any,
-            tags: Any = None) -> tuple[numpy.ndarray, numpy.ndarray]:
+            self, log_posteriors: Any, seq_lengths: Any, tags: Any = None,
+            partial: Literal[False] = False) -> tuple[numpy.ndarray, numpy.ndarray]: ...
+
+    @overload
+    def get_batch_loss_and_error_signal(
+            self, log_posteriors: Any, seq_lengths: Any, tags: Any = None, *,
+            partial: Literal[True]) -> PartialBatch: ...
+
+    def get_batch_loss_and_error_signal(
+            self, log_posteriors: Any, seq_lengths: Any, tags: Any = None,
+            partial: bool = False) -> Union[tuple[numpy.ndarray, numpy.ndarray], PartialBatch]:
         """Loss float32 [B] (inf for a segment Sprint skipped) and error signal
-        float32 [T, B, D] (zero in the padding frames) of a time-major batch."""
+        float32 [T, B, D] (zero in the padding frames) of a time-major batch.
+
+        By default (RETURNN's semantics) a batch with a failed segment raises
+        one ``sprintrt.Error`` naming every failed segment, whose ``code`` is
+        that of the failed segment first in batch order. With
+        ``partial=True`` it returns a ``PartialBatch`` instead: the results
+        of the segments that succeeded, a mask of them and an error per
+        failed segment; it raises only for a batch refused as a whole (bad
+        arguments, a pool that cannot serve) or an interrupted call."""
         if tags is None:
             raise TypeError("tags are required (RETURNN's Device-global tags do not exist here)")
+        if not isinstance(partial, bool):
+            raise TypeError(f"partial must be a bool, got {type(partial).__name__}")
         log_posteriors, seq_lengths, tags = _batch_with_tags(log_posteriors, seq_lengths, tags)
-        return self._pool.compute(log_posteriors, seq_lengths, tags)
+        if not partial:
+            loss, error_signal = self._pool.compute(log_posteriors, seq_lengths, tags)
+            return loss, error_signal
+        return PartialBatch(*self._pool.compute(log_posteriors, seq_lengths, tags, partial=True))
 
     def get_automata_for_batch(
             self, tags: Any) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:

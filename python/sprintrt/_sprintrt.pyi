@@ -1,7 +1,7 @@
 """Types of sprintrt's C++ half, the pybind11 extension ``sprintrt._sprintrt``
 (python/csrc): every name it defines. Use the package ``sprintrt``."""
 
-from typing import Any, Dict, List, Tuple, Union
+from typing import Any, Dict, List, Literal, Optional, Tuple, Union, overload
 
 import numpy
 
@@ -11,10 +11,13 @@ _log_queue_capacity: int
 class Error(RuntimeError):
     """A sprintrt error: ``code`` is the C++ error code's name, the text its
     message. An interrupted ``Pool.export_fsas`` adds ``exported_fsas``, the
-    items that arrived before."""
+    items that arrived before. An item of a partial batch's errors adds
+    ``index`` and ``tag``, the segment's."""
 
     code: str
     exported_fsas: List[Union[Tuple[int, numpy.ndarray, numpy.ndarray], "Error"]]
+    index: int
+    tag: str
 
 def canonical_options(arg0: str) -> str: ...
 def sprint_arguments(arg0: str) -> List[str]: ...
@@ -30,8 +33,15 @@ class Pool:
     """A worker pool for one options value (JSON)."""
 
     def __init__(self, options_json: str, in_process: bool = False) -> None: ...
+    @overload
     def compute(self, log_posteriors: numpy.ndarray, seq_lengths: numpy.ndarray,
-                tags: List[str]) -> Tuple[numpy.ndarray, numpy.ndarray]: ...
+                tags: List[str],
+                partial: Literal[False] = False) -> Tuple[numpy.ndarray, numpy.ndarray]: ...
+    @overload
+    def compute(
+        self, log_posteriors: numpy.ndarray, seq_lengths: numpy.ndarray, tags: List[str],
+        partial: Literal[True]
+    ) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray, List[Optional["Error"]]]: ...
     def _time_facade(self, log_posteriors: numpy.ndarray, seq_lengths: numpy.ndarray,
                      tags: List[str], repeats: int) -> List[float]: ...
     def automata(self, tags: List[str]) -> Tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]: ...

@@ -26,19 +26,33 @@ to anything else computed from them is not the loss's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, NamedTuple, Optional, Union, overload
 
 import torch
 
-from . import SprintInstancePool
+from . import Error, SprintInstancePool
 from .denominators import LabelLm, hypotheses_denominator, join_graphs, label_lm_denominator
 from .fsa_builder import FsaBuilder
 from .fsa_layouts import WeightedFsa, WeightedFsaV2
 from .fsa_loss import fsa_loss, fsa_loss_stats, lengths_numpy
 
-__all__ = ["FsaBuilder", "LabelLm", "SprintLoss", "WeightedFsa", "WeightedFsaV2", "fsa_loss",
-           "fsa_loss_stats", "hypotheses_denominator", "join_graphs", "label_lm_denominator",
-           "sprint_loss"]
+__all__ = ["FsaBuilder", "LabelLm", "PartialLoss", "SprintLoss", "WeightedFsa", "WeightedFsaV2",
+           "fsa_loss", "fsa_loss_stats", "hypotheses_denominator", "join_graphs",
+           "label_lm_denominator", "sprint_loss"]
+
+
+class PartialLoss(NamedTuple):
+    """``sprint_loss(..., partial=True)``: ``loss`` [B] as without
+    ``partial`` for the segments that succeeded and NaN for those that
+    failed, whose gradient is zero whatever the loss is multiplied by;
+    ``ok`` bool [B] on the same device, which succeeded; ``errors``, per
+    segment None or the ``sprintrt.Error`` (``code``, ``index``, ``tag``)
+    of its failure. ``loss[ok].sum()`` or ``loss.nansum()`` trains on the
+    rest; a plain ``loss.sum()`` is NaN, so that a forgotten mask is seen."""
+
+    loss: torch.Tensor
+    ok: torch.Tensor
+    errors: list[Optional[Error]]
 
 
 class SprintLoss(torch.autograd.Function):
@@ -50,25 +64,49 @@ class SprintLoss(torch.autograd.Function):
     @staticmethod
     def forward(  # type: ignore[override]
             ctx: Any, log_probs: torch.Tensor, seq_lengths: Any, tags: Any,
-            pool: SprintInstancePool) -> torch.Tensor:
+            pool: SprintInstancePool, outcome: Optional[list[Any]]) -> torch.Tensor:
+        """``outcome``: None for all or nothing; a list for a partial batch,
+        to which the ``PartialBatch``'s ``ok`` and ``errors`` are appended."""
         # CPU float32 contiguous input is handed to the pool as is (no copy).
         log_posteriors = log_probs.detach().to("cpu", torch.float32).contiguous().numpy()
         with pool.lock:
-            loss, error_signal = pool.get_batch_loss_and_error_signal(
-                log_posteriors, seq_lengths, tags)
+            if outcome is None:
+                loss, error_signal = pool.get_batch_loss_and_error_signal(
+                    log_posteriors, seq_lengths, tags)
+                ok = None
+            else:
+                loss, error_signal, ok, errors = pool.get_batch_loss_and_error_signal(
+                    log_posteriors, seq_lengths, tags, partial=True)
+                outcome += [ok, errors]
         like_input: dict[str, Any] = {"device": log_probs.device, "dtype": log_probs.dtype}
         ctx.save_for_backward(torch.from_numpy(error_signal).to(**like_input))
+        ctx.ok = None if ok is None else torch.from_numpy(ok).to(log_probs.device)
         return torch.from_numpy(loss).to(**like_input)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx: Any, grad_loss: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
+    def backward(ctx: Any,
+                 grad_loss: torch.Tensor) -> tuple[torch.Tensor, None, None, None, None]:
         (error_signal,) = ctx.saved_tensors
-        return error_signal * grad_loss[None, :, None], None, None, None
+        if ctx.ok is not None:
+            # A failed segment's gradient is zero even where its NaN loss
+            # made its incoming gradient NaN (0 * NaN would be NaN).
+            grad_loss = torch.where(ctx.ok, grad_loss, torch.zeros_like(grad_loss))
+        return error_signal * grad_loss[None, :, None], None, None, None, None
 
 
-def sprint_loss(log_probs: torch.Tensor, seq_lengths: Any, tags: Any,
-                pool: SprintInstancePool) -> torch.Tensor:
+@overload
+def sprint_loss(log_probs: torch.Tensor, seq_lengths: Any, tags: Any, pool: SprintInstancePool,
+                partial: Literal[False] = False) -> torch.Tensor: ...
+
+
+@overload
+def sprint_loss(log_probs: torch.Tensor, seq_lengths: Any, tags: Any, pool: SprintInstancePool,
+                *, partial: Literal[True]) -> PartialLoss: ...
+
+
+def sprint_loss(log_probs: torch.Tensor, seq_lengths: Any, tags: Any, pool: SprintInstancePool,
+                partial: bool = False) -> Union[torch.Tensor, PartialLoss]:
     """The Sprint loss [B] of each sequence of a batch, on ``log_probs``'
     device and of its dtype (inf for a segment Sprint skipped).
 
@@ -86,7 +124,12 @@ def sprint_loss(log_probs: torch.Tensor, seq_lengths: Any, tags: Any,
     activations z of ``log_probs = log_softmax(z)`` once log_softmax's backward
     has run (see the module's docstring). Bad arguments raise ``TypeError`` or
     ``ValueError`` naming the argument; the pool's errors raise
-    ``sprintrt.Error``."""
+    ``sprintrt.Error``: by default (RETURNN's semantics) one failed segment
+    fails the batch, with the code of the failed segment first in batch
+    order. With ``partial=True`` the result is a ``PartialLoss``: the losses
+    of the segments that succeeded, NaN (and a zero gradient) for those that
+    failed, a mask ``ok`` and an error per failed segment; it raises only
+    for a batch refused as a whole."""
     if not isinstance(log_probs, torch.Tensor):
         raise TypeError(f"log_probs must be a torch.Tensor, got {type(log_probs).__name__}")
     if log_probs.dim() != 3:
@@ -95,6 +138,13 @@ def sprint_loss(log_probs: torch.Tensor, seq_lengths: Any, tags: Any,
         raise TypeError(f"log_probs must be a floating-point tensor, got {log_probs.dtype}")
     if not isinstance(pool, SprintInstancePool):
         raise TypeError(f"pool must be a sprintrt.SprintInstancePool, got {type(pool).__name__}")
+    if not isinstance(partial, bool):
+        raise TypeError(f"partial must be a bool, got {type(partial).__name__}")
     lengths = lengths_numpy(seq_lengths, log_probs.shape[1], "seq_lengths",
                             tuple(log_probs.shape))
-    return SprintLoss.apply(log_probs, lengths, tags, pool)
+    if not partial:
+        return SprintLoss.apply(log_probs, lengths, tags, pool, None)
+    outcome: list[Any] = []
+    loss = SprintLoss.apply(log_probs, lengths, tags, pool, outcome)
+    ok, errors = outcome
+    return PartialLoss(loss, torch.from_numpy(ok).to(log_probs.device), errors)

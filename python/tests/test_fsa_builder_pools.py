@@ -173,5 +173,6 @@ def test_a_remote_pool_builds_what_local_children_build(corpus, tmp_path):
             remote.build_batch([names[0], "no-such-segment"])
         message = str(failed.value)
         assert message.startswith("1 of the 2 FSAs failed: ")
-        assert "segment 'no-such-segment'" in message and "is not in corpus" in message
+        assert "unknown segment 'no-such-segment': not in corpus" in message
+        assert failed.value.code == "unknown_segment"
         assert remote.stats()["failures"] == 1

@@ -99,10 +99,12 @@ def test_the_registry_tells_the_two_kinds_apart(corpus):
 def test_an_unknown_segment_is_named(corpus):
     path, names = corpus
     pool = sprintrt.SprintInstancePool.get_global_instance(sim_options(path), in_process=True)
-    with pytest.raises(sprintrt.Error, match="no-such-segment"):
+    with pytest.raises(sprintrt.Error, match="no-such-segment") as failed:
         pool.get_automata_for_batch([names[0], "no-such-segment"])
+    assert failed.value.code == "unknown_segment"
     item, = pool._pool.export_fsas(["no-such-segment"])
     assert isinstance(item, sprintrt.Error) and "no-such-segment" in str(item)
+    assert item.code == "unknown_segment"
 
 
 @pytest.mark.parametrize("parameter", ["--*.delay-ms=5", "--*.fault=hang"])

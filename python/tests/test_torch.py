@@ -137,8 +137,8 @@ def test_the_pools_errors_propagate(corpus):
     log_probs = torch.from_numpy(lp).requires_grad_()
     with pytest.raises(sprintrt.Error) as unknown:
         sprint_loss(log_probs, lengths, [names[0], "no-such-segment"], pool)
-    assert unknown.value.code == "child_exception"
-    assert "segment 'no-such-segment' is not in corpus" in str(unknown.value)
+    assert unknown.value.code == "unknown_segment"
+    assert "unknown segment 'no-such-segment': not in corpus" in str(unknown.value)
     lengths[1] = lp.shape[0] + 1
     with pytest.raises(sprintrt.Error) as too_long:
         sprint_loss(log_probs, lengths, names[:2], pool)

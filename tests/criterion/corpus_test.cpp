@@ -77,7 +77,7 @@ TEST_CASE("unknown segments are errors naming the segment and the corpus") {
   REQUIRE(!result);
   CHECK(result.error() == errc::unknown_segment);
   CHECK(error_message(result.error()) ==
-        "segment 'b' is not in corpus 'train.corpus' (1 segments)");
+        "unknown segment 'b': not in corpus 'train.corpus' (1 segments)");
   CHECK(!corpus{}.labels("a"));
 }
 

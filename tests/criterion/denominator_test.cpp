@@ -96,6 +96,8 @@ TEST_CASE("a denominator file's hypotheses are a segment's denominator, the refe
   auto unknown = den.lookup("d");
   REQUIRE_FALSE(unknown);
   CHECK(unknown.error() == errc::unknown_segment);
+  CHECK(error_message(unknown.error()) ==
+        "unknown segment 'd': it has no denominator, not being in the corpus");
 }
 
 TEST_CASE("a bad denominator file is refused, naming file, line and what was wrong") {

@@ -129,7 +129,7 @@ TEST_CASE("a failed FSA query fails its own result only, naming the segment and 
     REQUIRE(results[0]);
     check_same_fsa(*results[0], pool.reference(0));
     REQUIRE_FALSE(results[1]);
-    CHECK(results[1].error() == errc::child_exception);
+    CHECK(results[1].error() == errc::unknown_segment);
     CHECK_THAT(render(results[1].error()),
                Catch::Contains("segment 'corpus/rec/unknown'") &&
                    Catch::Contains("export_allophone_state_fsa_by_segment_name"));

@@ -228,12 +228,39 @@ TEST_CASE("two serve processes and a local child give a local run's results bit 
         CHECK(got[i]->weights == want[i]->weights);
       }
       REQUIRE_FALSE(got.back());
-      CHECK(got.back().error() == errc::child_exception);
+      CHECK(got.back().error() == errc::unknown_segment);
       CHECK_THAT(render(got.back().error()), Catch::Contains("segment 'corpus/rec/unknown'"));
       // The orthography crossed the network as one.
       const auto& by_orthography = got[queries.size() - 2];
       REQUIRE(by_orthography);
       CHECK(by_orthography->num_states == 2 * 3 + 2);
+    }
+    SECTION("unknown segments and partial batches through remote pools only") {
+      // No local child: every segment crosses the network.
+      pool_client remote_only{rt, trainer_options(base, {a.endpoint(), b.endpoint()}, 0)};
+      auto full = make_batch(segments, 0, 4);
+      full.tags[2] = "corpus/rec/unknown";
+      auto strict = remote_only.compute(full);
+      REQUIRE_FALSE(strict);
+      CHECK(strict.error() == errc::unknown_segment);
+      auto unknown =
+          remote_only.ask<get_loss_command>({"corpus/rec/unknown", matrix_slice::dense(3, dim),
+                                             matrix_slice::dense(3, dim), nullptr});
+      REQUIRE_FALSE(unknown);
+      CHECK(unknown.error() == errc::unknown_segment);
+      full.partial = true;
+      auto got = remote_only.compute(full);
+      REQUIRE(got);
+      auto want = local.compute(make_batch(segments, 0, 4));
+      REQUIRE(want);
+      for (size_t i : {0, 1, 3})
+        CHECK(got->loss[i] == want->loss[i]);
+      CHECK(std::isnan(got->loss[2]));
+      REQUIRE(got->failures.size() == 1);
+      CHECK(got->failures[0].index == 2);
+      CHECK(got->failures[0].error == errc::unknown_segment);
+      CHECK_THAT(render(got->failures[0].error),
+                 Catch::Contains("unknown segment 'corpus/rec/unknown'"));
     }
     SECTION("the sequence-training scheduler") {
       seqtrain_client sched{rt, rt.pool(opts), {16, 3, false}};

@@ -180,7 +180,7 @@ TEST_CASE("a sim worker gives bit-identical results to a sprint-sim child from t
       auto unknown_sim = test::compute(self, sim, test::make_job("p/nope", lp, dim));
       REQUIRE_FALSE(unknown_child);
       REQUIRE_FALSE(unknown_sim);
-      CHECK(unknown_child.error() == errc::child_exception);
+      CHECK(unknown_child.error() == errc::unknown_segment);
       CHECK(render(unknown_sim.error()) == render(unknown_child.error()));
       lp[4] = std::numeric_limits<float>::quiet_NaN();
       auto nan_child = test::compute(self, child, test::make_job("p/mid", lp, dim));

@@ -193,14 +193,14 @@ TEST_CASE("batches and automata with failing segments fail after all are done, l
     b.tags[3] = "corpus/rec/unknown-3";
     auto r = client.compute(b);
     REQUIRE_FALSE(r);
-    CHECK(r.error() == errc::child_exception);
+    CHECK(r.error() == errc::unknown_segment);
     CHECK_THAT(render(r.error()), Catch::Contains("pool 0: batch: 2 of 4 segments failed") &&
                                       Catch::Contains("segment 1 ('corpus/rec/unknown-1')") &&
                                       Catch::Contains("segment 3 ('corpus/rec/unknown-3')"));
     // Automata requests fail the same way.
     auto automata = client.automata({segments[0].name, "corpus/rec/unknown-1"});
     REQUIRE_FALSE(automata);
-    CHECK(automata.error() == errc::child_exception);
+    CHECK(automata.error() == errc::unknown_segment);
     CHECK_THAT(render(automata.error()),
                Catch::Contains("pool 0: automata: 1 of 2 segments failed") &&
                    Catch::Contains("segment 1 ('corpus/rec/unknown-1')"));
@@ -219,6 +219,38 @@ TEST_CASE("batches and automata with failing segments fail after all are done, l
     CHECK(stats->segments == 2);
     CHECK(stats->fsa_exports == 1);
     CHECK(stats->automata == 1);
+    // Partial, the same batch returns its good segments' results exactly as
+    // a batch without the unknown ones does, and each unknown one's error.
+    auto want = client.compute(make_batch(segments, {5, 6, 7, 8}, 1));
+    REQUIRE(want);
+    b.partial = true;
+    auto partial = client.compute(b);
+    REQUIRE(partial);
+    for (size_t i : {0, 2})
+      CHECK(partial->loss[i] == want->loss[i]);
+    CHECK(std::isnan(partial->loss[1]));
+    CHECK(std::isnan(partial->loss[3]));
+    const float* got_signal = partial->error_signal.data();
+    const float* want_signal = want->error_signal.data();
+    for (size_t t = 0; t < 8; ++t)
+      for (size_t i = 0; i < 4; ++i)
+        for (size_t d = 0; d < dim; ++d) {
+          size_t at = (t * 4 + i) * dim + d;
+          float expected = i == 1 || i == 3 ? 0.0f : want_signal[at];
+          if (got_signal[at] != expected)
+            FAIL("error signal at frame " << t << ", segment " << i << ", class " << d);
+        }
+    REQUIRE(partial->failures.size() == 2);
+    CHECK(partial->failures[0].index == 1);
+    CHECK(partial->failures[0].tag == "corpus/rec/unknown-1");
+    CHECK(partial->failures[0].error == errc::unknown_segment);
+    CHECK(partial->failures[1].index == 3);
+    CHECK(partial->failures[1].error == errc::unknown_segment);
+    // The children were kept: an unknown segment is no broken child.
+    auto after = client.stats();
+    REQUIRE(after);
+    for (const auto& worker : after->workers)
+      CHECK(worker.restarts == 0);
   }
   check_nothing_left(fds);
 }

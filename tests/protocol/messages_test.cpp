@@ -328,3 +328,21 @@ TEST_CASE("a message above the wire format's maximum is refused when encoded") {
   CHECK(encode_loss_command(wire, fmt, "seg", 10, 10, lp.data(), 10) == errc::message_too_large);
   CHECK(wire.empty());
 }
+
+TEST_CASE("an exception reply that names the requested segment as unknown is unknown_segment") {
+  byte_buffer wire;
+  REQUIRE_FALSE(encode_exception_reply(wire, {}, "unknown segment 'a/b': not in corpus 'c'"));
+  auto reply = decode_loss_reply(unframe(wire, framing::length_prefixed), 1, 1);
+  REQUIRE_FALSE(reply);
+  REQUIRE(reply.error() == errc::child_exception);
+  auto unknown = classify_segment_error(reply.error(), "a/b");
+  CHECK(unknown == errc::unknown_segment);
+  CHECK(error_message(unknown) == "unknown segment 'a/b': not in corpus 'c'");
+  // Another segment named, the words elsewhere, or another code: unchanged.
+  CHECK(classify_segment_error(reply.error(), "a") == errc::child_exception);
+  auto later = sprintrt::make_error(errc::child_exception, "KeyError: unknown segment 'a/b'");
+  CHECK(classify_segment_error(later, "a/b") == errc::child_exception);
+  auto failed = sprintrt::make_error(errc::child_failed, "unknown segment 'a/b'");
+  CHECK(classify_segment_error(failed, "a/b") == errc::child_failed);
+  CHECK(unknown_segment_text("x") == "unknown segment 'x'");
+}

@@ -317,9 +317,9 @@ TEST_CASE("failures are answered with exception replies, and serving goes on") {
   std::mt19937 rng{44};
   auto log_posteriors = test::random_log_posteriors(4, 4, rng);
   CHECK(exception_reply(service, loss_request("corpus/rec/nope", log_posteriors)) ==
-        "segment 'corpus/rec/nope' is not in corpus '<string>' (3 segments)");
+        "unknown segment 'corpus/rec/nope': not in corpus '<string>' (3 segments)");
   CHECK(exception_reply(service, fsa_request("corpus/rec/gone")) ==
-        "segment 'corpus/rec/gone' is not in corpus '<string>' (3 segments)");
+        "unknown segment 'corpus/rec/gone': not in corpus '<string>' (3 segments)");
   CHECK(exception_reply(service, loss_request("corpus/rec/wide", log_posteriors)) ==
         "segment 'corpus/rec/wide': label 7 (emitted by FSA edge 1) is not a class of the "
         "log-posteriors, which have 4 columns");
@@ -518,7 +518,8 @@ TEST_CASE("answer fails as the protocol's exception reply, and writes nothing wh
   const auto log_posteriors = test::random_log_posteriors(3, 4, rng);
   auto unknown = service.answer(strided_job("corpus/rec/none", log_posteriors, 0));
   REQUIRE_FALSE(unknown);
-  CHECK(unknown.error() == errc::child_exception);
+  // The exception reply's words that the parent reads as an unknown segment.
+  CHECK(unknown.error() == errc::unknown_segment);
   CHECK(error_message(unknown.error()) ==
         exception_reply(service, loss_request("corpus/rec/none", log_posteriors)));
   auto job = strided_job("corpus/rec/seg-2", log_posteriors, 2);
@@ -536,7 +537,7 @@ TEST_CASE("answer fails as the protocol's exception reply, and writes nothing wh
   CHECK(protocol::is_valid_utf8(error_message(not_utf8.error())));
   auto fsa = service.answer(sprintrt::fsa_query{sprintrt::fsa_source::segment_name, "nope"});
   REQUIRE_FALSE(fsa);
-  CHECK(fsa.error() == errc::child_exception);
+  CHECK(fsa.error() == errc::unknown_segment);
   CHECK(error_message(fsa.error()) == exception_reply(service, fsa_request("nope")));
 }
 

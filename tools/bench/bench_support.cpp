@@ -174,7 +174,7 @@ batch random_batch(const std::vector<int64_t>& lengths, const std::vector<std::s
 }
 
 std::vector<float> compute_reusing(const pool_client& client, const batch& data, tensor& reuse) {
-  batch b{data.log_posteriors, data.seq_lengths, data.tags, std::move(reuse)};
+  batch b{data.log_posteriors, data.seq_lengths, data.tags, std::move(reuse), false};
   auto result = unwrap(client.compute(std::move(b)), "batch");
   reuse = std::move(result.error_signal);
   return std::move(result.loss);

@@ -109,8 +109,8 @@ TEST_CASE("FSA queries answer in their order, an unknown segment with an error o
   REQUIRE_FALSE(results[1]);
   REQUIRE(results[2]);
   REQUIRE(results[3]);
-  CHECK(results[1].error() == errc::child_exception);
-  CHECK(contains(error_message(results[1].error()), "'rec/none'"));
+  CHECK(results[1].error() == errc::unknown_segment);
+  CHECK(contains(error_message(results[1].error()), "unknown segment 'rec/none'"));
   // CTC over 4 labels has 2 * 4 + 1 label states and one final state.
   CHECK(results[0]->num_states == 10);
   // The orthography "3" is the label sequence of rec/b.
@@ -221,5 +221,5 @@ TEST_CASE("ask serves any command as its typed call does") {
   CHECK(client.ask<export_fsa_command>(query, stop.get_token()).error() == errc::cancelled);
   auto unknown = client.ask<export_fsa_command>({fsa_source::segment_name, "rec/none"});
   REQUIRE_FALSE(unknown);
-  CHECK(unknown.error() == errc::child_exception);
+  CHECK(unknown.error() == errc::unknown_segment);
 }

@@ -53,6 +53,20 @@ TEST_CASE("an exception or misshapen loss reply writes nothing") {
   REQUIRE_FALSE(protocol::encode_exception_reply(wire, {}, "KeyError: 'seg'"));
   auto raised = command_entry<get_loss_command>::decode(unframe(wire), job, nullptr);
   CHECK(raised.error() == errc::child_exception);
+  // A child that says it does not know the segment asked for.
+  wire.clear();
+  const std::string unknown_text = "unknown segment '" + job.segment + "': not in corpus 'c'";
+  REQUIRE_FALSE(protocol::encode_exception_reply(wire, {}, unknown_text));
+  auto unknown = command_entry<get_loss_command>::decode(unframe(wire), job, nullptr);
+  CHECK(unknown.error() == errc::unknown_segment);
+  CHECK(error_message(unknown.error()) == unknown_text);
+  auto fsa = command_entry<export_fsa_command>::decode(
+      unframe(wire), {fsa_source::segment_name, job.segment}, nullptr);
+  CHECK(fsa.error() == errc::unknown_segment);
+  // An orthography is no segment: its exception stays what it was.
+  auto by_orthography = command_entry<export_fsa_command>::decode(
+      unframe(wire), {fsa_source::orthography, job.segment}, nullptr);
+  CHECK(by_orthography.error() == errc::child_exception);
   float es[3] = {1, 2, 3};
   wire.clear();
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 1.0, 1, 3, es));

@@ -230,7 +230,7 @@ TEST_CASE("a sim worker computes what the criterion computes on the same strided
   }
 }
 
-TEST_CASE("a sim worker exports the criterion's FSA, and fails unknown segments like Sprint") {
+TEST_CASE("a sim worker exports the criterion's FSA, and fails unknown segments as unknown") {
   auto fx = make_corpus();
   test_system ts;
   caf::scoped_actor self{ts.system};
@@ -252,7 +252,7 @@ TEST_CASE("a sim worker exports the criterion's FSA, and fails unknown segments 
                 fsa_query{fsa_source::segment_name, "rec/nope"})
       .receive([&](segment_fsa&) { FAIL("an unknown segment was exported"); },
                [&](caf::error& err) {
-                 CHECK(err == errc::child_exception);
+                 CHECK(err == errc::unknown_segment);
                  CHECK(contains(error_message(err), "sim worker 0: "
                                                     "export_allophone_state_fsa_by_segment_name "
                                                     "of segment 'rec/nope'"));
@@ -260,7 +260,7 @@ TEST_CASE("a sim worker exports the criterion's FSA, and fails unknown segments 
   test_batch batch{4, 1, 7};
   auto results = compute_all(self, worker, {batch.job("rec/nope", 0, 4)});
   REQUIRE_FALSE(results[0]);
-  CHECK(results[0].error() == errc::child_exception);
+  CHECK(results[0].error() == errc::unknown_segment);
   // The message sprint-sim's exception reply carries, behind the context
   // the real worker puts in front of it.
   auto sprint_message = error_message(crit.segment_fsa("rec/nope").error());

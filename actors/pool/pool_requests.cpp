@@ -288,6 +288,9 @@ caf::result<batch_result> compute_batch(pool_pointer self, batch& b) {
   auto origin = request_origin::current(self);
   progress->promise = self->make_response_promise<batch_result>();
   st.enroll(progress, std::move(origin));
+  if (b.time_limit.count() > 0)
+    self->delayed_send(self, b.time_limit, time_limit_atom::value, progress->id,
+                       static_cast<int64_t>(b.time_limit.count()));
   // The batch is this request's own copy: it moves to the preparer and back.
   self->request(st.preparer, caf::infinite, prepare_atom::value, std::move(b))
       .then(

@@ -42,6 +42,15 @@ std::shared_ptr<pool_request> pool_state::take(const request_origin& origin) {
   return nullptr;
 }
 
+std::shared_ptr<pool_request> pool_state::take(uint64_t id) {
+  auto i = requests_.find(id);
+  if (i == requests_.end())
+    return nullptr;
+  auto req = std::move(i->second);
+  requests_.erase(i);
+  return req;
+}
+
 uint64_t pool_state::enroll_stats(caf::typed_response_promise<pool_stats> promise) {
   auto id = next_id_++;
   stats_requests_.emplace(id, std::move(promise));
@@ -158,8 +167,7 @@ auto single_handlers(pool_pointer self, sprint_command_list<Commands...>) {
 
 /// The pool's behavior, spawned as a function with arguments (CAF 0.17
 /// dereferences a null argument tuple when a lambda is spawned without any).
-worker_pool_actor::behavior_type pool_behavior(pool_pointer self, worker_source source,
-                                               std::string name) {
+pool_impl::behavior_type pool_behavior(pool_pointer self, worker_source source, std::string name) {
   auto& st = self->state;
   st.source = std::move(source);
   st.label = std::move(name);
@@ -187,7 +195,7 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, worker_source 
       }
   });
   return std::apply(
-      [self](auto... singles) -> worker_pool_actor::behavior_type {
+      [self](auto... singles) -> pool_impl::behavior_type {
         return {
             singles...,
             [self](compute_atom, batch& b) -> caf::result<batch_result> {
@@ -201,6 +209,14 @@ worker_pool_actor::behavior_type pool_behavior(pool_pointer self, worker_source 
               return compute_automata(self, tags);
             },
             [self](stats_atom) { return collect_stats(self); },
+            [self](time_limit_atom, uint64_t id, int64_t limit_ms) {
+              auto& st = self->state;
+              if (auto req = st.take(id))
+                cancel_request(self, req,
+                               make_error(errc::timeout, st.label + ": the batch's time limit (" +
+                                                             std::to_string(limit_ms) +
+                                                             " ms) ran out"));
+            },
             [self](cancel_atom, uint64_t id) {
               auto& st = self->state;
               if (auto req =
@@ -221,7 +237,8 @@ namespace sprintrt {
 
 worker_pool_actor spawn_worker_pool(caf::actor_system& system, worker_source source,
                                     std::string name) {
-  return system.spawn(detail::pool_behavior, std::move(source), std::move(name));
+  return caf::actor_cast<worker_pool_actor>(
+      system.spawn(detail::pool_behavior, std::move(source), std::move(name)));
 }
 
 } // namespace sprintrt

@@ -127,6 +127,9 @@ struct pool_state {
   /// there.
   std::shared_ptr<pool_request> take(const request_origin& origin);
 
+  /// Takes request `id` out of the registry, if it is there.
+  std::shared_ptr<pool_request> take(uint64_t id);
+
   /// Registers a stats request waiting for its workers' counters; returns
   /// the id to `complete_stats` it with.
   uint64_t enroll_stats(caf::typed_response_promise<pool_stats> promise);
@@ -150,7 +153,14 @@ private:
   uint64_t next_id_ = 0;
 };
 
+/// The pool's own timer: the time limit (in ms) of request `id` ran out
+/// (`batch::time_limit`).
+using time_limit_atom = caf::atom_constant<caf::atom("timelimit")>;
+
+/// The pool's full interface: the public one plus its own timer.
+using pool_impl = worker_pool_actor::extend<caf::reacts_to<time_limit_atom, uint64_t, int64_t>>;
+
 /// The pool actor as its handlers see it.
-using pool_pointer = worker_pool_actor::stateful_pointer<pool_state>;
+using pool_pointer = pool_impl::stateful_pointer<pool_state>;
 
 } // namespace sprintrt::detail

@@ -37,9 +37,9 @@ sprintrt::sprint_options corpus_options(size_t segments, size_t workers) {
   for (size_t s = 0; s < segments; ++s)
     corpus << "seg-" << s << '\t' << 1 + s % 3 << (s % 2 ? " 2" : "") << '\n';
   corpus.close();
-  auto opts = sprintrt::parse_options(
-      R"({"sprintConfigStr": ["--*.corpus=)" + path +
-      R"(", "--*.topology=ctc"], "numInstances": )" + std::to_string(workers) + "}");
+  auto opts = sprintrt::parse_options(R"({"sprintConfigStr": ["--*.corpus=)" + path +
+                                      R"(", "--*.topology=ctc"], "numInstances": )" +
+                                      std::to_string(workers) + "}");
   if (!opts)
     FAIL(sprintrt::render(opts.error()));
   return *opts;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <chrono>
+
 #include <caf/error.hpp>
 
 #include "sprintrt/tensor.hpp"
@@ -37,6 +39,15 @@ struct batch {
   /// fails as a whole only when the batch itself is refused (its checks, a
   /// pool that cannot serve) or cancelled.
   bool partial = false;
+  /// Optional: how long the pool may take for the batch from when it
+  /// receives it (0, the default: no limit). When the time is up, the pool
+  /// cancels the batch as if its caller had (no segment is started any
+  /// more; children computing one are kept or killed as `onCancel` says)
+  /// and answers `timeout`. CAF's own request timeout
+  /// (`request(pool, timeout, ...)`) is only an event at the caller: the
+  /// pool goes on computing the batch unless the caller also sends
+  /// `(cancel, request_id)`.
+  std::chrono::milliseconds time_limit{0};
 };
 
 /// Why one segment of a partial batch failed (see `batch::partial`).

@@ -37,5 +37,5 @@ from ._sprintrt import (Error, Pool, Scheduler, SeqTrainBatch, SeqTrainPart,  # 
 from .options import Options
 
 __all__ = ["Error", "Options", "PartialBatch", "SeqTrainBatch", "SeqTrainPart",
-           "SeqTrainScheduler", "SprintInstancePool", "executable_path", "seqtrain_error_signal", "set_log_level",
-           "version"]
+           "SeqTrainScheduler", "SprintInstancePool", "executable_path", "seqtrain_error_signal",
+           "set_log_level", "version"]

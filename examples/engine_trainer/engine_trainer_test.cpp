@@ -120,3 +120,44 @@ TEST_CASE("an engine's trainer keeps batches in flight and runs sequence trainin
   rt.shutdown();
   caf::anon_send_exit(trainer, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("a worker that dies once is replaced, and the trainer still gets every loss") {
+  engine_config config;
+  caf::actor_system system{config};
+  const auto opts = corpus_options(12, 2);
+  auto batches = make_batches(4, 3, 6, 4);
+  sprintrt::sprint_runtime rt{system};
+  // The reference: a pool whose workers never die.
+  std::vector<float> expected;
+  {
+    auto healthy = sprintrt::sim_worker_source(opts);
+    REQUIRE(healthy);
+    const sprintrt::pool_client client{rt, rt.pool(std::move(*healthy))};
+    for (const auto& b : batches) {
+      auto result = client.compute(b);
+      REQUIRE(result);
+      expected.insert(expected.end(), result->loss.begin(), result->loss.end());
+    }
+  }
+  // One worker dies at its third request, once; its replacement serves on.
+  sprintrt::sim_worker_behavior dies_once;
+  dies_once.die_at_request = 3;
+  dies_once.max_deaths = 1;
+  auto source = sprintrt::sim_worker_source(opts, dies_once);
+  REQUIRE(source);
+  auto pool = rt.pool(std::move(*source));
+  auto scheduler = sprintrt::spawn_seqtrain_scheduler(rt, pool, {8});
+  auto trainer = engine::spawn_trainer(system, {pool, scheduler, batches, 2});
+  caf::scoped_actor self{system};
+  self->request(trainer, caf::infinite, engine::full_sum_atom::value)
+      .receive([&](std::vector<float>& losses) { CHECK(losses == expected); },
+               [](caf::error& err) { FAIL(sprintrt::render(err)); });
+  auto stats = sprintrt::pool_client{rt, pool}.stats();
+  REQUIRE(stats);
+  uint64_t restarts = 0;
+  for (const auto& w : stats->workers)
+    restarts += w.restarts;
+  CHECK(restarts == 1);
+  rt.shutdown();
+  caf::anon_send_exit(trainer, caf::exit_reason::user_shutdown);
+}

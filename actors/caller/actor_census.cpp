@@ -12,8 +12,10 @@ namespace sprintrt::detail {
 void actor_census::enlist(const caf::strong_actor_ptr& actor) {
   if (!actor)
     return;
+  bool stopped = false;
   {
     std::lock_guard<std::mutex> guard{mutex_};
+    stopped = stopped_;
     ++alive_;
     // Forget members that ended, so that a program making actor after
     // actor does not grow the list.
@@ -26,12 +28,15 @@ void actor_census::enlist(const caf::strong_actor_ptr& actor) {
   }
   // Runs when the actor terminates, or right here if it already has.
   actor->get()->attach_functor([census = shared_from_this()] { census->retire(); });
+  if (stopped)
+    caf::anon_send_exit(caf::actor_cast<caf::actor>(actor), caf::exit_reason::user_shutdown);
 }
 
 void actor_census::stop_all() {
   std::vector<caf::actor_addr> members;
   {
     std::lock_guard<std::mutex> guard{mutex_};
+    stopped_ = true;
     members = members_;
   }
   // Sent outside the lock: an actor may terminate, and retire, at once.

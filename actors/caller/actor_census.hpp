@@ -20,10 +20,13 @@ namespace sprintrt::detail {
 /// `shared_ptr`, since the actors it counts report their end into it.
 class actor_census : public std::enable_shared_from_this<actor_census> {
 public:
-  /// Counts `actor` until it terminates (at once if it already has).
+  /// Counts `actor` until it terminates (at once if it already has). After
+  /// `stop_all`, also sends it an exit: nothing made later outlives the
+  /// runtime's shutdown.
   void enlist(const caf::strong_actor_ptr& actor);
 
-  /// Sends every live enlisted actor an exit with `user_shutdown`.
+  /// Sends every live enlisted actor an exit with `user_shutdown`, and every
+  /// one enlisted from now on.
   void stop_all();
 
   /// Waits until every enlisted actor has terminated.
@@ -38,6 +41,8 @@ private:
   mutable std::mutex mutex_;
   std::condition_variable all_done_;
   size_t alive_ = 0;
+  /// `stop_all` ran.
+  bool stopped_ = false;
   /// Weak: the census keeps no actor alive.
   std::vector<caf::actor_addr> members_;
 };

@@ -3,15 +3,22 @@
 #include <caf/actor_cast.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/caller/actor_census.hpp"
 #include "actors/seqtrain/seqtrain_scheduler.hpp"
+#include "sprintrt/logging.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 
 namespace sprintrt {
 
 seqtrain_scheduler_actor spawn_seqtrain_scheduler(sprint_runtime& rt, worker_pool_actor pool,
                                                   seqtrain_options options) {
+  if (!pool) {
+    logger().error("spawn_seqtrain_scheduler: no pool (an invalid handle, e.g. one asked for "
+                   "after the runtime's shutdown): no scheduler is made");
+    return {};
+  }
   auto scheduler = spawn_seqtrain_scheduler(rt.system(), std::move(pool), options);
   rt.census().enlist(caf::actor_cast<caf::strong_actor_ptr>(scheduler));
   return scheduler;

@@ -67,6 +67,9 @@ struct sprint_runtime::impl {
         registry(system, io, census) {
     if (config.logger)
       set_logger(config.logger);
+    // The default logger is made now, before any child is forked, not by a
+    // first record in a forked process.
+    logger();
   }
 
   // Order matters: the io thread outlives the actor system (workers talk to

@@ -39,13 +39,67 @@ bool permanent(const caf::error& cause) {
   return cause == errc::spawn_failed || cause == errc::invalid_message || cause == errc::cancelled;
 }
 
+// -- what a child's cancelled work costs (`onCancel` "auto") ----------------------
+//
+// Killing a child costs the next request the start-up of a new one (as the
+// last child took); keeping it costs the abandoned requests it computes
+// first. Each is expected to take the child's mean time per request; the one
+// it computes, once past that mean, is expected to take as long again as it
+// has taken so far (a request that runs long is likely to run longer).
+
+/// The child's mean time per answered request; zero before the first.
+clock::duration mean_request_time(const worker_state& st) {
+  const uint64_t answered =
+      st.stats.requests_served + st.stats.requests_failed + st.abandoned_answered;
+  if (answered == 0)
+    return clock::duration::zero();
+  return std::chrono::duration_cast<clock::duration>(
+      std::chrono::nanoseconds{static_cast<int64_t>(st.stats.busy_ns / answered)});
+}
+
+/// Whether the child is kept when `target`, a request in flight, is
+/// cancelled (`onCancel`): for "auto", whether what it would compute for
+/// nobody (the abandoned requests and `target`) is expected to take less
+/// than a new child's start-up.
+bool keeps_child(const worker_state& st, const pending_request& target) {
+  if (st.opts.on_cancel != cancel_policy::automatic)
+    return st.opts.on_cancel == cancel_policy::keep;
+  const auto mean = mean_request_time(st);
+  const auto computing = clock::now() - st.in_flight.front().sent_at;
+  clock::duration for_nobody = clock::duration::zero();
+  for (const auto& req : st.in_flight) {
+    if (!req.abandoned && &req != &target)
+      continue;
+    if (&req != &st.in_flight.front())
+      for_nobody += mean;
+    else
+      for_nobody += computing < mean ? mean - computing : computing;
+  }
+  return for_nobody < st.start_up;
+}
+
+/// When a kept child is given up on after all (`onCancel` "auto"): once the
+/// abandoned request it computes has taken a new child's start-up longer
+/// than the child's mean; none while it computes a request someone waits
+/// for.
+std::optional<clock::time_point> give_up_point(const worker_state& st) {
+  if (st.opts.on_cancel != cancel_policy::automatic || st.current != phase::ready ||
+      st.in_flight.empty() || !st.in_flight.front().abandoned || st.dying)
+    return std::nullopt;
+  return st.in_flight.front().sent_at + mean_request_time(st) + st.start_up;
+}
+
 /// The deadline of what the worker waits for now: the init reply, or the
-/// reply to the request in flight.
+/// reply to the request in flight (or, sooner, the point to give up on a
+/// child that computes for nobody).
 std::optional<clock::time_point> current_deadline(const worker_state& st) {
   if (st.current == phase::starting)
     return st.started_at + st.opts.init_timeout;
-  if (st.current == phase::ready && !st.in_flight.empty())
-    return st.in_flight.front().sent_at + st.opts.reply_timeout;
+  if (st.current == phase::ready && !st.in_flight.empty()) {
+    const auto reply_deadline = st.in_flight.front().sent_at + st.opts.reply_timeout;
+    const auto give_up = give_up_point(st);
+    return give_up ? std::min(*give_up, reply_deadline) : reply_deadline;
+  }
   return std::nullopt;
 }
 
@@ -298,24 +352,6 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
   self->delayed_send(self, delay, restart_atom::value, st.generation);
 }
 
-/// Whether a child whose caller cancelled a request in flight is kept
-/// (`onCancel`): for "auto", whether finishing what it holds is expected to
-/// take less than the start-up of a new child. Each request in flight is
-/// expected to take the child's mean time per request, and at least as long
-/// as the one it is computing has taken so far.
-bool keeps_child(const worker_state& st) {
-  if (st.opts.on_cancel != cancel_policy::automatic)
-    return st.opts.on_cancel == cancel_policy::keep;
-  using seconds = std::chrono::duration<double>;
-  const double computing =
-      std::max(0.0, seconds{clock::now() - st.in_flight.front().sent_at}.count());
-  const double answered = static_cast<double>(st.stats.requests_served + st.stats.requests_failed);
-  const double mean = answered > 0 ? 1e-9 * static_cast<double>(st.stats.busy_ns) / answered : 0.0;
-  const double remaining =
-      std::max(mean, computing) * static_cast<double>(st.in_flight.size()) - computing;
-  return remaining < seconds{st.start_up}.count();
-}
-
 /// Answers the request that `origin` names with `cancelled`, if the worker
 /// still holds it. One already written to the child cannot be taken back:
 /// the child computes it and its reply is dropped (the child is still
@@ -335,9 +371,11 @@ void abandon(worker_pointer self, const request_origin& origin) {
                            [&](const auto& req) { return !req.abandoned && req.origin == origin; });
   if (held == st.in_flight.end())
     return;
-  if (keeps_child(st)) {
+  if (keeps_child(st, *held)) {
     cancel(*held);
     held->abandoned = true;
+    if (auto deadline = current_deadline(st))
+      arm_timer(self, *deadline);
     return;
   }
   if (auto req = take_request(st.in_flight, origin)) {
@@ -358,6 +396,11 @@ void abandon(worker_pointer self, const request_origin& origin) {
 
 void dispatch(worker_pointer self) {
   auto& st = self->state;
+  // The request at the front may have changed (a reply came): its deadline,
+  // or its give-up point, may be sooner than the timer.
+  if (st.channel && !st.dying)
+    if (auto deadline = current_deadline(st))
+      arm_timer(self, *deadline);
   if (st.queue.empty())
     return;
   if (st.current == phase::down) {
@@ -522,6 +565,15 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
                 return;
               if (now < *deadline) {
                 arm_timer(self, *deadline);
+              } else if (auto give_up = give_up_point(st); give_up && now >= *give_up) {
+                // Kept when its work was cancelled, it still computes it:
+                // a new child would have been ready by now.
+                st.broken = true;
+                st.killed_for_cancel = true;
+                kill_child(self, make_error(errc::cancelled,
+                                            "stopped: it computed requests their callers had "
+                                            "cancelled for longer than a new child takes to "
+                                            "start"));
               } else if (st.current == phase::starting) {
                 kill_child(self, make_error(errc::timeout,
                                             "no reply to init within " +

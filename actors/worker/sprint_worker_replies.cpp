@@ -123,6 +123,7 @@ void on_request_reply(worker_pointer self, const protocol::value& msg, byte_span
     // Its caller was answered when it cancelled: the reply is dropped
     // unread (its output gate is closed too).
     take_answered(st);
+    ++st.abandoned_answered;
     dispatch(self);
     return;
   }

@@ -173,6 +173,9 @@ struct worker_state {
   /// How long the last child took from its start to its `init` reply: what
   /// killing a child costs the next request (`onCancel` "auto").
   clock::duration start_up{};
+  /// Replies to abandoned requests read and dropped: with the served and
+  /// failed ones, what the busy time is spread over.
+  uint64_t abandoned_answered = 0;
   /// When the earliest pending timeout message arrives, if one is pending.
   /// One timer message at a time serves every deadline (init and replies),
   /// instead of one per request that would linger for replyTimeout.

@@ -14,9 +14,14 @@ namespace engine {
 
 namespace {
 
-/// A request to sprintrt is given up after this long (a CAF
-/// `request_timeout`, which the running request then fails with).
-constexpr std::chrono::seconds reply_limit{60};
+/// How long the pool may take for a batch (`batch::time_limit`: the pool
+/// cancels it then and answers `timeout`, stopping the work; CAF's own
+/// request timeout would only end this actor's wait).
+constexpr std::chrono::seconds batch_limit{60};
+
+/// How long a scheduler message may take (the scheduler answers at once,
+/// except `train`, which waits for the workers).
+constexpr std::chrono::seconds reply_limit{120};
 
 struct trainer_state {
   trainer_setup setup;
@@ -26,6 +31,8 @@ struct trainer_state {
   size_t next_batch = 0;
   size_t in_flight = 0;
   size_t answered = 0;
+  /// The running request failed: nothing more is sent for it.
+  bool failed = false;
   /// Sequence training: batches forwarded, batches trained.
   size_t forwarded = 0;
   size_t trained = 0;
@@ -33,8 +40,12 @@ struct trainer_state {
 
 using trainer_actor = caf::stateful_actor<trainer_state>;
 
-/// Ends the running request with `err`.
+/// Ends the running request with `err`; the replies still coming for it
+/// are ignored.
 void fail(trainer_actor* self, caf::error err) {
+  if (self->state.failed)
+    return;
+  self->state.failed = true;
   self->state.promise.deliver(std::move(err));
 }
 
@@ -51,14 +62,18 @@ uint64_t first_sequence(const trainer_state& st, size_t index) {
 
 void send_batches(trainer_actor* self) {
   auto& st = self->state;
-  while (st.in_flight < st.setup.max_in_flight && st.next_batch < st.setup.batches.size()) {
+  while (!st.failed && st.in_flight < st.setup.max_in_flight &&
+         st.next_batch < st.setup.batches.size()) {
     const size_t index = st.next_batch++;
     ++st.in_flight;
-    self->request(st.setup.pool, reply_limit, sprintrt::compute_atom::value,
-                  st.setup.batches[index])
+    auto limited = st.setup.batches[index];
+    limited.time_limit = batch_limit;
+    self->request(st.setup.pool, caf::infinite, sprintrt::compute_atom::value, std::move(limited))
         .then(
             [self, index](sprintrt::batch_result& result) {
               auto& st = self->state;
+              if (st.failed)
+                return;
               std::copy(result.loss.begin(), result.loss.end(),
                         st.losses.begin() + first_sequence(st, index));
               --st.in_flight;
@@ -156,6 +171,7 @@ caf::behavior trainer(trainer_actor* self, trainer_setup setup) {
           segments += b.tags.size();
         st.losses.assign(segments, std::numeric_limits<float>::quiet_NaN());
         st.next_batch = st.in_flight = st.answered = 0;
+        st.failed = false;
         send_batches(self);
         return st.promise;
       },
@@ -164,6 +180,7 @@ caf::behavior trainer(trainer_actor* self, trainer_setup setup) {
         st.promise = self->make_response_promise();
         st.losses.clear();
         st.forwarded = st.trained = 0;
+        st.failed = false;
         self->request(st.setup.scheduler, reply_limit, sprintrt::epoch_start_atom::value,
                       uint64_t{1})
             .then([self](bool) { look_ahead(self, [self] { train_next(self); }); },

@@ -18,7 +18,11 @@
 ///
 /// Levels: `warn` for what failed and was handled (a segment that failed, a
 /// child restarted), `error` for what a caller will see fail, `info` for
-/// children started and stopped, `debug` and `trace` for messages.
+/// children started and stopped, `debug` and `trace` for messages. The
+/// default logger starts at spdlog's global level of the moment it is made
+/// (the first record, or the first runtime) and is not in spdlog's registry,
+/// so `spdlog::set_level` does not reach it later: set its level with
+/// `sprintrt::logger().set_level(...)`, or install a logger of your own.
 
 #include <memory>
 

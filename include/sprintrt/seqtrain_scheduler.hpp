@@ -23,7 +23,9 @@ class sprint_runtime;
 /// handle does not keep the pool alive. After the scheduler ended, requests
 /// to the handle fail with CAF's `request_receiver_down`. Stopping it fails
 /// a waiting train request with `cancelled` and discards what is being
-/// computed; the pool and its workers stay.
+/// computed; the pool and its workers stay. An invalid `pool` (e.g. one
+/// asked for after `rt.shutdown()`) gives an invalid handle; one spawned
+/// after `rt.shutdown()` over a pool of before is stopped at once.
 seqtrain_scheduler_actor spawn_seqtrain_scheduler(sprint_runtime& rt, worker_pool_actor pool,
                                                   seqtrain_options options);
 

@@ -166,6 +166,43 @@ TEST_CASE("onCancel auto keeps children that start slowly and kills those busy f
   check_nothing_left(fds);
 }
 
+TEST_CASE("onCancel auto gives up on a kept child that computes for nobody too long") {
+  test::fd_snapshot fds;
+  {
+    test::temp_dir dir;
+    auto segments = test::write_corpus(dir, 6, dim);
+    // One child starting in 300 ms, 20 ms per segment, that hangs on its
+    // fifth request. Stopped 60 ms into a batch whose first segment hangs,
+    // it is kept (60 + 20 ms of work left, against 300 ms), then killed
+    // when that segment has run the child's mean plus a start-up: long
+    // before its replyTimeout (20 s).
+    auto opts = sim_options(test::corpus_path(dir),
+                            {"delay-ms=20", "init-delay-ms=300", "fault=hang", "fault-after=4"});
+    sprint_runtime rt;
+    pool_client client{rt, opts};
+    for (size_t first : {0, 2})
+      REQUIRE(client.compute(test::make_batch(segments, first, 2, dim, 4, 3, 1)));
+    const auto pid = child_pids(client);
+    auto [result, latency] = stop_after(std::chrono::milliseconds{60}, [&](stop_token stop) {
+      return client.compute(test::make_batch(segments, 4, 2, dim, 4, 3, 5), stop);
+    });
+    REQUIRE_FALSE(result);
+    CHECK(result.error() == errc::cancelled);
+    CHECK(restarts(client) == 0); // kept, for now
+    CHECK(child_pids(client) == pid);
+    const auto stopped = clock_type::now();
+    auto again = client.compute(test::make_batch(segments, 0, 2, dim, 4, 3, 1));
+    REQUIRE(again);
+    CHECK(clock_type::now() - stopped < std::chrono::seconds{5});
+    CHECK(restarts(client) == 1);
+    auto stats = client.stats();
+    REQUIRE(stats);
+    CHECK(stats->workers.at(0).requests_failed == 0);
+    rt.shutdown();
+  }
+  check_nothing_left(fds);
+}
+
 TEST_CASE("with onCancel kill a stopped batch's children are killed at once and replaced") {
   test::fd_snapshot fds;
   {
@@ -217,13 +254,16 @@ TEST_CASE(
   {
     test::temp_dir dir;
     auto segments = test::write_corpus(dir, 4, dim);
-    // One child that answers two requests and hangs on the third: the
-    // caller is answered at once, the child is kept until it misses its
-    // replyTimeout, and the next batch waits for the next child.
+    // One child that answers two requests and hangs on the third, kept when
+    // the batch is stopped: the caller is answered at once, the child is
+    // killed when it misses its replyTimeout, and the next batch waits for
+    // that and the next child.
     auto opts = sim_options(test::corpus_path(dir), {"fault=hang", "fault-after=2"});
     opts.reply_timeout = std::chrono::seconds{1};
+    opts.on_cancel = cancel_policy::keep;
     sprint_runtime rt;
     pool_client client{rt, opts};
+    const auto sent = clock_type::now();
     auto [result, latency] = stop_after(std::chrono::milliseconds{500}, [&](stop_token stop) {
       return client.compute(test::make_batch(segments, 0, 4, dim, 4, 3, 5), stop);
     });
@@ -233,6 +273,7 @@ TEST_CASE(
     // The next child answers two requests again: a batch of two is exact.
     auto again = client.compute(test::make_batch(segments, 0, 2, dim, 4, 3, 5));
     REQUIRE(again);
+    CHECK(clock_type::now() - sent >= opts.reply_timeout);
     CHECK(restarts(client) == 1);
     sprint_runtime reference_rt;
     pool_client reference{reference_rt, sim_options(test::corpus_path(dir))};

@@ -6,8 +6,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <future>
+
+#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "runtime/io_thread.hpp"
@@ -106,4 +111,15 @@ TEST_CASE("without CAF's network layer a pool with remote pools refuses, saying 
                  CHECK(err == errc::invalid_options);
                  CHECK(error_message(err).find("caf::io::middleman") != std::string::npos);
                });
+}
+
+TEST_CASE("the census stops an actor enlisted after it stopped all") {
+  registry_fixture fx;
+  fx.registry.stop_all();
+  fx.census->stop_all();
+  auto late = fx.system.spawn([]() -> caf::behavior { return {[](int x) { return x; }}; });
+  fx.census->enlist(caf::actor_cast<caf::strong_actor_ptr>(late));
+  auto done = std::async(std::launch::async, [&] { fx.census->await_all_done(); });
+  REQUIRE(done.wait_for(std::chrono::seconds{10}) == std::future_status::ready);
+  CHECK(fx.census->alive() == 0);
 }

@@ -223,3 +223,11 @@ TEST_CASE("by default sprintrt writes no log record to stdout") {
   ::unlink(path);
   CHECK(written == 0);
 }
+
+TEST_CASE("no scheduler is made over an invalid pool, e.g. after the shutdown") {
+  caf::actor_system_config cfg;
+  caf::actor_system system{cfg};
+  sprint_runtime rt{system};
+  rt.shutdown();
+  CHECK_FALSE(spawn_seqtrain_scheduler(rt, rt.pool(sprint_options{}), {5, 1, false}));
+}

@@ -117,7 +117,10 @@ TEST_CASE("the census stops an actor enlisted after it stopped all") {
   registry_fixture fx;
   fx.registry.stop_all();
   fx.census->stop_all();
-  auto late = fx.system.spawn([]() -> caf::behavior { return {[](int x) { return x; }}; });
+  // With an argument: CAF 0.17 dereferences a null argument tuple for a
+  // function spawned without any.
+  auto late = fx.system.spawn(
+      [](int offset) -> caf::behavior { return {[offset](int x) { return x + offset; }}; }, 1);
   fx.census->enlist(caf::actor_cast<caf::strong_actor_ptr>(late));
   auto done = std::async(std::launch::async, [&] { fx.census->await_all_done(); });
   REQUIRE(done.wait_for(std::chrono::seconds{10}) == std::future_status::ready);

@@ -42,9 +42,11 @@ test::sim_corpus make_corpus() {
   return test::sim_corpus{{{"s0", {1, 2}}, {"s1", {3}}, {"s2", {2, 1}}}};
 }
 
-/// The program's own actor: answers an int with its double, until stopped.
-caf::behavior doubler() {
-  return {[](int x) { return 2 * x; }};
+/// The program's own actor: answers an int with `factor` times it, until
+/// stopped. (Spawned with an argument: CAF 0.17 dereferences a null
+/// argument tuple for a function spawned without any.)
+caf::behavior multiplier(int factor) {
+  return {[factor](int x) { return factor * x; }};
 }
 
 /// Runs `shutdown` on another thread; whether it returned within `limit`
@@ -89,7 +91,7 @@ TEST_CASE("a runtime on the program's actor system runs its pools there") {
 TEST_CASE("shutdown waits for the runtime's actors only; the program's go on") {
   caf::actor_system_config cfg;
   caf::actor_system system{cfg};
-  auto program_actor = system.spawn(doubler);
+  auto program_actor = system.spawn(multiplier, 2);
   auto fx = make_corpus();
   {
     sprint_runtime rt{system};
@@ -107,7 +109,7 @@ TEST_CASE("shutdown waits for the runtime's actors only; the program's go on") {
   caf::scoped_actor self{system};
   self->request(program_actor, caf::infinite, 21)
       .receive([](int x) { CHECK(x == 42); }, [](caf::error& err) { FAIL(render(err)); });
-  auto later = system.spawn(doubler);
+  auto later = system.spawn(multiplier, 2);
   self->request(later, caf::infinite, 4)
       .receive([](int x) { CHECK(x == 8); }, [](caf::error& err) { FAIL(render(err)); });
   caf::anon_send_exit(program_actor, caf::exit_reason::user_shutdown);

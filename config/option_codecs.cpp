@@ -247,55 +247,14 @@ caf::error control_config_codec::read(const option_field& f,
   return {};
 }
 
-caf::error framing_codec::read(const option_field& f, pipe_framing& out) {
-  if (f.value == "length_prefixed")
-    out = pipe_framing::length_prefixed;
-  else if (f.value == "raw")
-    out = pipe_framing::raw;
-  else
-    return f.fail("\"length_prefixed\" or \"raw\"");
-  return {};
-}
-
-json framing_codec::write(pipe_framing x) {
-  return protocol::to_string(wire_framing(x));
-}
-
-caf::error cancel_policy_codec::read(const option_field& f, cancel_policy& out) {
-  if (f.value == "auto")
-    out = cancel_policy::automatic;
-  else if (f.value == "keep")
-    out = cancel_policy::keep;
-  else if (f.value == "kill")
-    out = cancel_policy::kill;
-  else
-    return f.fail("\"auto\", \"keep\" or \"kill\"");
-  return {};
-}
-
-json cancel_policy_codec::write(cancel_policy x) {
-  switch (x) {
-  case cancel_policy::keep:
-    return "keep";
-  case cancel_policy::kill:
-    return "kill";
-  default:
-    return "auto";
+std::string choice_text(const std::vector<std::string_view>& names) {
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0)
+      text += i + 1 == names.size() ? " or " : ", ";
+    text += '"' + std::string{names[i]} + '"';
   }
-}
-
-caf::error shared_memory_codec::read(const option_field& f, shared_memory_mode& out) {
-  if (f.value == "auto")
-    out = shared_memory_mode::automatic;
-  else if (f.value == "off")
-    out = shared_memory_mode::off;
-  else
-    return f.fail("\"auto\" or \"off\"");
-  return {};
-}
-
-json shared_memory_codec::write(shared_memory_mode x) {
-  return x == shared_memory_mode::off ? "off" : "auto";
+  return text;
 }
 
 caf::error environment_codec::read(const option_field& f, environment_changes& env) {

@@ -7,11 +7,14 @@
 /// struct with `read(field, member)` and `write(member)`; the option table
 /// (option_table.hpp) pairs each option's member with its codec.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -51,6 +54,33 @@ struct option_field {
 
   /// Returns the field of a part of this value, its path extended by `suffix`.
   option_field child(const std::string& suffix, const nlohmann::json& child_value) const;
+};
+
+/// Returns `names` as a message's choice: "\"a\" or \"b\"", "\"a\", \"b\" or \"c\"".
+std::string choice_text(const std::vector<std::string_view>& names);
+
+/// The codec of an enum written as one of its names: `Names::names`, an
+/// array of {name, value}, is the one list both directions use.
+template <class Enum, class Names>
+struct named_enum_codec {
+  static caf::error read(const option_field& f, Enum& out) {
+    std::vector<std::string_view> choices;
+    for (const auto& [name, value] : Names::names) {
+      if (f.value.is_string() && f.value.get_ref<const std::string&>() == name) {
+        out = value;
+        return {};
+      }
+      choices.push_back(name);
+    }
+    return f.fail(choice_text(choices));
+  }
+
+  static nlohmann::json write(Enum x) {
+    for (const auto& [name, value] : Names::names)
+      if (value == x)
+        return std::string{name};
+    return std::string{Names::names[0].first};
+  }
 };
 
 /// Any string (`pymodPath`).
@@ -117,22 +147,27 @@ struct control_config_codec {
 };
 
 /// `framing`: "length_prefixed" or "raw".
-struct framing_codec {
-  static caf::error read(const option_field& f, pipe_framing& out);
-  static nlohmann::json write(pipe_framing x);
+struct framing_names {
+  static constexpr std::array<std::pair<std::string_view, pipe_framing>, 2> names{
+      {{"length_prefixed", pipe_framing::length_prefixed}, {"raw", pipe_framing::raw}}};
 };
+using framing_codec = named_enum_codec<pipe_framing, framing_names>;
 
 /// `onCancel`: "auto", "keep" or "kill".
-struct cancel_policy_codec {
-  static caf::error read(const option_field& f, cancel_policy& out);
-  static nlohmann::json write(cancel_policy x);
+struct cancel_policy_names {
+  static constexpr std::array<std::pair<std::string_view, cancel_policy>, 3> names{
+      {{"auto", cancel_policy::automatic},
+       {"keep", cancel_policy::keep},
+       {"kill", cancel_policy::kill}}};
 };
+using cancel_policy_codec = named_enum_codec<cancel_policy, cancel_policy_names>;
 
 /// `sharedMemory`: "auto" or "off".
-struct shared_memory_codec {
-  static caf::error read(const option_field& f, shared_memory_mode& out);
-  static nlohmann::json write(shared_memory_mode x);
+struct shared_memory_names {
+  static constexpr std::array<std::pair<std::string_view, shared_memory_mode>, 2> names{
+      {{"auto", shared_memory_mode::automatic}, {"off", shared_memory_mode::off}}};
 };
+using shared_memory_codec = named_enum_codec<shared_memory_mode, shared_memory_names>;
 
 /// `env`: {"set": {...}, "unset": [...]}.
 struct environment_codec {

@@ -158,6 +158,20 @@ void kill_child(worker_pointer self, caf::error cause) {
   self->state.channel->kill(std::move(cause));
 }
 
+/// Kills the child because it computes for nobody (`onCancel`, `why`):
+/// whatever it still sends would be taken as the answer to the request
+/// behind it, so from now on it is ignored, also from a child that is being
+/// killed already (its down report then handles the rest); what else it
+/// held goes to the next child uncharged.
+void kill_for_cancel(worker_pointer self, const std::string& why) {
+  auto& st = self->state;
+  st.broken = true;
+  if (st.dying)
+    return;
+  st.killed_for_cancel = true;
+  kill_child(self, make_error(errc::cancelled, why));
+}
+
 } // namespace
 
 void condemn_child(worker_pointer self, caf::error cause) {
@@ -378,18 +392,10 @@ void abandon(worker_pointer self, const request_origin& origin) {
       arm_timer(self, *deadline);
     return;
   }
-  if (auto req = take_request(st.in_flight, origin)) {
-    cancel(*req);
-    // Whatever the child still sends would be taken as the answer to the
-    // request behind it: from now on it is ignored, also from a child that
-    // is being killed already (its down report then handles the rest).
-    st.broken = true;
-    if (!st.dying) {
-      st.killed_for_cancel = true;
-      kill_child(self, make_error(errc::cancelled, "stopped: it held a request its caller "
-                                                   "cancelled"));
-    }
-  }
+  auto req = std::move(*held);
+  st.in_flight.erase(held);
+  cancel(req);
+  kill_for_cancel(self, "stopped: it held a request its caller cancelled");
 }
 
 } // namespace
@@ -568,12 +574,8 @@ worker_impl::behavior_type worker_behavior(worker_pointer self, sprint_options o
               } else if (auto give_up = give_up_point(st); give_up && now >= *give_up) {
                 // Kept when its work was cancelled, it still computes it:
                 // a new child would have been ready by now.
-                st.broken = true;
-                st.killed_for_cancel = true;
-                kill_child(self, make_error(errc::cancelled,
-                                            "stopped: it computed requests their callers had "
-                                            "cancelled for longer than a new child takes to "
-                                            "start"));
+                kill_for_cancel(self, "stopped: it computed requests their callers had "
+                                      "cancelled for longer than a new child takes to start");
               } else if (st.current == phase::starting) {
                 kill_child(self, make_error(errc::timeout,
                                             "no reply to init within " +

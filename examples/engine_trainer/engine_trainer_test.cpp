@@ -69,6 +69,21 @@ std::vector<sprintrt::batch> make_batches(size_t count, size_t columns, size_t f
   return batches;
 }
 
+/// Each segment's loss through the blocking facade on `pool`, batch after
+/// batch: the reference the trainer's results are held to.
+std::vector<float> facade_losses(sprintrt::sprint_runtime& rt,
+                                 const sprintrt::worker_pool_actor& pool,
+                                 const std::vector<sprintrt::batch>& batches) {
+  std::vector<float> losses;
+  const sprintrt::pool_client client{rt, pool};
+  for (const auto& b : batches) {
+    auto result = client.compute(b);
+    REQUIRE(result);
+    losses.insert(losses.end(), result->loss.begin(), result->loss.end());
+  }
+  return losses;
+}
+
 /// The engine's own actor system, as an engine would configure it.
 struct engine_config : caf::actor_system_config {
   engine_config() { set("scheduler.max-threads", 2); }
@@ -89,13 +104,7 @@ TEST_CASE("an engine's trainer keeps batches in flight and runs sequence trainin
   auto trainer = engine::spawn_trainer(system, {pool, scheduler, batches, 2});
 
   // What the blocking facade computes for each batch: the reference.
-  std::vector<float> expected;
-  const sprintrt::pool_client client{rt, pool};
-  for (const auto& b : batches) {
-    auto result = client.compute(b);
-    REQUIRE(result);
-    expected.insert(expected.end(), result->loss.begin(), result->loss.end());
-  }
+  const auto expected = facade_losses(rt, pool, batches);
 
   caf::scoped_actor self{system};
   self->request(trainer, caf::infinite, engine::full_sum_atom::value)
@@ -128,17 +137,9 @@ TEST_CASE("a worker that dies once is replaced, and the trainer still gets every
   auto batches = make_batches(4, 3, 6, 4);
   sprintrt::sprint_runtime rt{system};
   // The reference: a pool whose workers never die.
-  std::vector<float> expected;
-  {
-    auto healthy = sprintrt::sim_worker_source(opts);
-    REQUIRE(healthy);
-    const sprintrt::pool_client client{rt, rt.pool(std::move(*healthy))};
-    for (const auto& b : batches) {
-      auto result = client.compute(b);
-      REQUIRE(result);
-      expected.insert(expected.end(), result->loss.begin(), result->loss.end());
-    }
-  }
+  auto healthy = sprintrt::sim_worker_source(opts);
+  REQUIRE(healthy);
+  const auto expected = facade_losses(rt, rt.pool(std::move(*healthy)), batches);
   // One worker dies at its third request, once; its replacement serves on.
   sprintrt::sim_worker_behavior dies_once;
   dies_once.die_at_request = 3;

@@ -158,8 +158,14 @@ TEST_CASE("onCancel auto keeps children that start slowly and kills those busy f
       const auto pids = child_pids(client);
       check_stopped_then_exact(client, segments, std::chrono::milliseconds{keeps ? 50 : 300},
                                [] {});
-      CHECK(restarts(client) == (keeps ? 0 : 2));
-      CHECK((child_pids(client) == pids) == keeps);
+      // A killed child is replaced only when next needed, so count the
+      // replacements by pid: each worker's child is the same, or none is.
+      const auto now = child_pids(client);
+      REQUIRE(now.size() == pids.size());
+      for (size_t w = 0; w < pids.size(); ++w)
+        CHECK((now[w] == pids[w]) == keeps);
+      if (keeps)
+        CHECK(restarts(client) == 0);
       rt.shutdown();
     }
   }

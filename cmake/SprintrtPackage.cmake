@@ -5,7 +5,7 @@
 # `sprintrt` and `sprint-sim` tools, and a package config, so that another
 # project does
 #
-#   find_package(sprintrt 0.2 REQUIRED)
+#   find_package(sprintrt 0.3 REQUIRED)
 #   target_link_libraries(app PRIVATE sprintrt::sprintrt)
 #
 # The libraries are static: a trainer gets one self-contained binary and no
@@ -39,7 +39,7 @@ install(EXPORT sprintrtTargets NAMESPACE sprintrt:: DESTINATION ${SPRINTRT_INSTA
 configure_package_config_file(cmake/sprintrtConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/sprintrtConfig.cmake
                               INSTALL_DESTINATION ${SPRINTRT_INSTALL_CMAKEDIR})
-# 0.x: a minor version may change the API, so 0.2 accepts 0.2.* only.
+# 0.x: a minor version may change the API, so 0.3 accepts 0.3.* only.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/sprintrtConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/sprintrtConfig.cmake

@@ -1,12 +1,14 @@
 """What CI checks with an installed wheel (scripts/test-wheel.sh), run by
 the venv's Python outside the source tree: the package comes from that
-environment, not from the source tree or the system's site packages, and
-its programs are its own; a batch computes through sprint-sim children from
-an options file (`sprintrt.Options`); an FSA export through `FsaBuilder`
-gives the FSAs of the topology.
+environment, not from the source tree or the system's site packages, its
+version is the distribution's, and its programs are its own; a batch
+computes through sprint-sim children from an options file
+(`sprintrt.Options`); an FSA export through `FsaBuilder` gives the FSAs of
+the topology.
 
 Usage: python wheel_check.py VENV_DIR"""
 
+import importlib.metadata
 import json
 import os
 import sys
@@ -28,6 +30,9 @@ def main():
     package = os.path.realpath(os.path.dirname(sprintrt.__file__))
     check(package.startswith(venv + os.sep), "sprintrt imported from %s, not from %s"
           % (package, venv))
+    installed = importlib.metadata.version("sprintrt")
+    check(sprintrt.__version__ == installed, "sprintrt.__version__ is %s, the installed "
+          "distribution's version %s" % (sprintrt.__version__, installed))
     sim = sprintrt.executable_path("sprint-sim")
     check(os.path.realpath(sim).startswith(package + os.sep),
           "sprint-sim is %s, not the package's own" % sim)

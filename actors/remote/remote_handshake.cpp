@@ -24,9 +24,12 @@ std::string remote_options_key(const sprint_options& opts) {
 
 caf::error check_handshake(const std::string& server, const std::string& interface,
                            const std::string& trainer_key, const std::string& server_key) {
-  if (interface != remote_interface_version)
+  if (interface != remote_interface_version) {
+    auto theirs = interface.size() > 200 ? interface.substr(0, 200) + "..." : interface;
     return make_error(errc::invalid_options, server + " speaks '" + remote_interface_version +
-                                                 "', the trainer '" + interface + "'");
+                                                 "', the trainer '" + theirs +
+                                                 "': run the same sprintrt release on both ends");
+  }
   if (trainer_key == server_key)
     return {};
   auto trainer = nlohmann::json::parse(trainer_key, nullptr, false);

@@ -26,6 +26,7 @@
 
 #include "sprintrt/error.hpp"
 #include "sprintrt/segment.hpp"
+#include "sprintrt/version.hpp"
 #include "sprintrt/worker_interface.hpp"
 
 namespace sprintrt {
@@ -34,9 +35,11 @@ namespace sprintrt {
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 
 /// The version of the remote interface: what the handshake compares (and
-/// names in its error), besides CAF's own check of the typed interface.
+/// names in its error), besides CAF's own check of the typed interface. It
+/// names sprintrt's release: a trainer and a server of the same release
+/// (0.3.x with 0.3.y) work together, others refuse each other.
 inline constexpr const char* remote_interface_version =
-    "sprintrt remote pools v2 (float32 little-endian, FSA queries)";
+    "sprintrt " SPRINTRT_RELEASE " remote pools (float32 little-endian, FSA queries)";
 
 /// Why none of the values below crosses the network as a float or double
 /// through CAF's own serialization: CAF 0.17 packs floating point numbers

@@ -36,6 +36,11 @@ from ._sprintrt import (Error, Pool, Scheduler, SeqTrainBatch, SeqTrainPart,  # 
                         canonical_options, seqtrain_error_signal, shutdown, version)
 from .options import Options
 
+#: sprintrt's version, "major.minor.patch" (semantic versioning; while 0.x, a
+#: breaking change bumps the minor version): the C++ library's, which the
+#: extension was built from.
+__version__: str = version
+
 __all__ = ["Error", "Options", "PartialBatch", "SeqTrainBatch", "SeqTrainPart",
            "SeqTrainScheduler", "SprintInstancePool", "executable_path", "seqtrain_error_signal",
            "set_log_level", "version"]

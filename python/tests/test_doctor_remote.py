@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 
+import sprintrt
 from conftest import CLI, DIM, sim_options, sprintrt_serve
 
 TLS = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "tls")
@@ -55,11 +56,14 @@ def test_doctor_checks_a_remote_pool_and_computes_the_segment_there(tmp_path, co
     (remote,) = summary["remote"]
     assert remote["endpoint"] == "127.0.0.1:%d" % port and remote["tls"] is False
     assert remote["workers"] == 1 and remote["ok"] is True
+    release = ".".join(sprintrt.__version__.split(".")[:2])
+    assert remote["release"] == release
     # The same uniform posteriors give the local child's loss, bit for bit.
     assert remote["segment"]["loss"] == json.loads(local.stdout)["segment"]["loss"]
     assert "argv" not in summary  # no local child was started
     assert "remote 127.0.0.1:%d: connected over plain TCP in " % port in text.stdout
     assert "handshake ok in " in text.stdout and "a pool of 1 workers" in text.stdout
+    assert "sprintrt %s on both ends" % release in text.stdout
     assert "no local children to check (numInstances 0)" in text.stdout
 
 

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import pickle
+import re
 import stat
 import subprocess
 
@@ -209,3 +210,14 @@ def test_the_readmes_rasr_example_reads_from_python_as_the_tool_reads_it():
     assert sprintrt._sprintrt.sprint_arguments(opts.json) == [
         "--config=/work/asr/setup/config/training.config", "--*.action=python-control",
         "--*.input-in-log-space=true"]
+
+
+def test_the_package_version_is_the_projects():
+    # pyproject.toml's version is the wheel's; cmake/check_version.cmake
+    # holds it equal to CMake's, from which the extension takes its own.
+    import tomllib
+
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)["project"]
+    assert sprintrt.__version__ == sprintrt.version == project["version"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", sprintrt.__version__)

@@ -1,5 +1,5 @@
-// The `sprintrt` tool's first contact: what a bare call, --help and
-// --log-level say, sprint-sim's --help, pickle-dump's summary and its
+// The `sprintrt` tool's first contact: what a bare call, --help, --version
+// and --log-level say, sprint-sim's --help and --version, pickle-dump's summary and its
 // errors, and what doctor says about sprintConfigStr before it starts a
 // child (an unset variable, and where RETURNN's Python would read it
 // differently).
@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/messages.hpp"
+#include "sprintrt/version.hpp"
 #include "tests/integration/cli_support.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/process_checks.hpp"
@@ -108,6 +109,16 @@ TEST_CASE("sprint-sim --help lists its parameters and succeeds") {
   auto wrong = test::run_program(dir.path(), SPRINTRT_SPRINT_SIM_PATH, "plain");
   CHECK(wrong.status != 0);
   CHECK_THAT(wrong.err, Catch::Contains("sprint-sim --help lists the parameters"));
+}
+
+TEST_CASE("sprintrt --version and sprint-sim --version print the project's version") {
+  test::temp_dir dir;
+  auto cli = test::run_cli(dir.path(), "--version");
+  CHECK(cli.status == 0);
+  CHECK(cli.out == std::string{"sprintrt "} + sprintrt::version + "\n");
+  auto sim = test::run_program(dir.path(), SPRINTRT_SPRINT_SIM_PATH, "--version");
+  CHECK(sim.status == 0);
+  CHECK(sim.out == std::string{"sprint-sim "} + sprintrt::version + "\n");
 }
 
 TEST_CASE("pickle-dump --summary prints arrays as dtype, shape, min and max") {

@@ -1,15 +1,16 @@
-# The package test: installs the build tree to a temporary prefix, then
+# The package test: installs the build tree to a temporary prefix, checks
+# that a project asking for another release does not get it, then
 # configures, builds and runs tests/package/consumer against it (one batch
 # through pool_client with the installed sprint-sim) and the engine example
 # (examples/engine_trainer and its Catch2 test), and with PYTHON runs
 # tests/package/consumer.py against the installed Python module (the same
 # batch through SprintInstancePool).
 #
-# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=...
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -DVERSION=<the project's>
 #       [-DPYTHON=<python3> -DPYTHON_DIR=<dir of the package below the prefix>]
 #       -P package_test.cmake
 
-foreach(var BUILD_DIR SOURCE_DIR WORK_DIR)
+foreach(var BUILD_DIR SOURCE_DIR WORK_DIR VERSION)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "package_test.cmake needs -D${var}=...")
   endif()
@@ -37,6 +38,23 @@ endforeach()
 # Nothing but the public headers: the consumer cannot reach the source tree.
 if(EXISTS ${prefix}/include/protocol OR EXISTS ${prefix}/include/actors)
   message(FATAL_ERROR "internal headers were installed")
+endif()
+
+# A project asking for the next release is refused: while 0.x, a minor
+# version may break what a project relies on (SameMinorVersion).
+string(REGEX REPLACE "^([0-9]+)\\.([0-9]+)\\..*" "\\1" major "${VERSION}")
+string(REGEX REPLACE "^([0-9]+)\\.([0-9]+)\\..*" "\\2" minor "${VERSION}")
+math(EXPR next_minor "${minor} + 1")
+file(WRITE ${WORK_DIR}/next-release/CMakeLists.txt
+     "cmake_minimum_required(VERSION 3.16)\nproject(next_release LANGUAGES CXX)\n"
+     "find_package(sprintrt ${major}.${next_minor} REQUIRED)\n")
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK_DIR}/next-release -B ${WORK_DIR}/next-release/build
+                        -DCMAKE_PREFIX_PATH=${prefix}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+# CMake lists the configuration it did not accept with its version.
+if(rc EQUAL 0 OR NOT err MATCHES "sprintrtConfig.cmake, version: ${VERSION}")
+  message(FATAL_ERROR "find_package(sprintrt ${major}.${next_minor}) accepted ${VERSION} "
+                      "or failed otherwise (${rc}):\n${out}${err}")
 endif()
 
 run("configure the consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/consumer

@@ -2,8 +2,8 @@
 // gives real RASR (docs/protocol.md section 1) plus its own (sim/sprint_sim_parameters.hpp),
 // serves the Sprint control protocol on the two inherited pipes with a real
 // full-sum criterion, and can inject faults so that a parent's failure handling
-// is testable. It never touches stdin and writes to stdout only for --help: everything it
-// has to say goes to stderr, one line each, prefixed "sprint-sim[pid]".
+// is testable. It never touches stdin and writes to stdout only for --help and --version:
+// everything it has to say goes to stderr, one line each, prefixed "sprint-sim[pid]".
 
 #include <unistd.h>
 
@@ -26,6 +26,7 @@
 #include "sim/sprint_sim_exit.hpp"
 #include "sim/sprint_sim_parameters.hpp"
 #include "sprintrt/logging.hpp"
+#include "sprintrt/version.hpp"
 #include "tools/sprint-sim/pipe_io.hpp"
 #include "tools/sprint-sim/pipe_server.hpp"
 
@@ -128,11 +129,16 @@ int run(const sim::sprint_sim_config& config) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
-  for (const auto& arg : args)
+  for (const auto& arg : args) {
     if (arg == "--help" || arg == "-h") {
       std::cout << sim::sim_usage() << about << sim::sim_parameters_help() << closing;
       return 0;
     }
+    if (arg == "--version") {
+      std::cout << "sprint-sim " << sprintrt::version << "\n";
+      return 0;
+    }
+  }
   auto config = sim::parse_sprint_sim_config(args);
   if (!config) {
     std::cerr << "sprint-sim: " << error_message(config.error()) << "\n"

@@ -18,6 +18,7 @@
 #include "actors/remote/remote_tls.hpp"
 #include "sprintrt/remote_interface.hpp"
 #include "sprintrt/sprint_runtime.hpp"
+#include "sprintrt/version.hpp"
 
 namespace sprintrt::cli {
 
@@ -122,9 +123,10 @@ private:
               ok = true;
               entry_["workers"] = workers;
               entry_["options_key"] = key;
-              say_("remote " + name_ + ": handshake ok in " + ms_since(start) +
-                   ": the same Sprint options (key " + key_digest(key) + "), a pool of " +
-                   std::to_string(workers) + " workers");
+              entry_["release"] = SPRINTRT_RELEASE;
+              say_("remote " + name_ + ": handshake ok in " + ms_since(start) + ": sprintrt " +
+                   SPRINTRT_RELEASE + " on both ends, the same Sprint options (key " +
+                   key_digest(key) + "), a pool of " + std::to_string(workers) + " workers");
             },
             [&](caf::error& err) {
               fail(err == caf::sec::request_timeout ? "no answer to the handshake in time"

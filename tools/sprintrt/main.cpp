@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sprintrt/logging.hpp"
+#include "sprintrt/version.hpp"
 #include "tools/sprintrt/commands.hpp"
 
 namespace {
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
   // Subcommands pass options they do not know to the tool: --log-level
   // after the subcommand.
   app.fallthrough();
+  app.set_version_flag("--version", std::string{"sprintrt "} + sprintrt::version,
+                       "Print sprintrt's version and exit");
   std::string log_level = "warning";
   app.add_option("--log-level", log_level,
                  "Level of the logs on stderr: trace, debug, info, warning (or warn), error, "

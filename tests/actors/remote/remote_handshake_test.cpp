@@ -16,6 +16,7 @@
 #include "sprintrt/error.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/remote_interface.hpp"
+#include "sprintrt/version.hpp"
 
 using namespace sprintrt;
 
@@ -47,12 +48,22 @@ TEST_CASE("a trainer with this build's interface and the server's options key is
   CHECK_FALSE(check_handshake("gpu1:7000", remote_interface_version, key, key));
 }
 
+TEST_CASE("the interface version is sprintrt's release") {
+  CHECK(std::string{remote_interface_version} ==
+        "sprintrt " + std::to_string(version_major) + "." + std::to_string(version_minor) +
+            " remote pools (float32 little-endian, FSA queries)");
+}
+
 TEST_CASE("a trainer speaking another interface version is refused, naming both versions") {
   auto key = key_of(base_json);
-  auto err = check_handshake("gpu1:7000", "sprintrt remote pools v0", key, key);
+  auto err = check_handshake("gpu1:7000", "sprintrt 0.0 remote pools", key, key);
   CHECK(err == errc::invalid_options);
   CHECK(error_message(err) == std::string{"gpu1:7000 speaks '"} + remote_interface_version +
-                                  "', the trainer 'sprintrt remote pools v0'");
+                                  "', the trainer 'sprintrt 0.0 remote pools': run the same "
+                                  "sprintrt release on both ends");
+  // A peer's text is cut short in the message.
+  err = check_handshake("gpu1:7000", std::string(1000, 'v'), key, key);
+  CHECK(error_message(err).size() < 400);
 }
 
 TEST_CASE("options that differ in sprintConfigStr are refused, naming the key and both values") {

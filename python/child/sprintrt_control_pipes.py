@@ -163,15 +163,16 @@ class Pipes:
         if framing == "raw":
             self._raw_reader = os.fdopen(os.dup(p2c_fd), "rb")
 
-    def _read_exactly(self, count, what):
+    def _read_exactly(self, fd: int, count: int, what: str) -> bytearray:
+        """``count`` bytes of ``what`` from the request pipe ``fd``."""
         buffer = bytearray(count)
         view = memoryview(buffer)
         got = 0
         while got < count:
             try:
-                n = os.readv(self.p2c_fd, [view[got:]])
+                n = os.readv(fd, [view[got:]])
             except OSError as exc:
-                raise ProtocolError(f"reading {what} from the request pipe (fd {self.p2c_fd}): "
+                raise ProtocolError(f"reading {what} from the request pipe (fd {fd}): "
                                     f"{exc.strerror}") from exc
             if n == 0:
                 if got == 0 and what == "a length prefix":
@@ -196,7 +197,10 @@ class Pipes:
             except Exception as exc:
                 raise ProtocolError(f"request {number} is not a valid pickle: "
                                     f"{_describe(exc)}") from exc
-        prefix = self._read_exactly(4, "a length prefix")
+        fd = self.p2c_fd
+        if fd is None:
+            raise ProtocolError(f"the request pipe is closed (request {number})")
+        prefix = self._read_exactly(fd, 4, "a length prefix")
         if number == 1 and prefix[0] == 0x80 and 2 <= prefix[1] <= 5:
             raise ProtocolError("the first request starts with a pickle, not a length prefix: the "
                                 "parent writes raw pickles (add framing:raw to the pymod config, "
@@ -205,7 +209,7 @@ class Pipes:
         if size <= 0 or size > MAX_MESSAGE_SIZE:
             raise ProtocolError(f"request {number} has length prefix {size}: no message is that "
                                 "long")
-        data = self._read_exactly(size, f"request {number} ({size} bytes)")
+        data = self._read_exactly(fd, size, f"request {number} ({size} bytes)")
         try:
             return _RequestUnpickler(io.BytesIO(data)).load()
         except Exception as exc:

@@ -390,6 +390,7 @@ def make_losses(args, train_set, classes):
             ctc = sprintrt.torch.fsa_loss(log_probs, lengths, fsa).sum()
             return ctc, ctc
         if criterion == "lf-mmi":
+            assert lm is not None  # made for every criterion but ctc
             sequence = sprintrt.torch.fsa_loss(
                 log_probs, lengths, fsa, den_fsa=den, criterion="mmi",
                 num_cost=lm.costs(labels, lm_scale=args.lm_scale)).sum()

@@ -1,6 +1,8 @@
 """``FsaBuilder``: batch FSAs for PyTorch training from a pool of Sprint
 workers, cached per segment and prefetched in the background. Its contract
-is in docs/python.md ("PyTorch: FsaBuilder")."""
+is in docs/python.md ("PyTorch: FsaBuilder"). The module imports without
+PyTorch: only the batch layouts (``build_batch``,
+``build_batch_by_orthography``) need it."""
 
 from __future__ import annotations
 
@@ -199,7 +201,8 @@ class FsaBuilder:
     def build_batch(self, tags: Any) -> BatchFsa:
         """The FSAs of the segments ``tags`` (str or bytes names, or an array
         of them, as ``SprintInstancePool`` takes tags) joined into the
-        builder's layout, weights times ``tdp_scale``."""
+        builder's layout, weights times ``tdp_scale``. Needs PyTorch (the
+        layouts are tensors; ImportError without it)."""
         return self._build(self._keys(_SEGMENT, _tag_list(tags)))
 
     def build_batch_by_orthography(self, orthographies: Any) -> BatchFsa:

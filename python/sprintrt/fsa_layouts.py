@@ -23,21 +23,50 @@ weights are bit-identical):
 V2's per-sequence counts are ``torch.uint32`` where that exists (torch 2.3
 and later), as i6_models makes them; older torch has no uint32 (i6_models'
 V2 join fails there), and they are int32 (``COUNT_DTYPE``).
+
+The module imports without PyTorch (``FsaBuilder`` exports per-segment FSAs
+with NumPy alone); the joins and ``COUNT_DTYPE`` import it when first used
+and raise ImportError without it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple, Sequence, Union
+import importlib
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence, Union
 
 import numpy
-import torch
 
-__all__ = ["COUNT_DTYPE", "WeightedFsa", "WeightedFsaV2", "join_fsas_v1", "join_fsas_v2"]
+if TYPE_CHECKING:
+    import torch
 
-#: The dtype of ``WeightedFsaV2``'s ``num_states`` and ``num_edges``.
-COUNT_DTYPE = getattr(torch, "uint32", torch.int32)
+# COUNT_DTYPE is made by the module's __getattr__.
+__all__ = ["COUNT_DTYPE", "WeightedFsa", "WeightedFsaV2", "join_fsas_v1",  # noqa: F822
+           "join_fsas_v2"]
 
 _INT32_MAX = numpy.iinfo(numpy.int32).max
+
+
+def _torch() -> Any:
+    """PyTorch; an ImportError saying what needs it if it cannot be imported."""
+    try:
+        return importlib.import_module("torch")
+    except ImportError as e:
+        raise ImportError("the batch FSA layouts (FsaBuilder.build_batch, join_fsas_v1, "
+                          "join_fsas_v2, COUNT_DTYPE) are torch tensors and need PyTorch, which "
+                          f"cannot be imported: {e}") from e
+
+
+def _count_dtype(torch: Any) -> Any:
+    """The dtype of ``WeightedFsaV2``'s ``num_states`` and ``num_edges``."""
+    return getattr(torch, "uint32", torch.int32)
+
+
+def __getattr__(name: str) -> Any:
+    """``COUNT_DTYPE``, the dtype of ``WeightedFsaV2``'s ``num_states`` and
+    ``num_edges``: a torch dtype, so made when first asked for."""
+    if name == "COUNT_DTYPE":
+        return _count_dtype(_torch())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class WeightedFsa(NamedTuple):
@@ -142,19 +171,20 @@ def _joined(fsas: Iterable[Sequence[Any]], rows: int
     return num_states, num_edges, offsets, edges, weights
 
 
-def _start_end_states(num_states: numpy.ndarray, offsets: numpy.ndarray) -> torch.Tensor:
+def _start_end_states(num_states: numpy.ndarray, offsets: numpy.ndarray) -> numpy.ndarray:
     """int32 [2, B]: the offsets, then each sequence's last state."""
-    return torch.from_numpy(numpy.stack([offsets, offsets + (num_states - 1).astype(numpy.int32)]))
+    return numpy.stack([offsets, offsets + (num_states - 1).astype(numpy.int32)])
 
 
 def join_fsas_v1(fsas: Iterable[Sequence[Any]], tdp_scale: float = 1.0) -> WeightedFsa:
     """The ``WeightedFsa`` of the per-segment FSAs ``fsas`` (librasr's
     tuples, see the module's docstring), its weights times ``tdp_scale``."""
+    torch = _torch()
     num_states, num_edges, offsets, edges, weights = _joined(fsas, 4)
     edges[3] = numpy.repeat(numpy.arange(len(num_states), dtype=numpy.int32), num_edges)
     fsa = WeightedFsa(torch.tensor(int(num_states.sum()), dtype=torch.int32),
                       torch.from_numpy(edges), torch.from_numpy(weights),
-                      _start_end_states(num_states, offsets))
+                      torch.from_numpy(_start_end_states(num_states, offsets)))
     if tdp_scale != 1.0:
         fsa = fsa * tdp_scale
     return fsa
@@ -163,10 +193,12 @@ def join_fsas_v1(fsas: Iterable[Sequence[Any]], tdp_scale: float = 1.0) -> Weigh
 def join_fsas_v2(fsas: Iterable[Sequence[Any]], tdp_scale: float = 1.0) -> WeightedFsaV2:
     """The ``WeightedFsaV2`` of the per-segment FSAs ``fsas``, its weights
     times ``tdp_scale``."""
+    torch = _torch()
     num_states, num_edges, offsets, edges, weights = _joined(fsas, 3)
     if tdp_scale != 1.0:
         weights = weights * tdp_scale
-    return WeightedFsaV2(torch.from_numpy(num_states.astype(numpy.int32)).to(COUNT_DTYPE),
-                         torch.from_numpy(num_edges.astype(numpy.int32)).to(COUNT_DTYPE),
+    counts = _count_dtype(torch)
+    return WeightedFsaV2(torch.from_numpy(num_states.astype(numpy.int32)).to(counts),
+                         torch.from_numpy(num_edges.astype(numpy.int32)).to(counts),
                          torch.from_numpy(edges), torch.from_numpy(weights),
-                         _start_end_states(num_states, offsets))
+                         torch.from_numpy(_start_end_states(num_states, offsets)))

@@ -325,10 +325,8 @@ class _PrecomputedGradientLoss(torch.autograd.Function):
     ``compute(log_probs)`` returns (loss [B], gradient [T, B, D] or None when
     no gradient is wanted); backward scales the gradient by grad_loss."""
 
-    # torch declares forward(ctx, *args, **kwargs): each Function names its own arguments.
     @staticmethod
-    def forward(  # type: ignore[override]
-            ctx: Any, log_probs: torch.Tensor, compute: _Compute) -> torch.Tensor:
+    def forward(ctx: Any, log_probs: torch.Tensor, compute: _Compute) -> torch.Tensor:
         loss, gradient = compute(log_probs.detach(), ctx.needs_input_grad[0])
         ctx.gradient = gradient
         return loss.to(log_probs.dtype)

@@ -60,11 +60,9 @@ class SprintLoss(torch.autograd.Function):
     its gradient is Sprint's error signal (see the module's docstring).
     Called through ``sprint_loss``, which checks the arguments."""
 
-    # torch declares forward(ctx, *args, **kwargs): each Function names its own arguments.
     @staticmethod
-    def forward(  # type: ignore[override]
-            ctx: Any, log_probs: torch.Tensor, seq_lengths: Any, tags: Any,
-            pool: SprintInstancePool, outcome: Optional[list[Any]]) -> torch.Tensor:
+    def forward(ctx: Any, log_probs: torch.Tensor, seq_lengths: Any, tags: Any,
+                pool: SprintInstancePool, outcome: Optional[list[Any]]) -> torch.Tensor:
         """``outcome``: None for all or nothing; a list for a partial batch,
         to which the ``PartialBatch``'s ``ok`` and ``errors`` are appended."""
         # CPU float32 contiguous input is handed to the pool as is (no copy).

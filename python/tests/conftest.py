@@ -144,36 +144,77 @@ def cli_automata(tmp_path, opts, names):
                  ("edges.npy", "weights.npy", "start_end_states.npy"))
 
 
-# CI sets SPRINTRT_REQUIRE_TORCH=1: there PyTorch is installed, and a torch
-# test that skips (PyTorch missing or broken) must fail the suite instead of
-# passing it unnoticed. Without the variable, torch tests skip cleanly for
-# users who have no PyTorch.
-REQUIRE_TORCH = os.environ.get("SPRINTRT_REQUIRE_TORCH") == "1"
-_torch_skips = []
+# PyTorch is optional: without it every test that needs it skips (a
+# module-level or in-test `pytest.importorskip("torch")`), and the run ends
+# with one line saying how many and why. The line is also written to the
+# file $SPRINTRT_TEST_SUMMARY names, which scripts/test.sh prints after
+# ctest (ctest shows a passing test's output only on failure).
+# CI sets SPRINTRT_REQUIRE_TORCH=1 where PyTorch is installed: there a torch
+# test that skips (PyTorch missing or broken) fails the suite instead of
+# passing it unnoticed. The ctest python_tests_without_torch sets
+# SPRINTRT_WITHOUT_TORCH=1 (and hides PyTorch with tests/without_torch): there
+# every torch test must skip.
+WITHOUT_TORCH = os.environ.get("SPRINTRT_WITHOUT_TORCH") == "1"
+REQUIRE_TORCH = os.environ.get("SPRINTRT_REQUIRE_TORCH") == "1" and not WITHOUT_TORCH
+_torch_skips = {"modules": [], "tests": []}
+_torch_skip_reasons = []
 
 
-def _mentions_torch(report):
-    """Whether a skipped test's reason names PyTorch (importorskip's message
-    is "could not import 'torch': ...")."""
+def _skip_reason(report):
+    """A skipped report's reason (importorskip's is "could not import
+    'torch': ...")."""
     longrepr = report.longrepr
-    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
-    return "torch" in reason.lower()
+    return longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+
+
+def _note_skip(report, kind):
+    if report.skipped:
+        reason = _skip_reason(report)
+        if "torch" in reason.lower():
+            _torch_skips[kind].append(report.nodeid)
+            _torch_skip_reasons.append(reason.removeprefix("Skipped: "))
 
 
 def pytest_runtest_logreport(report):
-    if REQUIRE_TORCH and report.skipped and _mentions_torch(report):
-        _torch_skips.append(report.nodeid)
+    _note_skip(report, "tests")
 
 
 def pytest_collectreport(report):
     # A module-level importorskip skips the whole module at collection.
-    if REQUIRE_TORCH and report.skipped and _mentions_torch(report):
-        _torch_skips.append(report.nodeid)
+    _note_skip(report, "modules")
+
+
+def torch_skip_summary():
+    """One line: how many tests and test modules skipped for want of
+    PyTorch, and the first reason given; None if none did."""
+    modules, tests = len(_torch_skips["modules"]), len(_torch_skips["tests"])
+    if modules + tests == 0:
+        return None
+    return ("%d test(s) and %d test module(s) skipped: they need PyTorch (%s); installing it "
+            "(Debian: python3-torch) runs them" % (tests, modules, _torch_skip_reasons[0]))
+
+
+def pytest_sessionstart(session):
+    if WITHOUT_TORCH:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            return
+        raise pytest.UsageError("SPRINTRT_WITHOUT_TORCH=1, but torch imports: "
+                                "python/tests/without_torch must come first on PYTHONPATH")
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if _torch_skips:
-        session.config.pluginmanager.get_plugin("terminalreporter").write_line(
-            "SPRINTRT_REQUIRE_TORCH=1, but %d torch test(s) skipped: %s"
-            % (len(_torch_skips), ", ".join(_torch_skips)), red=True)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    summary = torch_skip_summary()
+    if summary_path := os.environ.get("SPRINTRT_TEST_SUMMARY"):
+        with open(summary_path, "w") as out:
+            out.write(summary + "\n" if summary else "")
+    if summary is None:
+        return
+    reporter.write_line(summary, yellow=True)
+    if REQUIRE_TORCH:
+        skipped = _torch_skips["modules"] + _torch_skips["tests"]
+        reporter.write_line("SPRINTRT_REQUIRE_TORCH=1, but %d torch test(s) skipped: %s"
+                            % (len(skipped), ", ".join(skipped)), red=True)
         session.exitstatus = 1

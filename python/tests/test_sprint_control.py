@@ -431,3 +431,21 @@ def test_a_reference_without_an_offered_region_is_refused(corpus):
     child.send(("exit",))
     status, _ = child.finish()
     assert status == 0
+
+
+@pytest.mark.parametrize("framing", ["length_prefixed", "raw"])
+def test_a_request_read_after_the_pipes_closed_is_a_protocol_error(framing):
+    # RASR may ask for the next segment after it called exit, which closed
+    # the pipes: that is the child's protocol error, not a crash inside it.
+    import sprintrt_control_pipes
+
+    p2c_read, p2c_write = os.pipe()
+    c2p_read, c2p_write = os.pipe()
+    pipes = sprintrt_control_pipes.Pipes(p2c_read, c2p_write, framing)
+    pipes.close()
+    with pytest.raises(sprintrt_control_pipes.ProtocolError, match="the request pipe is closed"):
+        pipes.read()
+    with pytest.raises(sprintrt_control_pipes.ProtocolError, match="the reply pipe is closed"):
+        pipes.write(("ok",))
+    for fd in (p2c_write, c2p_read):
+        os.close(fd)

@@ -6,11 +6,13 @@ which go into the package's `bin` directory (where
 commands of the environment run them). Nothing is downloaded: the C++
 dependencies are the system's (scripts/setup.sh)."""
 
+import atexit
 import glob
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -67,6 +69,11 @@ class CMakeBuild(build_ext):
                      % (" ".join(command[:3]), e.returncode))
 
 
-# build-wheel/, not build/: that is the CMake tree of scripts/build.sh.
+# pip builds in the source tree it is given, the user's checkout: the build
+# (the CMake tree, the wheel's staging) goes into a temporary directory
+# instead, removed when the build ends, so that nothing is left there and
+# nothing stale from an earlier build is packed.
+build_base = tempfile.mkdtemp(prefix="sprintrt-build-")
+atexit.register(shutil.rmtree, build_base, ignore_errors=True)
 setup(ext_modules=[CMakeExtension("sprintrt._sprintrt")], cmdclass={"build_ext": CMakeBuild},
-      options={"build": {"build_base": "build-wheel"}})
+      options={"build": {"build_base": build_base}, "egg_info": {"egg_base": build_base}})

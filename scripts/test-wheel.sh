@@ -3,8 +3,11 @@
 # pip (CMake against the venv's interpreter, offline), installs it into a
 # fresh venv that sees the system's NumPy and PyTorch (sprintrt itself must
 # come from the wheel), and, outside the source tree, runs a batch and an
-# FSA export (scripts/wheel_check.py) and the PyTorch example
-# (python/examples/fullsum_training.py, --short) with the installed package.
+# FSA export (scripts/wheel_check.py), the installed commands (--version,
+# the README's first run: `sprintrt first-run`, then the doctor command it
+# prints) and the PyTorch example (python/examples/fullsum_training.py,
+# --short) with the installed package. The build must leave nothing in the
+# checkout.
 #   PYTHON=/path/to/python3 scripts/test-wheel.sh   (default /usr/bin/python3)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -15,21 +18,42 @@ trap 'rm -rf "$work"' EXIT
 echo "== a fresh venv ($python, with the system's site packages for NumPy and PyTorch)"
 "$python" -m venv --system-site-packages "$work/venv"
 venv_python="$work/venv/bin/python"
-# A wheel packs setuptools' build-wheel/lib* as it finds it: start it afresh,
-# so that nothing removed from the package is shipped from an earlier build.
-rm -rf "$root"/build-wheel/lib.*
 echo "== pip wheel (the build takes minutes: CMake builds the extension and the programs)"
+# The files git does not track in the checkout (untracked or ignored), before
+# and after: the build leaves nothing there.
+untracked() { git -C "$root" status --porcelain --ignored --untracked-files=all | grep -E '^(\?\?|!!)' | sort; }
+before="$(untracked)"
+start=$SECONDS
 CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
   "$venv_python" -m pip wheel --no-build-isolation --no-deps --wheel-dir "$work/wheels" "$root"
+echo "== the wheel was built in $((SECONDS - start)) s"
+left="$(comm -13 <(echo "$before") <(untracked))"
+if [ -n "$left" ]; then
+  echo "test-wheel: the build left files in the checkout:" >&2
+  echo "$left" >&2
+  exit 1
+fi
 echo "== pip install into the venv"
 "$venv_python" -m pip install --no-index --no-build-isolation "$work"/wheels/sprintrt-*.whl
 cd "$work"
 echo "== a batch and an FSA export from the installed package"
 env -u PYTHONPATH -u SPRINTRT_CONTROL_DIR "$venv_python" "$root/scripts/wheel_check.py" \
   "$work/venv"
-echo "== the installed commands"
+echo "== the installed commands, from outside the tree: --version, and the README's first run"
 "$work/venv/bin/sprintrt" doctor --list-options > /dev/null
 "$work/venv/bin/sprint-sim" --help > /dev/null
+version="$("$venv_python" -c 'import sprintrt; print(sprintrt.__version__)')"
+[ "$("$work/venv/bin/sprintrt" --version)" = "sprintrt $version" ]
+[ "$("$work/venv/bin/sprint-sim" --version)" = "sprint-sim $version" ]
+(
+  export PATH="$work/venv/bin:$PATH"
+  mkdir "$work/first-run" && cd "$work/first-run"
+  sprintrt first-run | tee first-run.out
+  check="$(tail -n 1 first-run.out)"
+  [ "$check" = "  sprintrt doctor --config sprintrt-first-run/sprint-sim.json --segment first/seg-1 --frames 20 --dim 10" ]
+  $check | tee doctor.out
+  grep -q "^exit ok" doctor.out
+)
 echo "== the PyTorch example with the installed package"
 cp "$root/python/examples/fullsum_training.py" "$work/"
 env -u PYTHONPATH -u SPRINTRT_SPRINT_SIM "$venv_python" "$work/fullsum_training.py" --short

@@ -46,7 +46,7 @@ TEST_CASE("a bare sprintrt lists its commands and fails") {
   auto r = test::run_cli(dir.path(), "");
   CHECK(r.status == 1);
   for (const char* command :
-       {"automata", "demo", "doctor", "loss", "pickle-dump", "record", "serve"})
+       {"automata", "demo", "doctor", "first-run", "loss", "pickle-dump", "record", "serve"})
     CHECK_THAT(r.out, Catch::Contains(std::string{"\n  "} + command + " "));
   CHECK_THAT(r.out, Catch::Contains(level_list));
 }
@@ -55,7 +55,7 @@ TEST_CASE("every command's --help reads alike: capitalized descriptions, one --c
   test::temp_dir dir;
   auto listing = test::run_cli(dir.path(), "").out;
   for (const char* command :
-       {"automata", "demo", "doctor", "loss", "pickle-dump", "record", "serve"}) {
+       {"automata", "demo", "doctor", "first-run", "loss", "pickle-dump", "record", "serve"}) {
     INFO(command);
     auto at = listing.find(std::string{"\n  "} + command + " ");
     REQUIRE(at != std::string::npos);

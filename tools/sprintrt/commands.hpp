@@ -26,6 +26,11 @@ void add_demo_command(CLI::App& app, int& exit_code);
 /// checks a Sprint set-up step by step.
 void add_doctor_command(CLI::App& app, int& exit_code);
 
+/// `sprintrt first-run [--dir DIR] [--force]`: writes a corpus and options
+/// for this installation's sprint-sim and prints the `doctor` command that
+/// checks them.
+void add_first_run_command(CLI::App& app, int& exit_code);
+
 /// `sprintrt record --dir D -- EXEC ARGS...`: runs a Sprint program with its
 /// pipe traffic recorded for `pickle-dump`.
 void add_record_command(CLI::App& app, int& exit_code);

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -34,12 +33,12 @@
 #include "tools/sprintrt/interrupt.hpp"
 #include "tools/sprintrt/output_directory.hpp"
 #include "tools/sprintrt/progress_bar.hpp"
+#include "tools/sprintrt/sibling_program.hpp"
 
 namespace sprintrt::cli {
 
 namespace {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 /// Exit status of `--require-improvement` when the last epoch is no better.
@@ -76,20 +75,6 @@ struct demo_options {
   bool json_output = false;
   bool require_improvement = false;
 };
-
-/// Finds sprint-sim: next to this executable (an installation) or in the
-/// build tree's tools/sprint-sim.
-std::string find_sprint_sim() {
-  std::error_code ec;
-  auto self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec)
-    return {};
-  for (auto candidate : {self.parent_path() / "sprint-sim",
-                         self.parent_path().parent_path() / "sprint-sim" / "sprint-sim"})
-    if (fs::exists(candidate, ec))
-      return candidate.string();
-  return {};
-}
 
 /// The label error rate of greedy decoding over `segments`.
 double label_error_rate(const demo_model& model, const std::vector<demo_segment>& segments) {

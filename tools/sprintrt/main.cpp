@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   sprintrt::cli::add_automata_command(app, exit_code);
   sprintrt::cli::add_demo_command(app, exit_code);
   sprintrt::cli::add_doctor_command(app, exit_code);
+  sprintrt::cli::add_first_run_command(app, exit_code);
   sprintrt::cli::add_loss_command(app, exit_code);
   sprintrt::cli::add_pickle_dump_command(app, exit_code);
   sprintrt::cli::add_record_command(app, exit_code);

@@ -81,7 +81,9 @@ caf::error check_variable_name(const option_field& f, const std::string& name) {
 /// Reads "host:port" (the last ':' separates them, so "[::1]:7000" and
 /// "::1:7000" name IPv6 hosts; brackets are dropped).
 caf::error parse_host_port(const option_field& entry, remote_endpoint& endpoint) {
-  const std::string text = entry.value.get<std::string>();
+  std::string text;
+  if (auto err = get_string(entry, text, false))
+    return err;
   auto colon = text.rfind(':');
   auto bad = [&] { return entry.fail("\"host:port\" with a port from 1 to 65535"); };
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
@@ -199,7 +201,10 @@ caf::error seconds_codec::read(const option_field& f, std::chrono::milliseconds&
 
 caf::error config_words_codec::read(const option_field& f, std::vector<config_word>& out) {
   if (f.value.is_string()) {
-    auto words = split_shell_words(f.value.get_ref<const std::string&>());
+    std::string text;
+    if (auto err = get_string(f, text, false))
+      return err;
+    auto words = split_shell_words(text);
     if (!words)
       return f.problem(error_message(words.error()));
     out = std::move(*words);
@@ -235,6 +240,9 @@ caf::error control_config_codec::read(const option_field& f,
     const auto& key = item.key();
     if (key.empty() || key.find_first_of(",:") != std::string::npos)
       return f.problem("key '" + key + "' must be non-empty without ',' or ':'");
+    // A key goes into a child's argument, which execve would cut at a NUL.
+    if (key.find('\0') != std::string::npos)
+      return f.problem("a key must not contain a NUL character");
     if (std::find(reserved.begin(), reserved.end(), key) != reserved.end())
       return f.problem("key '" + key + "' is set by sprintrt itself");
     std::string value;

@@ -20,8 +20,9 @@ namespace sprintrt {
 std::string remote_options_key(const sprint_options& opts);
 
 /// Checks a trainer's handshake at the server `server`: the interface
-/// version must be this build's, the options key the server's own. Errors
-/// are `invalid_options`, naming each option that differs with both values.
+/// version must be this build's, the options key the server's own (the same
+/// JSON value, however written). Errors are `invalid_options`, naming each
+/// option that differs with both values.
 caf::error check_handshake(const std::string& server, const std::string& interface,
                            const std::string& trainer_key, const std::string& server_key);
 

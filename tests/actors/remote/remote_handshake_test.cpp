@@ -54,6 +54,13 @@ TEST_CASE("the interface version is sprintrt's release") {
             " remote pools (float32 little-endian, FSA queries)");
 }
 
+TEST_CASE("the same options written otherwise are accepted") {
+  auto key = key_of(base_json);
+  REQUIRE(key.front() == '{');
+  auto spaced = "{ " + key.substr(1);
+  CHECK_FALSE(check_handshake("gpu1:7000", remote_interface_version, spaced, key));
+}
+
 TEST_CASE("a trainer speaking another interface version is refused, naming both versions") {
   auto key = key_of(base_json);
   auto err = check_handshake("gpu1:7000", "sprintrt 0.0 remote pools", key, key);

@@ -21,7 +21,9 @@ venv_python="$work/venv/bin/python"
 echo "== pip wheel (the build takes minutes: CMake builds the extension and the programs)"
 # The files git does not track in the checkout (untracked or ignored), before
 # and after: the build leaves nothing there.
-untracked() { git -C "$root" status --porcelain --ignored --untracked-files=all | grep -E '^(\?\?|!!)' | sort; }
+untracked() {
+  git -C "$root" status --porcelain --ignored --untracked-files=all | { grep -E '^(\?\?|!!)' || true; } | sort
+}
 before="$(untracked)"
 start=$SECONDS
 CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
@@ -42,17 +44,21 @@ env -u PYTHONPATH -u SPRINTRT_CONTROL_DIR "$venv_python" "$root/scripts/wheel_ch
 echo "== the installed commands, from outside the tree: --version, and the README's first run"
 "$work/venv/bin/sprintrt" doctor --list-options > /dev/null
 "$work/venv/bin/sprint-sim" --help > /dev/null
+# same WHAT EXPECTED ACTUAL: fails, saying what differed, unless the two are equal.
+same() {
+  [ "$2" = "$3" ] || { echo "test-wheel: $1: expected '$2', got '$3'" >&2; exit 1; }
+}
 version="$("$venv_python" -c 'import sprintrt; print(sprintrt.__version__)')"
-[ "$("$work/venv/bin/sprintrt" --version)" = "sprintrt $version" ]
-[ "$("$work/venv/bin/sprint-sim" --version)" = "sprint-sim $version" ]
+same "sprintrt --version" "sprintrt $version" "$("$work/venv/bin/sprintrt" --version)"
+same "sprint-sim --version" "sprint-sim $version" "$("$work/venv/bin/sprint-sim" --version)"
 (
   export PATH="$work/venv/bin:$PATH"
   mkdir "$work/first-run" && cd "$work/first-run"
   sprintrt first-run | tee first-run.out
   check="$(tail -n 1 first-run.out)"
-  [ "$check" = "  sprintrt doctor --config sprintrt-first-run/sprint-sim.json --segment first/seg-1 --frames 20 --dim 10" ]
+  same "the check first-run prints" "  $work/venv/bin/sprintrt doctor --config sprintrt-first-run/sprint-sim.json --segment first/seg-1 --frames 20 --dim 10" "$check"
   $check | tee doctor.out
-  grep -q "^exit ok" doctor.out
+  grep -q "exit ok" doctor.out || { echo "test-wheel: the first run's doctor did not end with exit ok" >&2; exit 1; }
 )
 echo "== the PyTorch example with the installed package"
 cp "$root/python/examples/fullsum_training.py" "$work/"

@@ -23,7 +23,9 @@ def _run(name: str) -> NoReturn:
         sys.exit(f"{name}: the installed program {program} is missing; reinstall sprintrt")
     if os.path.isfile(os.path.join(_HERE, "sprintrt_control.py")):
         os.environ.setdefault("SPRINTRT_CONTROL_DIR", _HERE)
-    os.execv(program, [name] + sys.argv[1:])
+    # The name it was invoked by, so that what the program prints to run
+    # again (`sprintrt first-run`) runs this command.
+    os.execv(program, sys.argv)
 
 
 def sprintrt_main() -> None:

@@ -20,7 +20,7 @@ from ._lru import ByteBoundedLru
 from ._pool import SprintInstancePool, SprintOpts
 from ._sprintrt import Error, canonical_options
 from .fsa_exports import ExportResult, Fsa, FsaKey, _Export, _Failure, _InFlight, batch_error
-from .fsa_layouts import WeightedFsa, WeightedFsaV2, join_fsas_v1, join_fsas_v2
+from .fsa_layouts import WeightedFsa, WeightedFsaV2, _torch, join_fsas_v1, join_fsas_v2
 from .sprint_opts import _check_sprint_opts, _copy_opts, _options_json
 
 __all__ = ["DEFAULT_CACHE_BYTES", "ENTRY_OVERHEAD_BYTES", "FsaBuilder", "PREFETCHES_KEPT"]
@@ -506,6 +506,7 @@ class FsaBuilder:
 
     def _build(self, keys: list[FsaKey]) -> BatchFsa:
         """The FSAs of ``keys`` joined in the builder's layout, scaled."""
+        _torch()  # the layouts' ImportError before any export, not after
         found = self._fsas(keys)
         return _LAYOUTS[self.layout]([found[key] for key in keys], self.tdp_scale)
 

@@ -39,9 +39,12 @@ import numpy
 if TYPE_CHECKING:
     import torch
 
-# COUNT_DTYPE is made by the module's __getattr__.
-__all__ = ["COUNT_DTYPE", "WeightedFsa", "WeightedFsaV2", "join_fsas_v1",  # noqa: F822
-           "join_fsas_v2"]
+    #: The dtype of ``WeightedFsaV2``'s ``num_states`` and ``num_edges`` (made
+    #: by the module's ``__getattr__`` when first asked for: a torch dtype).
+    COUNT_DTYPE: torch.dtype
+
+# COUNT_DTYPE is not here: ``import *`` would need PyTorch for it.
+__all__ = ["WeightedFsa", "WeightedFsaV2", "join_fsas_v1", "join_fsas_v2"]
 
 _INT32_MAX = numpy.iinfo(numpy.int32).max
 
@@ -61,12 +64,14 @@ def _count_dtype(torch: Any) -> Any:
     return getattr(torch, "uint32", torch.int32)
 
 
-def __getattr__(name: str) -> Any:
-    """``COUNT_DTYPE``, the dtype of ``WeightedFsaV2``'s ``num_states`` and
-    ``num_edges``: a torch dtype, so made when first asked for."""
-    if name == "COUNT_DTYPE":
-        return _count_dtype(_torch())
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:
+    def __getattr__(name: str) -> Any:
+        """``COUNT_DTYPE``, the dtype of ``WeightedFsaV2``'s ``num_states``
+        and ``num_edges``: a torch dtype, so made when first asked for.
+        (Hidden from mypy, which would take every attribute for Any.)"""
+        if name == "COUNT_DTYPE":
+            return _count_dtype(_torch())
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class WeightedFsa(NamedTuple):

@@ -78,12 +78,15 @@ builder = sprintrt.fsa_builder.FsaBuilder(json.loads(sys.argv[1]), in_process=Tr
 num_states, num_edges, edges, weights = builder.build_single("seg-0")
 assert num_states > 1 and num_edges > 0 and edges.size == 3 * num_edges, (num_states, edges)
 assert weights.dtype == numpy.float32 and weights.shape == (num_edges,)
+before = builder.stats()
 try:
     builder.build_batch(["seg-0", "seg-1"])
 except ImportError as e:
     print(e)
 else:
     sys.exit("build_batch made torch tensors without torch")
+# It fails before it exports anything (seg-1 was never asked for).
+assert builder.stats() == before, (before, builder.stats())
 """
 
 

@@ -30,8 +30,6 @@ std::string read_file(const std::string& path) {
 
 const std::string source_dir = SPRINTRT_SOURCE_DIR;
 
-} // namespace
-
 /// Runs `command` (a program and its arguments) in `dir`, as a user there would.
 test::command_result run_in(const test::temp_dir& dir, const std::string& command) {
   return test::run_program(dir.path(), "cd " + dir.path() + " &&", command);
@@ -48,6 +46,8 @@ std::string last_line(const std::string& text) {
   auto begin = text.rfind('\n', end);
   return text.substr(begin == std::string::npos ? 0 : begin + 1, end - begin);
 }
+
+} // namespace
 
 TEST_CASE("first-run writes a corpus and options for this build's sprint-sim, and the doctor "
           "command it prints passes where it was run") {
@@ -77,12 +77,15 @@ TEST_CASE("first-run writes a corpus and options for this build's sprint-sim, an
   CHECK(test::child_processes().empty());
 }
 
-TEST_CASE("first-run's options keep a directory with a space and a $ in it one argument") {
+TEST_CASE("first-run's options keep a directory with a space and a $ in it one argument, and "
+          "the doctor command it prints works there") {
   test::temp_dir dir;
-  REQUIRE(run_cli_in(dir, "first-run --dir 'my $HOME dir'").status == 0);
+  auto first = run_cli_in(dir, "first-run --dir 'my $HOME dir'");
+  REQUIRE(first.status == 0);
   auto written = dir.path() + "/my $HOME dir";
-  auto r = run_cli_in(dir, "doctor --config 'my $HOME dir/sprint-sim.json' --segment first/seg-2 "
-                           "--frames 8 --dim 10");
+  auto doctor = last_line(first.out);
+  CHECK_THAT(doctor, Catch::Contains(" doctor --config 'my $HOME dir/sprint-sim.json' "));
+  auto r = run_in(dir, doctor);
   INFO(r.out << r.err);
   CHECK(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("--*.corpus=" + written + "/corpus.txt") &&

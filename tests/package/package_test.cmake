@@ -1,5 +1,5 @@
 # The package test: installs the build tree to a temporary prefix, checks
-# that a project asking for another release does not get it, then
+# that a project asking for the previous release does not get it, then
 # configures, builds and runs tests/package/consumer against it (one batch
 # through pool_client with the installed sprint-sim) and the engine example
 # (examples/engine_trainer and its Catch2 test), and with PYTHON runs
@@ -40,21 +40,25 @@ if(EXISTS ${prefix}/include/protocol OR EXISTS ${prefix}/include/actors)
   message(FATAL_ERROR "internal headers were installed")
 endif()
 
-# A project asking for the next release is refused: while 0.x, a minor
-# version may break what a project relies on (SameMinorVersion).
+# A project asking for the release before this one is refused: while 0.x,
+# a minor version may break what a project relies on (SameMinorVersion; an
+# older request is what the looser modes would accept).
 string(REGEX REPLACE "^([0-9]+)\\.([0-9]+)\\..*" "\\1" major "${VERSION}")
 string(REGEX REPLACE "^([0-9]+)\\.([0-9]+)\\..*" "\\2" minor "${VERSION}")
-math(EXPR next_minor "${minor} + 1")
-file(WRITE ${WORK_DIR}/next-release/CMakeLists.txt
-     "cmake_minimum_required(VERSION 3.16)\nproject(next_release LANGUAGES CXX)\n"
-     "find_package(sprintrt ${major}.${next_minor} REQUIRED)\n")
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK_DIR}/next-release -B ${WORK_DIR}/next-release/build
-                        -DCMAKE_PREFIX_PATH=${prefix}
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-# CMake lists the configuration it did not accept with its version.
-if(rc EQUAL 0 OR NOT err MATCHES "sprintrtConfig.cmake, version: ${VERSION}")
-  message(FATAL_ERROR "find_package(sprintrt ${major}.${next_minor}) accepted ${VERSION} "
-                      "or failed otherwise (${rc}):\n${out}${err}")
+if(minor GREATER 0)
+  math(EXPR previous_minor "${minor} - 1")
+  set(previous "${major}.${previous_minor}")
+  file(WRITE ${WORK_DIR}/previous-release/CMakeLists.txt
+       "cmake_minimum_required(VERSION 3.16)\nproject(previous_release LANGUAGES CXX)\n"
+       "find_package(sprintrt ${previous} REQUIRED)\n")
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK_DIR}/previous-release
+                          -B ${WORK_DIR}/previous-release/build -DCMAKE_PREFIX_PATH=${prefix}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  # CMake lists the configuration it did not accept with its version.
+  if(rc EQUAL 0 OR NOT err MATCHES "sprintrtConfig.cmake, version: ${VERSION}")
+    message(FATAL_ERROR "find_package(sprintrt ${previous}) accepted ${VERSION} "
+                        "or failed otherwise (${rc}):\n${out}${err}")
+  endif()
 endif()
 
 run("configure the consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/consumer

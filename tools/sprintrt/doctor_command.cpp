@@ -42,6 +42,7 @@
 #include "tools/sprintrt/commands.hpp"
 #include "tools/sprintrt/doctor_remote.hpp"
 #include "tools/sprintrt/python_reading.hpp"
+#include "tools/sprintrt/shell_quote.hpp"
 
 extern char** environ;
 
@@ -107,16 +108,6 @@ private:
   std::condition_variable ready_;
   std::deque<channel_event> events_;
 };
-
-/// Quotes an argument for display the way a POSIX shell would need it.
-std::string shell_quote(const std::string& arg) {
-  if (!arg.empty() && arg.find_first_of(" \t\n'\"\\$`*?[]{}()<>|;&#~") == std::string::npos)
-    return arg;
-  std::string quoted = "'";
-  for (char c : arg)
-    quoted += c == '\'' ? std::string{"'\\''"} : std::string{c};
-  return quoted + "'";
-}
 
 /// The `sprintConfigStr` string as written in the options file (through a
 /// `config:NAME` reference), if it is a string.

@@ -2,7 +2,7 @@
 // wherever the user stands. It writes a two-segment corpus and the options
 // of one sprint-sim child (this installation's own sprint-sim, found beside
 // this program), both with absolute paths, and prints the `doctor` command
-// that checks them. An installed package has no repository to run the
+// that checks them, quoted for a shell. An installed package has no repository to run the
 // README's example files from; this gives it the same first run.
 
 #include <filesystem>
@@ -15,6 +15,7 @@
 
 #include "tools/sprintrt/commands.hpp"
 #include "tools/sprintrt/output_directory.hpp"
+#include "tools/sprintrt/shell_quote.hpp"
 #include "tools/sprintrt/sibling_program.hpp"
 
 namespace sprintrt::cli {
@@ -85,7 +86,8 @@ int run_first_run(const first_run_options& opts, const std::string& program) {
   std::cout << "wrote " << corpus.string() << ": a corpus of 2 segments\n"
             << "wrote " << options.string() << ": one child of " << sprint_sim << "\n"
             << "check it (one child, one segment on uniform posteriors, each step timed):\n"
-            << "  " << program << " doctor --config " << shown << " " << doctor_segment << "\n";
+            << "  " << shell_quote(program) << " doctor --config " << shell_quote(shown) << " "
+            << doctor_segment << "\n";
   return 0;
 }
 

@@ -6,4 +6,4 @@ python_tests_without_torch)."""
 
 import sys
 
-sys.modules["torch"] = None  # type: ignore[assignment]
+sys.modules["torch"] = None

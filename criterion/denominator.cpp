@@ -106,6 +106,7 @@ uint32_t max_emission(const wfsa& graph) {
 
 size_t denominator::add_graph(wfsa graph) {
   max_emissions_.push_back(max_emission(graph));
+  layouts_.push_back(lay_out(graph));
   graphs_.push_back(std::move(graph));
   return graphs_.size() - 1;
 }
@@ -200,7 +201,8 @@ caf::expected<denominator::segment_view> denominator::lookup(std::string_view se
   if (auto* err = std::get_if<caf::error>(&found->second.graph))
     return *err;
   const size_t index = std::get<size_t>(found->second.graph);
-  return segment_view{&graphs_[index], max_emissions_[index], found->second.reference_cost};
+  return segment_view{&graphs_[index], max_emissions_[index], &layouts_[index],
+                      found->second.reference_cost};
 }
 
 } // namespace sprintrt::criterion

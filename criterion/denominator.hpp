@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "criterion/corpus.hpp"
+#include "criterion/frame_graph.hpp"
 #include "criterion/label_lm.hpp"
 #include "criterion/topology.hpp"
 #include "criterion/wfsa.hpp"
@@ -48,6 +49,8 @@ public:
     const wfsa* graph = nullptr;
     /// The highest column the graph emits.
     uint32_t max_emission = 0;
+    /// `graph` laid out for the scaled recursions.
+    const frame_graph* layout = nullptr;
     /// LAMBDA times the reference's cost, which the numerator pays too.
     double reference_cost = 0;
   };
@@ -91,6 +94,7 @@ private:
 
   std::string description_;
   std::vector<wfsa> graphs_;
+  std::vector<frame_graph> layouts_;
   std::vector<uint32_t> max_emissions_;
   std::map<std::string, entry, std::less<>> segments_;
 };

@@ -108,10 +108,14 @@ corpus_criterion::loss_and_error_signal(std::string_view segment,
   auto competitors = spec_.competitors->lookup(segment);
   if (!competitors)
     return std::move(competitors.error());
-  const criterion::sequence_segment inputs{segment, *automaton, competitors->graph,
-                                           competitors->max_emission, competitors->reference_cost};
+  const criterion::sequence_segment inputs{segment,
+                                           *automaton,
+                                           competitors->graph,
+                                           competitors->max_emission,
+                                           competitors->reference_cost,
+                                           competitors->layout};
   return criterion::sequence_loss(*sequence, spec_.scales, inputs, log_posteriors, error_signal,
-                                  sequence_engine_);
+                                  sequences_);
 }
 
 caf::expected<criterion::fsa> corpus_criterion::segment_fsa(std::string_view segment) {

@@ -23,7 +23,6 @@
 #include "criterion/full_sum.hpp"
 #include "criterion/matrix_views.hpp"
 #include "criterion/sequence_criterion.hpp"
-#include "criterion/sequence_engine.hpp"
 #include "criterion/topology.hpp"
 #include "criterion/viterbi.hpp"
 #include "sprintrt/error.hpp"
@@ -140,7 +139,7 @@ public:
   /// whose pool names a batch's skips in one warning).
   void set_warn_on_skip(bool warn) noexcept {
     engine_.set_warn_on_skip(warn);
-    sequence_engine_.set_warn_on_skip(warn);
+    sequences_.set_warn_on_skip(warn);
   }
 
   /// The Viterbi alignment of `segment` over `log_posteriors` [T, D].
@@ -153,7 +152,7 @@ private:
   criterion_spec spec_;
   std::map<std::string, criterion::fsa, std::less<>> fsas_;
   criterion::full_sum_engine engine_;
-  criterion::sequence_engine sequence_engine_;
+  criterion::sequence_workspace sequences_;
   criterion::viterbi_aligner aligner_;
 };
 

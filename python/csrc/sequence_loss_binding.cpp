@@ -1,8 +1,10 @@
-// Each thread cuts its sequence's numerator out of the batch FSA and runs
-// `criterion::sequence_loss` over it and the denominator: the shared denominator is
-// converted once, before the threads start, and only read by them (each
-// engine keeps its own forward and backward scores, O(states x T) per
-// thread); per-sequence denominators are cut out like the numerators.
+// A shared denominator is converted and laid out once, before the threads
+// start, and only read by them; each thread takes a block of the batch's
+// sequences, cuts their numerators out of the batch FSA and runs
+// `criterion::sequence_loss_block` over them: one scaled forward-backward
+// of the shared denominator for the whole block (O(T x states x block) per
+// thread). Per-sequence denominators are cut out like the numerators, a
+// block per sequence.
 
 #include "sequence_loss_binding.hpp"
 
@@ -12,12 +14,14 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "batch_fsa.hpp"
+#include "criterion/frame_graph.hpp"
 #include "criterion/sequence_criterion.hpp"
-#include "criterion/sequence_engine.hpp"
 #include "criterion/wfsa.hpp"
 #include "kernel_threads.hpp"
 #include "sprintrt/error.hpp"
@@ -30,10 +34,16 @@ namespace py = pybind11;
 
 /// One thread's workspace.
 struct worker {
-  worker() { engine.set_warn_on_skip(false); } // fsa_loss warns once per call
-  criterion::sequence_engine engine;
-  std::vector<criterion::fsa_edge> edges;
-  criterion::wfsa denominator;
+  worker() { workspace.set_warn_on_skip(false); } // fsa_loss warns once per call
+  criterion::sequence_workspace workspace;
+  // Per sequence of the block: its numerator's edges and FSA, its
+  // denominator (unless shared), and its name.
+  std::vector<std::vector<criterion::fsa_edge>> edges;
+  std::vector<criterion::fsa> numerators;
+  std::vector<criterion::wfsa> denominators;
+  std::vector<std::string> names;
+  std::vector<criterion::sequence_job> jobs;
+  std::vector<criterion::full_sum_result> results;
 };
 
 /// What every sequence of one call shares, read by the threads.
@@ -44,8 +54,9 @@ struct criterion_inputs {
   batch_fsa numerator;
   batch_fsa denominator;
   /// The denominator of every sequence when `denominator` has one sequence,
-  /// and its highest emission.
+  /// its layout and its highest emission.
   const criterion::wfsa* shared = nullptr;
+  const criterion::frame_graph* shared_layout = nullptr;
   uint32_t shared_max_emission = 0;
   criterion::sequence_kind kind = criterion::sequence_kind::mmi;
   criterion::sequence_scales scales;
@@ -73,42 +84,63 @@ uint32_t max_emission(const criterion::wfsa& graph) {
   return top;
 }
 
-/// Computes sequence b into loss[b] and gradient [T, B, D]; returns an error
-/// message, empty on success.
-std::string run_sequence(worker& w, const criterion_inputs& in, int64_t b, double* loss,
-                         float* gradient) {
+/// Computes the sequences `block` into loss[b] and gradient [T, B, D]
+/// (one scaled run over the shared denominator for all of them); returns an
+/// error message, empty on success.
+std::string run_block(worker& w, const criterion_inputs& in, const std::vector<int64_t>& block,
+                      double* loss, float* gradient) {
   const frames_view& x = in.log_probs;
-  const int64_t length = in.lengths[b];
-  for (int64_t t = length; t < x.frames; ++t)
-    std::memset(gradient + (t * x.batch + b) * x.classes, 0,
-                static_cast<size_t>(x.classes) * sizeof(float));
-  if (length == 0) {
-    // Nothing to tell apart: 0 when the numerator has the empty path.
-    loss[b] = in.numerator.start(b) == in.numerator.end(b)
-                  ? 0.0
-                  : std::numeric_limits<double>::infinity();
-    return {};
+  const size_t count = block.size();
+  w.edges.resize(count);
+  w.numerators.clear();
+  w.denominators.resize(count);
+  w.names.resize(count);
+  w.jobs.clear();
+  std::vector<int64_t> members;
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t b = block[i];
+    const int64_t length = in.lengths[b];
+    for (int64_t t = length; t < x.frames; ++t)
+      std::memset(gradient + (t * x.batch + b) * x.classes, 0,
+                  static_cast<size_t>(x.classes) * sizeof(float));
+    if (length == 0) {
+      // Nothing to tell apart: 0 when the numerator has the empty path.
+      loss[b] = in.numerator.start(b) == in.numerator.end(b)
+                    ? 0.0
+                    : std::numeric_limits<double>::infinity();
+      continue;
+    }
+    auto numerator = sequence_fsa(in.numerator, b, w.edges[i]);
+    if (!numerator)
+      return "fsa, sequence " + text(b) + ": " + error_message(numerator.error());
+    w.numerators.push_back(std::move(*numerator));
+    members.push_back(b);
   }
-  auto numerator = sequence_fsa(in.numerator, b, w.edges);
-  if (!numerator)
-    return "fsa, sequence " + text(b) + ": " + error_message(numerator.error());
-  const criterion::wfsa* denominator = in.shared;
-  uint32_t den_max_emission = in.shared_max_emission;
-  if (denominator == nullptr) {
-    sequence_wfsa(in.denominator, b, w.denominator);
-    denominator = &w.denominator;
-    den_max_emission = max_emission(w.denominator);
+  for (size_t i = 0; i < members.size(); ++i) {
+    const int64_t b = members[i];
+    const criterion::wfsa* denominator = in.shared;
+    uint32_t den_max_emission = in.shared_max_emission;
+    if (denominator == nullptr) {
+      sequence_wfsa(in.denominator, b, w.denominators[i]);
+      denominator = &w.denominators[i];
+      den_max_emission = max_emission(w.denominators[i]);
+    }
+    w.names[i] = "sequence " + text(b) + " of log_probs";
+    w.jobs.push_back({{w.names[i], &w.numerators[i], denominator, den_max_emission,
+                       in.numerator_cost[b], in.shared_layout},
+                      x.data + b * x.sequence_stride,
+                      in.lengths[b],
+                      x.classes,
+                      x.frame_stride,
+                      gradient + b * x.classes,
+                      x.batch * x.classes});
   }
-  const std::string name = "sequence " + text(b) + " of log_probs";
-  const criterion::sequence_segment segment{name, &*numerator, denominator, den_max_emission,
-                                            in.numerator_cost[b]};
-  const Eigen::Map<criterion::row_matrix_f, 0, Eigen::OuterStride<>> out{
-      gradient + b * x.classes, length, x.classes, Eigen::OuterStride<>{x.batch * x.classes}};
-  auto result =
-      criterion::sequence_loss(in.kind, in.scales, segment, x.sequence(b, length), out, w.engine);
-  if (!result)
-    return error_message(result.error());
-  loss[b] = result->loss;
+  w.results.resize(w.jobs.size());
+  if (auto err = criterion::sequence_loss_block(in.kind, in.scales, {w.jobs.data(), w.jobs.size()},
+                                                {w.results.data(), w.results.size()}, w.workspace))
+    return error_message(err);
+  for (size_t i = 0; i < members.size(); ++i)
+    loss[members[i]] = w.results[i].loss;
   return {};
 }
 
@@ -165,10 +197,13 @@ py::tuple sequence_loss_cpu(const py::array& log_probs, const int64_array& seq_l
   check_and_group(in.denominator, in.log_probs.classes);
   in.numerator_cost = num_cost.data();
   criterion::wfsa shared;
+  std::optional<criterion::frame_graph> shared_layout;
   if (graphs == 1) {
     sequence_wfsa(in.denominator, 0, shared);
     in.shared = &shared;
     in.shared_max_emission = max_emission(shared);
+    shared_layout.emplace(criterion::lay_out(shared));
+    in.shared_layout = &*shared_layout;
   }
 
   py::array_t<double> loss(batch);
@@ -176,17 +211,34 @@ py::tuple sequence_loss_cpu(const py::array& log_probs, const int64_array& seq_l
   double* loss_out = loss.mutable_data();
   float* gradient_out = gradient.mutable_data();
   const auto count = static_cast<size_t>(std::max<int64_t>(1, std::min(num_threads, batch)));
+  // A shared denominator: one block per thread, the sequences dealt out
+  // longest first so that the blocks' frames and work match. Otherwise a
+  // block per sequence, taken longest first.
+  std::vector<int64_t> order(static_cast<size_t>(batch));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t x, int64_t y) { return in.lengths[x] > in.lengths[y]; });
+  std::vector<std::vector<int64_t>> blocks(in.shared ? count : static_cast<size_t>(batch));
+  for (size_t i = 0; i < order.size(); ++i)
+    blocks[i % blocks.size()].push_back(order[i]);
   auto workers = worker_cache<worker>::take(count);
-  const auto work = [&](int64_t b) {
-    const int64_t den_edges = in.shared ? 0 : in.denominator.edge_count(b);
-    return in.lengths[b] * (in.numerator.edge_count(b) + den_edges + 1);
+  const auto work = [&](int64_t block) {
+    int64_t sum = 0;
+    for (const int64_t b : blocks[static_cast<size_t>(block)]) {
+      const int64_t den_edges =
+          in.shared ? in.denominator.edge_count(0) : in.denominator.edge_count(b);
+      sum += in.lengths[b] * (in.numerator.edge_count(b) + den_edges + 1);
+    }
+    return sum;
   };
   std::string error;
   {
     py::gil_scoped_release no_gil;
-    error = run_sequences(count, batch, work, [&](size_t w, int64_t b) {
-      return run_sequence(*workers[w], in, b, loss_out, gradient_out);
-    });
+    error = run_sequences(count, static_cast<int64_t>(blocks.size()), work,
+                          [&](size_t w, int64_t block) {
+                            return run_block(*workers[w], in, blocks[static_cast<size_t>(block)],
+                                             loss_out, gradient_out);
+                          });
   }
   worker_cache<worker>::give_back(workers);
   if (!error.empty())

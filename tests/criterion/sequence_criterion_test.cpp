@@ -53,7 +53,7 @@ computed compute(sequence_kind kind, const sequence_scales& scales, const topolo
                                  scales.lm * reference.cost};
   computed out;
   out.error_signal.resize(log_posteriors.rows(), log_posteriors.cols());
-  sequence_engine engine;
+  sequence_workspace engine;
   out.result =
       unwrap(sequence_loss(kind, scales, segment, log_posteriors, out.error_signal, engine));
   return out;
@@ -136,7 +136,7 @@ TEST_CASE("the criteria of a label n-gram denominator equal their definitions") 
           const auto want =
               test::sequence_by_definition(kind, scales, *top, reference, hypotheses, x);
           row_matrix_f error_signal(frames, 3);
-          sequence_engine engine;
+          sequence_workspace engine;
           const sequence_segment segment{"b", &numerator, view.graph, view.max_emission,
                                          view.reference_cost};
           const auto got = unwrap(sequence_loss(kind, scales, segment, x, error_signal, engine));
@@ -265,7 +265,7 @@ TEST_CASE("bad input is an error naming the segment, and writes nothing") {
   const auto numerator = unwrap(ctc.build("seg", std::vector<uint32_t>{1}));
   const auto graph = unwrap(
       ctc.expand("den", hypotheses_acceptor(std::vector<hypothesis>{{{1}, 0}, {{5}, 0}}, 1.0)));
-  sequence_engine engine;
+  sequence_workspace engine;
   std::mt19937 rng{18};
   const auto x = test::random_log_posteriors(4, 3, rng);
   row_matrix_f out = row_matrix_f::Constant(4, 3, 7.0f);

@@ -53,8 +53,10 @@ Implementations:
   float32 (and the results back to them).
 * ``"torch"``: a forward-backward in torch operations over all sequences at
   once, a few large kernels per frame and no scatter (fsa_loss_torch.py), so
-  bit-for-bit deterministic on any device; it runs wherever torch runs, in
-  the input's dtype (float16 and bfloat16 in float32). The FSAs are laid out
+  bit-for-bit deterministic on any device; it runs wherever torch runs and
+  computes in float64 whatever the input's dtype (float32 on devices
+  without float64, such as Apple's MPS: not exact on long segments), the
+  results in the input's dtype. The FSAs are laid out
   on the host (pass them on the CPU, where ``FsaBuilder`` makes them) and
   uploaded before the frame loops; the only read back from the device is
   one small tensor per call (which sequences were skipped, and whether
@@ -381,7 +383,9 @@ def _torch_compute(lengths: numpy.ndarray, fsa: tuple[Any, ...], den: tuple[Any,
 
     def compute(log_probs: torch.Tensor,
                 want_gradient: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        dtype = torch.float64 if log_probs.dtype == torch.float64 else torch.float32
+        # float32's rounding, gathered over thousands of frames, moves the
+        # posteriors by more than 1e-4 (docs/sequence-training.md).
+        dtype = torch.float32 if log_probs.device.type == "mps" else torch.float64
         device = log_probs.device
 
         def graph(parts: tuple[Any, ...], shared: bool) -> Graph:
@@ -394,7 +398,7 @@ def _torch_compute(lengths: numpy.ndarray, fsa: tuple[Any, ...], den: tuple[Any,
         loss, gradient = loss_and_gradient(
             log_probs.to(dtype), lengths, numerator, denominator, criterion=criterion,
             am_scale=am_scale, boost=boost,
-            num_cost=torch.as_tensor(num_cost, dtype=dtype, device=device),
+            num_cost=torch.as_tensor(num_cost, dtype=torch.float64, device=device),
             want_gradient=want_gradient)
         flags.append(torch.cat([torch.isinf(loss),
                                 _nonfinite(log_probs, numerator.lengths)[None]]))

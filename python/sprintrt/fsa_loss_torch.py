@@ -196,10 +196,37 @@ class Graph:
         end_frame[groups, ends] = lengths
         self.end_frame = torch.from_numpy(end_frame).to(device)
         self.end_frames = {int(n) for n in lengths}
-        # Per group and edge, the sequence whose log Z normalizes it.
-        self.sequence_of = torch.from_numpy(
-            numpy.arange(batch)[:, None] if shared else numpy.append(edges[3], 0)[None, :]
+        # The sequences within a group (one for a shared graph, all of them
+        # in a batch FSA's one group): each is rescaled on its own. A
+        # state's and an edge's index among them; a state without edges
+        # keeps 0 (its scores stay -inf).
+        self.group_size = 1 if shared else batch
+        state_sequence = numpy.zeros(num_states, dtype=numpy.int64)
+        if not shared:
+            state_sequence[edges[0]] = edges[3]
+            state_sequence[edges[1]] = edges[3]
+            state_sequence[start] = numpy.arange(batch)
+            state_sequence[end] = numpy.arange(batch)
+        self.state_sequence = torch.from_numpy(state_sequence).to(device)
+        self.edge_sequence = torch.from_numpy(
+            numpy.zeros(count + 1, dtype=numpy.int64) if shared else numpy.append(edges[3], 0)
         ).to(device)
+        # Sequence b's index within its group.
+        self.sequence_in_group = torch.from_numpy(
+            numpy.zeros(batch, dtype=numpy.int64) if shared else numpy.arange(batch)).to(device)
+        # Each sequence's states, padded with state S (a -inf column that
+        # ``rescale`` appends): [group_size, W].
+        members = numpy.full((self.group_size, 1), num_states, dtype=numpy.int64)
+        if not shared:
+            counts = numpy.bincount(state_sequence, minlength=batch)
+            order = numpy.argsort(state_sequence, kind="stable")
+            begins = numpy.concatenate(([0], numpy.cumsum(counts)[:-1]))
+            members = numpy.full((batch, max(1, int(counts.max(initial=0)))), num_states,
+                                 dtype=numpy.int64)
+            slot = numpy.arange(members.shape[1])
+            valid = slot[None, :] < counts[:, None]
+            members[valid] = order[(begins[:, None] + slot[None, :])[valid]]
+        self.members = torch.from_numpy(members.reshape(-1)).to(device)
 
     def chunks(self, frames: int) -> list[tuple[int, int]]:
         """Frame ranges [t0, t1) of at most ``_CHUNK_ENTRIES`` scores each."""
@@ -271,6 +298,22 @@ def _safe(log_total: torch.Tensor) -> torch.Tensor:
     return log_total.masked_fill(log_total == -float("inf"), 0)
 
 
+def _rescale(graph: Graph, row: torch.Tensor, scale: torch.Tensor | None = None) -> None:
+    """Subtracts from ``row`` [G, S] (log values, in place) each sequence's
+    largest value, 0 for a sequence whose values are all -inf, and writes
+    those to ``scale`` [G, group_size] (float64) if given. Keeps the
+    recursions' values near 0, where the dtype's precision is finest."""
+    if graph.group_size == 1:
+        top = row.amax(-1, keepdim=True)
+    else:
+        padded = torch.cat((row, row.new_full((row.shape[0], 1), -float("inf"))), -1)
+        top = _select(padded, graph.members).view(row.shape[0], graph.group_size, -1).amax(-1)
+    top = top.masked_fill(top == -float("inf"), 0)
+    if scale is not None:
+        scale.copy_(top)
+    row.sub_(top if graph.group_size == 1 else _select(top, graph.state_sequence))
+
+
 def best_path(graph: Graph, values: torch.Tensor,
               steps: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The emissions of a best path of each sequence (Viterbi; ties: the
@@ -296,6 +339,7 @@ def best_path(graph: Graph, values: torch.Tensor,
                 top, at = torch.max(bucket.gather(score) + scores[t - t0], dim=-2)
                 bucket.put(new, top)
                 bucket.put(best[t], bucket.ids.gather(0, at))
+            _rescale(graph, new)
             score = new
             final = torch.where(graph.lengths == t + 1, score[graph.group_of, graph.end], final)
     state = graph.end.clone()
@@ -310,12 +354,14 @@ def best_path(graph: Graph, values: torch.Tensor,
 
 
 def _recursion(graph: Graph, buckets: list[_Bucket], scores: _ChunkScores, table: torch.Tensor,
-               acc: torch.Tensor | None, hits: Any, reverse: bool) -> None:
+               scale: torch.Tensor, acc: torch.Tensor | None, hits: Any, reverse: bool) -> None:
     """Fills ``table`` [steps + 1, G, S] (alpha forward, beta with
-    ``reverse``) from its first (last) row, and with ``acc`` (same shape,
-    sMBR) the conditional expected accuracies beside it, ``hits`` [T, B, D]
-    the reference's columns. ``buckets``: the graph's incoming (outgoing)
-    edges by state; ``scores``: its ``_ChunkScores``."""
+    ``reverse``) from its first (last) row, each row rescaled (``_rescale``)
+    with what it subtracted in ``scale`` [steps + 1, G, group_size]
+    (float64), and with ``acc`` (same shape as ``table``, sMBR) the
+    conditional expected accuracies beside it, ``hits`` [T, B, D] the
+    reference's columns. ``buckets``: the graph's incoming (outgoing) edges
+    by state; ``scores``: its ``_ChunkScores``."""
     for t0, t1 in (reversed(scores.ranges) if reverse else scores.ranges):
         chunk = scores(t0, t1)
         # Each bucket's edge scores for the chunk, gathered once.
@@ -341,6 +387,7 @@ def _recursion(graph: Graph, buckets: list[_Bucket], scores: _ChunkScores, table
                 table[t].masked_fill_(ends, 0)
                 if acc is not None:
                     acc[t].masked_fill_(ends, 0)
+            _rescale(graph, table[current], scale[current])
 
 
 def frame_pass(graph: Graph, values: torch.Tensor, steps: int, *, want_gradient: bool,
@@ -363,26 +410,42 @@ def frame_pass(graph: Graph, values: torch.Tensor, steps: int, *, want_gradient:
     alpha[0, graph.group_of, graph.start] = 0
     alpha_acc: Any = torch.zeros_like(alpha) if smbr else None
     scores = _ChunkScores(graph, values, steps)
-    _recursion(graph, graph.incoming, scores, alpha, alpha_acc, accuracy, reverse=False)
-    log_total = alpha[graph.lengths, graph.group_of, graph.end]
+    # What each frame's rescaling subtracted, per sequence, and its sums:
+    # alpha's true value at frame t is alpha[t] + alpha_offset[t], beta's
+    # beta[t] + beta_offset[t].
+    scale_shape = (steps + 1, groups, graph.group_size)
+    alpha_scale = torch.zeros(scale_shape, dtype=torch.float64, device=device)
+    _recursion(graph, graph.incoming, scores, alpha, alpha_scale, alpha_acc, accuracy,
+               reverse=False)
+    alpha_offset = alpha_scale.cumsum(0)
+    log_total = (alpha[graph.lengths, graph.group_of, graph.end].double() +
+                 alpha_offset[graph.lengths, graph.group_of, graph.sequence_in_group])
     expected = alpha_acc[graph.lengths, graph.group_of, graph.end] if smbr else None
     if not want_gradient:
         return log_total, None, expected, None
     beta = torch.full_like(alpha, neg_inf)
     beta[steps].masked_fill_(graph.end_frame == steps, 0)
     beta_acc: Any = torch.zeros_like(alpha) if smbr else None
-    _recursion(graph, graph.outgoing, scores, beta, beta_acc, accuracy, reverse=True)
-    # exp(x - inf) = 0: no occupancy for a sequence without a path.
-    norm = log_total.masked_fill(log_total == neg_inf, float("inf"))[graph.sequence_of]
+    beta_scale = torch.zeros(scale_shape, dtype=torch.float64, device=device)
+    _recursion(graph, graph.outgoing, scores, beta, beta_scale, beta_acc, accuracy, reverse=True)
+    beta_offset = beta_scale.flip(0).cumsum(0).flip(0)
+    # Per frame and sequence, log Z less the offsets of alpha[t] and
+    # beta[t + 1], in float64 before it is rounded: the edge posteriors are
+    # exp(alpha[t] + s_e(t) + beta[t + 1] - norm). exp(x - inf) = 0: no
+    # occupancy for a sequence without a path.
+    log_z = log_total.masked_fill(log_total == neg_inf, float("inf"))
+    norm = (log_z.view(groups, graph.group_size) - alpha_offset[:steps] -
+            beta_offset[1:]).to(dtype)
     occupancy = torch.zeros(steps, groups, graph.columns, dtype=dtype, device=device)
     covariance: Any = torch.zeros_like(occupancy) if smbr else None
     if smbr:
-        mean = expected[graph.sequence_of]
+        mean = expected.view(groups, graph.group_size)[:, graph.edge_sequence]
     for t0, t1 in scores.ranges:
         # Edge posteriors of the chunk's frames, summed by column.
         forward = _select(alpha[t0:t1], graph.source)
         backward = _select(beta[t0 + 1:t1 + 1], graph.target)
-        posterior = forward.add_(scores(t0, t1)).add_(backward).sub_(norm).exp_()
+        posterior = (forward.add_(scores(t0, t1)).add_(backward)
+                     .sub_(_select(norm[t0:t1], graph.edge_sequence)).exp_())
         if accuracy is not None:  # smbr
             paths = (_select(alpha_acc[t0:t1], graph.source)
                      .add_(graph.gather(accuracy, t0, t1))
@@ -392,9 +455,18 @@ def frame_pass(graph: Graph, values: torch.Tensor, steps: int, *, want_gradient:
             bucket.put(occupancy[t0:t1], bucket.edges_of(posterior).sum(-2))
             if smbr:
                 bucket.put(covariance[t0:t1], bucket.edges_of(weighted).sum(-2))
+    # A sequence's occupancies of a frame sum to 1 exactly; their computed
+    # sum differs from 1 by the rounding that alpha[t] + beta[t + 1] and log Z
+    # each gathered over different frames, which grows with T (systematic
+    # in float32). Dividing it out leaves the within-frame rounding only.
     shape = (steps, len(graph.end), graph.classes)
-    return (log_total, occupancy.view(shape), expected,
-            covariance.view(shape) if smbr else None)
+    occupancy = occupancy.view(shape)
+    total = occupancy.sum(-1, keepdim=True)
+    total = total.masked_fill(total == 0, 1)
+    occupancy.div_(total)
+    if smbr:
+        covariance = covariance.view(shape).div_(total)
+    return log_total, occupancy, expected, covariance
 
 
 def loss_and_gradient(values: torch.Tensor, lengths: numpy.ndarray, numerator: Graph,

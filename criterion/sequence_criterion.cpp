@@ -169,6 +169,9 @@ caf::error sequence_block::start(size_t i) {
       ws.scaled_.run(layout, {&sequence, 1}, true, -scales.am, {&outcome, 1});
     }
     if (!outcome.exact) {
+      if (layout.unrepresentable.empty())
+        logger().debug("segment '{}', numerator: {} (frame {}); computed in log space",
+                       segment.name, outcome.why, outcome.frame);
       states[i] = state::log_space;
       return {};
     }
@@ -215,6 +218,8 @@ void sequence_block::run_denominators() {
     for (size_t k = 0; k < members.size(); ++k) {
       const size_t m = members[k];
       if (!outcomes[k].exact) {
+        logger().debug("segment '{}', denominator: {} (frame {}); computed in log space",
+                       jobs[m].segment.name, outcomes[k].why, outcomes[k].frame);
         states[m] = state::log_space;
         continue;
       }

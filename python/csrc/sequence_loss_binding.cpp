@@ -12,6 +12,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -60,6 +61,10 @@ struct criterion_inputs {
   uint32_t shared_max_emission = 0;
   criterion::sequence_kind kind = criterion::sequence_kind::mmi;
   criterion::sequence_scales scales;
+  /// The call's sequences whose denominator ran in probability space, and
+  /// those that ran in log space (counted by every thread).
+  std::atomic<uint64_t> scaled{0};
+  std::atomic<uint64_t> log_space{0};
 };
 
 std::string text(int64_t value) {
@@ -87,7 +92,7 @@ uint32_t max_emission(const criterion::wfsa& graph) {
 /// Computes the sequences `block` into loss[b] and gradient [T, B, D]
 /// (one scaled run over the shared denominator for all of them); returns an
 /// error message, empty on success.
-std::string run_block(worker& w, const criterion_inputs& in, const std::vector<int64_t>& block,
+std::string run_block(worker& w, criterion_inputs& in, const std::vector<int64_t>& block,
                       double* loss, float* gradient) {
   const frames_view& x = in.log_probs;
   const size_t count = block.size();
@@ -136,9 +141,12 @@ std::string run_block(worker& w, const criterion_inputs& in, const std::vector<i
                       x.batch * x.classes});
   }
   w.results.resize(w.jobs.size());
+  const auto before = w.workspace.stats();
   if (auto err = criterion::sequence_loss_block(in.kind, in.scales, {w.jobs.data(), w.jobs.size()},
                                                 {w.results.data(), w.results.size()}, w.workspace))
     return error_message(err);
+  in.scaled += w.workspace.stats().scaled - before.scaled;
+  in.log_space += w.workspace.stats().log_space - before.log_space;
   for (size_t i = 0; i < members.size(); ++i)
     loss[members[i]] = w.results[i].loss;
   return {};
@@ -243,7 +251,7 @@ py::tuple sequence_loss_cpu(const py::array& log_probs, const int64_array& seq_l
   worker_cache<worker>::give_back(workers);
   if (!error.empty())
     throw py::value_error(error);
-  return py::make_tuple(loss, gradient);
+  return py::make_tuple(loss, gradient, in.scaled.load(), in.log_space.load());
 }
 
 } // namespace
@@ -254,8 +262,9 @@ void bind_sequence_loss(py::module_& m) {
         py::arg("den_edges"), py::arg("den_weights"), py::arg("den_start_end_states"),
         py::arg("den_num_states"), py::arg("num_cost"), py::arg("criterion"),
         py::arg("am_scale") = 1.0, py::arg("boost") = 0.0, py::arg("num_threads") = 1,
-        "Loss float64 [B] and its gradient float32 [T, B, D] with respect to log_probs (zero in "
-        "the padding frames and for skipped sequences, whose loss is inf) of criterion mmi, "
+        "Loss float64 [B], its gradient float32 [T, B, D] with respect to log_probs (zero in "
+        "the padding frames and for skipped sequences, whose loss is inf), and how many "
+        "sequences' denominators ran in probability space and in log space, of criterion mmi, "
         "bmmi or smbr over float32 log_probs [T, B, D]: numerators in the batch FSA layout "
         "(edges, weights, start_end_states, num_states; each numerator path pays num_cost[b]), "
         "the denominator in the same layout with one sequence (shared by all) or B. Raises "

@@ -104,8 +104,8 @@ def sequence_loss_cpu(log_probs: numpy.ndarray, seq_lens: numpy.ndarray, edges: 
                       den_edges: numpy.ndarray, den_weights: numpy.ndarray,
                       den_start_end_states: numpy.ndarray, den_num_states: int,
                       num_cost: numpy.ndarray, criterion: str, am_scale: float = 1.0,
-                      boost: float = 0.0,
-                      num_threads: int = 1) -> Tuple[numpy.ndarray, numpy.ndarray]: ...
+                      boost: float = 0.0, num_threads: int = 1
+                      ) -> Tuple[numpy.ndarray, numpy.ndarray, int, int]: ...
 
 class LabelLm:
     """The label n-gram of sprint-sim's label-lm denominator."""

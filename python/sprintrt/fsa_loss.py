@@ -98,7 +98,7 @@ _NAMES_SHOWN = 3
 
 # fsa_loss' counters (see fsa_loss_stats), for every thread of the process.
 _stats_lock = threading.Lock()
-_stats = {"calls": 0, "sequences": 0, "skipped": 0}
+_stats = {"calls": 0, "sequences": 0, "skipped": 0, "scaled": 0, "log_space": 0}
 
 # A compute function of ``_PrecomputedGradientLoss``: (log_probs, want_gradient) ->
 # (loss [B], gradient [T, B, D] or None).
@@ -108,19 +108,25 @@ _Compute = Callable[[torch.Tensor, bool], "tuple[torch.Tensor, Optional[torch.Te
 def fsa_loss_stats() -> dict[str, int]:
     """``fsa_loss``' counters in this process: ``calls``, ``sequences``
     (computed) and ``skipped`` (of those, without a path: loss inf,
-    gradient zero), as a new dict."""
+    gradient zero); and of the sequence criteria's sequences, ``scaled``
+    (the denominator ran in probability space) and ``log_space`` (it ran
+    in the log-space recursions: a graph without a dense or sparse layout,
+    or a sequence the scaled recursions could not hold). As a new dict."""
     with _stats_lock:
         return dict(_stats)
 
 
-def _count_and_warn(skipped: list[int], total: int) -> None:
-    """Counts the call and its ``skipped`` sequences (a list of indices,
-    loss inf) and names those once in a warning through the ``sprintrt``
+def _count_and_warn(skipped: list[int], total: int, paths: dict[str, int]) -> None:
+    """Counts the call, its ``skipped`` sequences (a list of indices, loss
+    inf) and its denominators' ``paths`` (``scaled``, ``log_space``) and
+    names the skipped sequences once in a warning through the ``sprintrt``
     logger."""
     with _stats_lock:
         _stats["calls"] += 1
         _stats["sequences"] += total
         _stats["skipped"] += len(skipped)
+        for key, count in paths.items():
+            _stats[key] += count
     if skipped:
         shown = ", ".join(str(b) for b in skipped[:_NAMES_SHOWN])
         more = len(skipped) - _NAMES_SHOWN
@@ -343,11 +349,11 @@ class _PrecomputedGradientLoss(torch.autograd.Function):
 
 def _kernel_compute(lengths: numpy.ndarray, fsa: tuple[Any, ...], den: tuple[Any, ...] | None,
                     criterion: str, am_scale: float, boost: float, num_cost: numpy.ndarray,
-                    num_threads: int, skipped: list[int]) -> _Compute:
+                    num_threads: int, skipped: list[int], paths: dict[str, int]) -> _Compute:
     """The kernel's compute function for ``_PrecomputedGradientLoss``; it
     extends ``skipped`` with the sequences of loss inf (read from the
     kernel's float64 losses: a half-precision loss may overflow, and numpy
-    has no bfloat16)."""
+    has no bfloat16), and counts the denominators' ``paths``."""
     num_states, edges, weights, start_end = fsa
 
     def compute(log_probs: torch.Tensor,
@@ -362,30 +368,40 @@ def _kernel_compute(lengths: numpy.ndarray, fsa: tuple[Any, ...], den: tuple[Any
             gradient = torch.from_numpy(occupancy).neg_()
         else:
             den_states, den_edges, den_weights, den_start_end = den  # type: ignore[misc]
-            loss, host_gradient = _sprintrt.sequence_loss_cpu(
+            loss, host_gradient, scaled, log_space = _sprintrt.sequence_loss_cpu(
                 values.numpy(), lengths, _kernel_array(edges), weights, _kernel_array(start_end),
                 num_states, _kernel_array(den_edges), den_weights, _kernel_array(den_start_end),
                 den_states, num_cost, criterion, am_scale, boost, num_threads)
             gradient = torch.from_numpy(host_gradient)
+            paths["scaled"] += scaled
+            paths["log_space"] += log_space
         skipped.extend(numpy.flatnonzero(numpy.isinf(loss)).tolist())
         return torch.from_numpy(loss), gradient.to(log_probs.dtype) if want_gradient else None
 
     return compute
 
 
+def _compute_dtype(device: torch.device) -> torch.dtype:
+    """The torch implementation's dtype on ``device``: float64, where
+    float32's rounding, gathered over thousands of frames, would move the
+    posteriors by more than 1e-4 (docs/sequence-training.md); float32 on
+    devices without float64 (Apple's MPS)."""
+    return torch.float32 if device.type == "mps" else torch.float64
+
+
 def _torch_compute(lengths: numpy.ndarray, fsa: tuple[Any, ...], den: tuple[Any, ...] | None,
                    classes: int, criterion: str, am_scale: float, boost: float,
-                   num_cost: numpy.ndarray, flags: list[torch.Tensor]) -> _Compute:
+                   num_cost: numpy.ndarray, flags: list[torch.Tensor],
+                   paths: dict[str, int]) -> _Compute:
     """The torch implementation's compute function. ``fsa`` and ``den``:
     (num_states, edges, weights, start_end_states, checked values) on the
     host. Appends the call's device flags (skipped sequences, then NaN or
-    +inf in log_probs) to ``flags``."""
+    +inf in log_probs) to ``flags``, and counts the denominators'
+    ``paths``."""
 
     def compute(log_probs: torch.Tensor,
                 want_gradient: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-        # float32's rounding, gathered over thousands of frames, moves the
-        # posteriors by more than 1e-4 (docs/sequence-training.md).
-        dtype = torch.float32 if log_probs.device.type == "mps" else torch.float64
+        dtype = _compute_dtype(log_probs.device)
         device = log_probs.device
 
         def graph(parts: tuple[Any, ...], shared: bool) -> Graph:
@@ -399,7 +415,7 @@ def _torch_compute(lengths: numpy.ndarray, fsa: tuple[Any, ...], den: tuple[Any,
             log_probs.to(dtype), lengths, numerator, denominator, criterion=criterion,
             am_scale=am_scale, boost=boost,
             num_cost=torch.as_tensor(num_cost, dtype=torch.float64, device=device),
-            want_gradient=want_gradient)
+            want_gradient=want_gradient, paths=paths)
         flags.append(torch.cat([torch.isinf(loss),
                                 _nonfinite(log_probs, numerator.lengths)[None]]))
         return loss, gradient
@@ -510,6 +526,7 @@ def fsa_loss(log_probs: torch.Tensor, seq_lens: Any, fsa: Any, *, den_fsa: Any =
     denominator = None
     if den_fsa is not None:
         denominator = _fsa_structure(den_fsa, "den_fsa", (1, batch))
+    paths = {"scaled": 0, "log_space": 0}
     if implementation == "kernel":
         if num_threads is None:
             num_threads = torch.get_num_threads()
@@ -520,7 +537,7 @@ def fsa_loss(log_probs: torch.Tensor, seq_lens: Any, fsa: Any, *, den_fsa: Any =
         # kernel's).
         skipped: list[int] = []
         compute = _kernel_compute(lengths, numerator, denominator, criterion, float(am_scale),
-                                  float(boost), cost, num_threads, skipped)
+                                  float(boost), cost, num_threads, skipped, paths)
         loss = _PrecomputedGradientLoss.apply(time_major, compute)
     else:
         parts = [numerator + (_check_fsa_values("fsa", *numerator, classes),)]
@@ -528,12 +545,14 @@ def fsa_loss(log_probs: torch.Tensor, seq_lens: Any, fsa: Any, *, den_fsa: Any =
             parts.append(denominator + (_check_fsa_values("den_fsa", *denominator, classes),))
         flags: list[torch.Tensor] = []
         compute = _torch_compute(lengths, parts[0], parts[1] if len(parts) > 1 else None,
-                                 classes, criterion, float(am_scale), float(boost), cost, flags)
+                                 classes, criterion, float(am_scale), float(boost), cost, flags,
+                                 paths)
         loss = _PrecomputedGradientLoss.apply(time_major, compute)
-        # The call's one read from the device.
+        # The call's one read from the device (besides the dense path's:
+        # fsa_loss_torch.frame_pass).
         host_flags = flags[0].cpu().numpy()
         if host_flags[-1]:
             _raise_nonfinite(time_major, lengths)
         skipped = numpy.flatnonzero(host_flags[:-1]).tolist()
-    _count_and_warn(skipped, batch)
+    _count_and_warn(skipped, batch, paths)
     return loss

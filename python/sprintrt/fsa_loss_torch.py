@@ -41,6 +41,8 @@ from typing import Any
 import numpy
 import torch
 
+from . import fsa_loss_dense
+
 __all__ = ["Graph", "loss_and_gradient"]
 
 # Scores are gathered for this many (frame, group, edge) entries at a time.
@@ -191,6 +193,13 @@ class Graph:
         self.start = torch.from_numpy(starts).to(device)
         self.end = torch.from_numpy(ends).to(device)
         self.lengths = torch.from_numpy(lengths).to(device)
+        self.nonempty = int(numpy.count_nonzero(lengths))
+        # A shared graph's layout for products in probability space, where
+        # it pays and float64 can hold it (fsa_loss_dense.py).
+        self.dense = None
+        if shared and dtype == torch.float64:
+            self.dense = fsa_loss_dense.DenseGraph.lay_out(
+                num_states, edges, weights, int(start[0]), int(end[0]), classes, device)
         # The frame at which the backward pass starts in each end state.
         end_frame = numpy.full((self.groups, num_states), -1, dtype=numpy.int64)
         end_frame[groups, ends] = lengths
@@ -220,7 +229,8 @@ class Graph:
         if not shared:
             counts = numpy.bincount(state_sequence, minlength=batch)
             order = numpy.argsort(state_sequence, kind="stable")
-            begins = numpy.concatenate(([0], numpy.cumsum(counts)[:-1]))
+            begins = numpy.concatenate((numpy.zeros(1, dtype=numpy.int64),
+                                        numpy.cumsum(counts)[:-1]))
             members = numpy.full((batch, max(1, int(counts.max(initial=0)))), num_states,
                                  dtype=numpy.int64)
             slot = numpy.arange(members.shape[1])
@@ -302,7 +312,9 @@ def _rescale(graph: Graph, row: torch.Tensor, scale: torch.Tensor | None = None)
     """Subtracts from ``row`` [G, S] (log values, in place) each sequence's
     largest value, 0 for a sequence whose values are all -inf, and writes
     those to ``scale`` [G, group_size] (float64) if given. Keeps the
-    recursions' values near 0, where the dtype's precision is finest."""
+    recursions' values near 0, where the dtype's precision is finest: for
+    float32 (devices without float64); float64 keeps 1e-11 at the
+    magnitudes of 1e5 that long segments reach, and skips it."""
     if graph.group_size == 1:
         top = row.amax(-1, keepdim=True)
     else:
@@ -339,7 +351,8 @@ def best_path(graph: Graph, values: torch.Tensor,
                 top, at = torch.max(bucket.gather(score) + scores[t - t0], dim=-2)
                 bucket.put(new, top)
                 bucket.put(best[t], bucket.ids.gather(0, at))
-            _rescale(graph, new)
+            if new.dtype != torch.float64:
+                _rescale(graph, new)
             score = new
             final = torch.where(graph.lengths == t + 1, score[graph.group_of, graph.end], final)
     state = graph.end.clone()
@@ -387,13 +400,16 @@ def _recursion(graph: Graph, buckets: list[_Bucket], scores: _ChunkScores, table
                 table[t].masked_fill_(ends, 0)
                 if acc is not None:
                     acc[t].masked_fill_(ends, 0)
-            _rescale(graph, table[current], scale[current])
+            if table.dtype != torch.float64:
+                _rescale(graph, table[current], scale[current])
+
+
+_Pass = tuple[torch.Tensor, Any, Any, Any]
 
 
 def frame_pass(graph: Graph, values: torch.Tensor, steps: int, *, want_gradient: bool,
-               accuracy: torch.Tensor | None = None
-               ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None,
-                          torch.Tensor | None]:
+               accuracy: torch.Tensor | None = None, paths: dict[str, int] | None = None
+               ) -> _Pass:
     """Forward (and, with ``want_gradient``, backward) over ``graph`` scored
     with ``values`` [T, B, D] (already scaled, boosted and ``mask_ended``). Returns (log Z
     [B], occupancy [steps, B, D] or None, expected accuracy [B] or None,
@@ -401,7 +417,40 @@ def frame_pass(graph: Graph, values: torch.Tensor, steps: int, *, want_gradient:
 
     ``accuracy``: None, or [T, B, D] with 1 at each frame's reference column
     (sMBR): then also the expected accuracy E[A] and sum over the paths with
-    e_t = k of P(pi) (A(pi) - E[A]) (its derivative by values[t, b, k])."""
+    e_t = k of P(pi) (A(pi) - E[A]) (its derivative by values[t, b, k]).
+
+    A graph with a dense layout runs in probability space; the sequences
+    that it cannot compute exactly (one read from the device tells) run
+    again in log space. ``paths``: counts the sequences of each kind
+    (``scaled``, ``log_space``) if given."""
+    if paths is None:
+        paths = {"scaled": 0, "log_space": 0}
+    if graph.dense is None:
+        paths["log_space"] += graph.nonempty
+        return _log_space_pass(graph, values, steps, want_gradient=want_gradient,
+                               accuracy=accuracy)
+    *dense, inexact = fsa_loss_dense.forward_backward(
+        graph.dense, values, graph.lengths, steps, want_gradient=want_gradient,
+        accuracy=accuracy)
+    redone = int(inexact.sum())
+    paths["scaled"] += graph.nonempty - redone
+    paths["log_space"] += redone
+    if not redone:
+        return tuple(dense)  # type: ignore[return-value]
+    exact = _log_space_pass(graph, values, steps, want_gradient=want_gradient, accuracy=accuracy)
+    merged: list[Any] = []
+    for fast, slow in zip(dense, exact):
+        if fast is None:
+            merged.append(None)
+            continue
+        redo = inexact if fast.dim() == 1 else inexact[None, :, None]
+        merged.append(torch.where(redo, slow, fast))
+    return tuple(merged)  # type: ignore[return-value]
+
+
+def _log_space_pass(graph: Graph, values: torch.Tensor, steps: int, *, want_gradient: bool,
+                    accuracy: torch.Tensor | None = None) -> _Pass:
+    """``frame_pass`` in log space, for any graph."""
     device, dtype = values.device, values.dtype
     neg_inf = -float("inf")
     groups, states = graph.groups, graph.num_states
@@ -471,14 +520,16 @@ def frame_pass(graph: Graph, values: torch.Tensor, steps: int, *, want_gradient:
 
 def loss_and_gradient(values: torch.Tensor, lengths: numpy.ndarray, numerator: Graph,
                       denominator: Graph | None, *, criterion: str, am_scale: float,
-                      boost: float, num_cost: torch.Tensor,
-                      want_gradient: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+                      boost: float, num_cost: torch.Tensor, want_gradient: bool,
+                      paths: dict[str, int] | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The criterion's loss [B] and, with ``want_gradient``, its gradient
     [T, B, D] with respect to ``values`` [T, B, D] (log_probs in the compute
     dtype): docs/sequence-training.md's definitions for ``mmi``, ``bmmi``
     and ``smbr``, -log Z for ``full-sum``. ``numerator``/``denominator``:
     ``Graph``s (the denominator None for ``full-sum``); ``lengths`` numpy
-    int64 [B]; ``num_cost`` [B] on the device (numerator paths pay it).
+    int64 [B]; ``num_cost`` [B] on the device (numerator paths pay it);
+    ``paths``: counts the denominator passes' kinds (``frame_pass``).
 
     A sequence whose numerator (or denominator) has no path of finite score
     gets loss inf and a zero gradient; a sequence of 0 frames gets loss 0
@@ -505,7 +556,8 @@ def loss_and_gradient(values: torch.Tensor, lengths: numpy.ndarray, numerator: G
             hits = (path[..., None] == columns).to(scaled.dtype)
         if criterion == "smbr":
             log_den, _, expected, covariance = frame_pass(
-                denominator, scaled, steps, want_gradient=want_gradient, accuracy=hits)
+                denominator, scaled, steps, want_gradient=want_gradient, accuracy=hits,
+                paths=paths)
             assert expected is not None  # given an accuracy, frame_pass computes it
             loss = -expected
             gradient = None if covariance is None else covariance * -am_scale
@@ -515,7 +567,7 @@ def loss_and_gradient(values: torch.Tensor, lengths: numpy.ndarray, numerator: G
                                                 want_gradient=want_gradient)
             den_values = scaled - boost * hits if criterion == "bmmi" else scaled
             log_den, occ_den, _, _ = frame_pass(denominator, den_values, steps,
-                                                want_gradient=want_gradient)
+                                                want_gradient=want_gradient, paths=paths)
             loss = log_den - (log_num - num_cost)
             gradient = None if occ_den is None else (occ_den - occ_num) * am_scale
             skipped = (log_num == -inf) | (log_den == -inf)

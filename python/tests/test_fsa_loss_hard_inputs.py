@@ -13,21 +13,25 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import sequence_criteria  # noqa: E402 (after the skip without PyTorch)
-from sprintrt.torch import (WeightedFsa, fsa_loss, hypotheses_denominator,  # noqa: E402
-                            join_graphs, label_lm_denominator)
+from sprintrt.torch import (WeightedFsa, fsa_loss, fsa_loss_stats,  # noqa: E402
+                            hypotheses_denominator, join_graphs, label_lm_denominator)
 
 DIM = 12
-# (criterion, frames, am_scale, logit scale): long segments at every scale
-# for mmi, and bmmi and smbr (whose reference's Viterbi is a Python loop
-# over edges) at a third of the length.
+# (criterion, frames, am_scale, logit scale, cut): long segments at every
+# scale for mmi, and bmmi and smbr (whose reference's Viterbi is a Python
+# loop over edges) at a third of the length. With ``cut``, 1% of the
+# log-probabilities are -1e4: beyond what probability space holds beside
+# a frame's largest score, so the denominators run in log space; without,
+# in probability space (the scores span less than 700 at every scale).
 CASES = [
-    ("full-sum", 3000, 1.0, 2.0),
-    ("mmi", 3000, 1.0, 8.0),
-    ("mmi", 3000, 10.0, 8.0),
-    ("mmi", 3000, 0.1, 8.0),
-    ("bmmi", 1000, 1.0, 8.0),
-    ("smbr", 1000, 1.0, 8.0),
-    ("smbr", 1000, 10.0, 2.0),
+    ("full-sum", 3000, 1.0, 2.0, True),
+    ("mmi", 3000, 1.0, 8.0, True),
+    ("mmi", 3000, 10.0, 5.0, False),
+    ("mmi", 3000, 0.1, 8.0, False),
+    ("bmmi", 1000, 1.0, 8.0, True),
+    ("bmmi", 1000, 10.0, 5.0, False),
+    ("smbr", 1000, 1.0, 8.0, False),
+    ("smbr", 1000, 10.0, 2.0, True),
 ]
 
 
@@ -51,10 +55,10 @@ def with_hard_states(den):
                        weights, torch.tensor([[0], [new_end]], dtype=torch.int32))
 
 
-def hard_batch(frames, logit_scale, seed):
+def hard_batch(frames, logit_scale, cut, seed):
     """Two sequences (``frames`` and ``frames - 37`` frames), their CTC
     numerators, the label-bigram denominator with hard states, and float32
-    log-probabilities with -1e4 at 1% of the entries."""
+    log-probabilities, with ``cut`` -1e4 at 1% of the entries."""
     generator = torch.Generator().manual_seed(seed)
     lengths = [frames, frames - 37]
     labels = [torch.randint(1, DIM, (n // 12,), generator=generator).tolist() for n in lengths]
@@ -62,8 +66,9 @@ def hard_batch(frames, logit_scale, seed):
     denominator = with_hard_states(label_lm_denominator(labels, DIM, order=2))
     logits = torch.randn(frames, len(lengths), DIM, generator=generator) * logit_scale
     log_probs = logits.log_softmax(-1)
-    cut = torch.rand(log_probs.shape, generator=generator) < 0.01
-    log_probs = log_probs.masked_fill(cut, -1e4)
+    if cut:
+        log_probs = log_probs.masked_fill(torch.rand(log_probs.shape, generator=generator) < 0.01,
+                                          -1e4)
     return log_probs, lengths, numerators, denominator
 
 
@@ -116,11 +121,13 @@ def cached_reference(case, *args):
 
 
 @pytest.mark.parametrize("implementation", ["kernel", "torch"])
-@pytest.mark.parametrize("criterion,frames,am_scale,logit_scale", CASES,
-                         ids=["%s-T%d-am%g" % case[:3] for case in CASES])
+@pytest.mark.parametrize("criterion,frames,am_scale,logit_scale,cut", CASES,
+                         ids=["%s-T%d-am%g-%s" % (case[:3] + ("cut" if case[4] else "whole",))
+                              for case in CASES])
 def test_hard_inputs_equal_the_float64_reference(implementation, criterion, frames, am_scale,
-                                                 logit_scale):
-    log_probs, lengths, num, den = hard_batch(frames, logit_scale, seed=frames + len(criterion))
+                                                 logit_scale, cut):
+    log_probs, lengths, num, den = hard_batch(frames, logit_scale, cut,
+                                              seed=frames + len(criterion))
     boost = 0.5 if criterion == "bmmi" else 0.0
     want_loss, want_gradient = cached_reference(
         (criterion, frames, am_scale), log_probs, lengths, num, den, criterion, am_scale, boost)
@@ -128,8 +135,82 @@ def test_hard_inputs_equal_the_float64_reference(implementation, criterion, fram
     x = log_probs.clone().requires_grad_()
     options = {} if criterion == "full-sum" else dict(den_fsa=den, criterion=criterion,
                                                       am_scale=am_scale, boost=boost)
+    before = fsa_loss_stats()
     loss = fsa_loss(x, torch.tensor(lengths), num, implementation=implementation, **options)
     loss.sum().backward()
+    after = fsa_loss_stats()
     assert loss.dtype == torch.float32
     torch.testing.assert_close(loss.double(), want_loss, rtol=1e-5, atol=0)
     torch.testing.assert_close(x.grad.double(), want_gradient, rtol=0, atol=1e-4)
+    # Which recursions the sequences took. The kernel also runs each
+    # numerator in probability space, where a few thousand frames of
+    # scores that do not match it lose more than double's range across
+    # its states (the occupancy check fails): then the whole sequence runs
+    # in log space.
+    paths = {key: after[key] - before[key] for key in ("scaled", "log_space")}
+    if criterion == "full-sum":
+        assert paths == {"scaled": 0, "log_space": 0}
+    elif cut:
+        assert paths == {"scaled": 0, "log_space": 2}
+    elif implementation == "torch":
+        assert paths == {"scaled": 2, "log_space": 0}
+    else:
+        assert paths["scaled"] + paths["log_space"] == 2
+
+
+@pytest.mark.parametrize("implementation", ["kernel", "torch"])
+@pytest.mark.parametrize("criterion", ["mmi", "bmmi", "smbr"])
+def test_a_sequence_beyond_probability_space_runs_in_log_space_beside_the_others(
+        implementation, criterion):
+    log_probs, lengths, num, den = hard_batch(60, 3.0, False, seed=7)
+    # -1e4 at a column the denominator emits, in the first sequence only.
+    log_probs[20, 0, 3] = -1e4
+    boost = 0.5 if criterion == "bmmi" else 0.0
+    want_loss, want_gradient = reference(log_probs, lengths, num, den, criterion, 1.0, boost)
+    x = log_probs.clone().requires_grad_()
+    before = fsa_loss_stats()
+    loss = fsa_loss(x, torch.tensor(lengths), num, den_fsa=den, criterion=criterion,
+                    boost=boost, implementation=implementation)
+    loss.sum().backward()
+    after = fsa_loss_stats()
+    assert after["scaled"] - before["scaled"] == 1
+    assert after["log_space"] - before["log_space"] == 1
+    torch.testing.assert_close(loss.double(), want_loss, rtol=1e-6, atol=0)
+    torch.testing.assert_close(x.grad.double(), want_gradient, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("criterion", ["full-sum", "mmi", "smbr"])
+def test_in_float32_on_devices_without_float64_the_error_stays_bounded(monkeypatch, criterion):
+    # The torch implementation computes in float32 only where float64 is
+    # missing (MPS), rescaling every frame in log space; on 1500 frames at
+    # am_scale 1 it stays within 1e-3 of the reference (float32's rounding
+    # of each frame's scores, gathered over the frames).
+    import sprintrt.fsa_loss as module
+
+    monkeypatch.setattr(module, "_compute_dtype", lambda device: torch.float32)
+    log_probs, lengths, num, den = hard_batch(1500, 2.0, False, seed=11)
+    want_loss, want_gradient = reference(log_probs, lengths, num, den, criterion, 1.0, 0.0)
+    x = log_probs.clone().requires_grad_()
+    options = {} if criterion == "full-sum" else dict(den_fsa=den, criterion=criterion)
+    loss = fsa_loss(x, torch.tensor(lengths), num, implementation="torch", **options)
+    loss.sum().backward()
+    torch.testing.assert_close(loss.double(), want_loss, rtol=1e-5, atol=0)
+    torch.testing.assert_close(x.grad.double(), want_gradient, rtol=0, atol=1e-3)
+
+
+@pytest.mark.parametrize("implementation", ["kernel", "torch"])
+def test_a_denominator_whose_weights_span_beyond_float64_runs_in_log_space(implementation):
+    log_probs, lengths, num, den = hard_batch(60, 3.0, False, seed=5)
+    weights = den.weights.clone()
+    weights[torch.argmax((den.edges[0] == 0).int())] += 800.0  # an edge of the start state
+    den = den._replace(weights=weights)
+    want_loss, want_gradient = reference(log_probs, lengths, num, den, "mmi", 1.0, 0.0)
+    x = log_probs.clone().requires_grad_()
+    before = fsa_loss_stats()
+    loss = fsa_loss(x, torch.tensor(lengths), num, den_fsa=den, criterion="mmi",
+                    implementation=implementation)
+    loss.sum().backward()
+    after = fsa_loss_stats()
+    assert (after["scaled"] - before["scaled"], after["log_space"] - before["log_space"]) == (0, 2)
+    torch.testing.assert_close(loss.double(), want_loss, rtol=1e-6, atol=0)
+    torch.testing.assert_close(x.grad.double(), want_gradient, rtol=0, atol=1e-5)

@@ -30,8 +30,18 @@ and for sMBR the expectation semiring of docs/sequence-training.md (the same
 as criterion/sequence_engine.cpp): conditional expected accuracies of prefixes and
 suffixes, carried beside alpha and beta.
 
+Precision: fsa_loss.py runs this in float64 whatever the input's dtype;
+each frame's occupancies are divided by their sum (1 in exact arithmetic),
+which removes the rounding that alpha[t] + beta[t + 1] and log Z gathered
+over different frames. In float32 (devices without float64) every frame is
+also rescaled per sequence (``_rescale``).
+
+A shared graph with a dense layout runs in probability space instead
+(fsa_loss_dense.py); ``frame_pass`` chooses, and runs the sequences that
+path cannot hold again here.
+
 Host synchronisation: none in the frame loops; the caller reads one small
-tensor back per call (fsa_loss.py).
+tensor back per call (fsa_loss.py), and the dense path one more.
 """
 
 from __future__ import annotations
@@ -42,115 +52,14 @@ import numpy
 import torch
 
 from . import fsa_loss_dense
+from .fsa_loss_buckets import Bucket, buckets, select
 
 __all__ = ["Graph", "loss_and_gradient"]
 
 # Scores are gathered for this many (frame, group, edge) entries at a time.
 _CHUNK_ENTRIES = 1 << 22
-# A bucket holds groups whose size is within this factor of each other.
-_BUCKET_RATIO = 4
-# What a bucket's own kernels per frame cost, in padded entries (buckets
-# read per frame).
-_BUCKET_ENTRIES = 32768
 # Up to this many members, a bucket log-adds its slots pairwise.
 _PAIRWISE_WIDTH = 8
-
-
-class _Bucket:
-    """Groups (states or columns) of similar size: ``rows`` [R] the groups'
-    ids, ``ids`` [R, W] their members (edge ids) padded with the pad edge,
-    ``states`` [R, W] the state each member's edge comes from (incoming)
-    or goes to (outgoing), if given. Reads [..., E + 1] and [..., S]
-    tensors into [..., W, R] (the members' slot w of every group side by
-    side: each slot a contiguous plane, which element-wise kernels run
-    through fastest) and writes [..., R] results into [..., rows]."""
-
-    def __init__(self, rows: numpy.ndarray, ids: numpy.ndarray, states: numpy.ndarray | None,
-                 total_rows: int, device: torch.device) -> None:
-        self.width = ids.shape[1]
-        self.shape = (self.width, len(rows))
-        # Whether the rows are all groups 0 .. total_rows-1 in order: the
-        # result is then written whole, without an index.
-        self.full = len(rows) == total_rows and bool((rows == numpy.arange(total_rows)).all())
-        self.rows = torch.from_numpy(rows).to(device)
-        self.ids = torch.from_numpy(numpy.ascontiguousarray(ids.T)).to(device)
-        self.flat_ids = self.ids.view(-1)
-        self.flat_states: Any = None  # a tensor when ``states`` is given
-        if states is not None:
-            self.flat_states = torch.from_numpy(numpy.ascontiguousarray(states.T).reshape(-1)).to(
-                device)
-
-    def edges_of(self, values: torch.Tensor) -> torch.Tensor:
-        """``values`` [..., E + 1] at the members: [..., W, R]."""
-        return _select(values, self.flat_ids).view(*values.shape[:-1], *self.shape)
-
-    def gather(self, values: torch.Tensor) -> torch.Tensor:
-        """``values`` [..., S] at the members' states: [..., W, R]."""
-        return _select(values, self.flat_states).view(*values.shape[:-1], *self.shape)
-
-    def put(self, out: torch.Tensor, values: torch.Tensor) -> None:
-        """Writes ``values`` [..., R] into ``out`` [..., rows]."""
-        if self.full:
-            out.copy_(values)
-        else:
-            out[..., self.rows] = values
-
-
-def _select(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """``values.index_select(-1, index)``, through a 1-d or 2-d view of a
-    contiguous tensor: index_select along the only axis, or ``gather`` with
-    the index broadcast over the rows, are the fast kernels for these."""
-    if not values.is_contiguous() or values.dim() == 0:
-        return values.index_select(-1, index)
-    rows = values.numel() // max(1, values.shape[-1])
-    if rows == 1:
-        flat = values.reshape(-1).index_select(0, index)
-    else:
-        flat = values.view(rows, values.shape[-1]).gather(1, index.expand(rows, len(index)))
-    return flat.view(*values.shape[:-1], len(index))
-
-
-def _buckets(keys: numpy.ndarray, num_keys: int, pad: int, device: torch.device,
-             states: numpy.ndarray | None = None,
-             overhead: int = _BUCKET_ENTRIES) -> list[_Bucket]:
-    """The ids 0 .. len(keys)-1 grouped by ``keys`` (numpy int64, each in
-    [0, num_keys)), in id order within a group, as ``_Bucket``s of groups
-    within a factor ``_BUCKET_RATIO`` in size, adjacent ones merged where the
-    padding costs fewer entries than ``overhead`` (what one more bucket
-    costs); ``states`` (numpy [len(keys) + 1], the pad last) gives each id's
-    state. Keys without ids join the
-    narrowest bucket (all pad: -inf, or 0 in sums), so that every key is in
-    a bucket and one bucket often holds them all."""
-    order = numpy.argsort(keys, kind="stable")
-    counts = numpy.bincount(keys, minlength=num_keys)
-    begins = numpy.concatenate((numpy.zeros(1, dtype=numpy.int64), numpy.cumsum(counts)[:-1]))
-    level = numpy.floor(numpy.log(numpy.maximum(counts, 1)) /
-                        numpy.log(_BUCKET_RATIO)).astype(numpy.int64)
-    used = counts > 0
-    if used.any():
-        level[~used] = level[used].min()
-    # Adjacent levels share a bucket when padding the narrower costs less
-    # than a bucket's own kernels would.
-    groups: list[tuple[numpy.ndarray, int]] = []
-    for value in numpy.unique(level):
-        rows = numpy.nonzero(level == value)[0]
-        width = max(1, int(counts[rows].max()))
-        if groups:
-            last_rows, last_width = groups[-1]
-            apart = len(last_rows) * last_width + len(rows) * width + overhead
-            if (len(last_rows) + len(rows)) * width <= apart:
-                groups[-1] = (numpy.sort(numpy.concatenate((last_rows, rows))), width)
-                continue
-        groups.append((rows, width))
-    buckets = []
-    for rows, width in groups:
-        slot = numpy.arange(width)
-        ids = numpy.full((len(rows), width), pad, dtype=numpy.int64)
-        valid = slot[None, :] < counts[rows][:, None]
-        ids[valid] = order[(begins[rows][:, None] + slot[None, :])[valid]]
-        buckets.append(_Bucket(rows, ids, None if states is None else states[ids], num_keys,
-                               device))
-    return buckets
 
 
 class Graph:
@@ -180,11 +89,11 @@ class Graph:
         self.column = torch.from_numpy(numpy.append(column, 0)).to(device)
         self.weight = torch.from_numpy(
             numpy.append(numpy.asarray(weights, dtype=numpy.float64), numpy.inf)).to(device, dtype)
-        self.incoming = _buckets(edges[1], num_states, count, device, source)
-        self.outgoing = _buckets(edges[0], num_states, count, device, target)
+        self.incoming = buckets(edges[1], num_states, count, device, source)
+        self.outgoing = buckets(edges[0], num_states, count, device, target)
         # Summed once per chunk of frames, not per frame: no padding is
         # worth saving a bucket.
-        self.by_column = _buckets(column, self.columns, count, device, overhead=0)
+        self.by_column = buckets(column, self.columns, count, device, overhead=0)
         # Sequence b's group and start and end states.
         groups = numpy.arange(batch) if shared else numpy.zeros(batch, dtype=numpy.int64)
         starts = numpy.repeat(start, batch) if shared else start
@@ -252,7 +161,7 @@ class Graph:
     def gather(self, values: torch.Tensor, t0: int, t1: int) -> torch.Tensor:
         """``values`` [T, B, D] at each edge's column: [t1 - t0, G, E + 1]."""
         frames = values[t0:t1].reshape(t1 - t0, self.groups, self.columns)
-        return _select(frames.contiguous(), self.column)
+        return select(frames.contiguous(), self.column)
 
 
 class _ChunkScores:
@@ -319,11 +228,11 @@ def _rescale(graph: Graph, row: torch.Tensor, scale: torch.Tensor | None = None)
         top = row.amax(-1, keepdim=True)
     else:
         padded = torch.cat((row, row.new_full((row.shape[0], 1), -float("inf"))), -1)
-        top = _select(padded, graph.members).view(row.shape[0], graph.group_size, -1).amax(-1)
+        top = select(padded, graph.members).view(row.shape[0], graph.group_size, -1).amax(-1)
     top = top.masked_fill(top == -float("inf"), 0)
     if scale is not None:
         scale.copy_(top)
-    row.sub_(top if graph.group_size == 1 else _select(top, graph.state_sequence))
+    row.sub_(top if graph.group_size == 1 else select(top, graph.state_sequence))
 
 
 def best_path(graph: Graph, values: torch.Tensor,
@@ -366,7 +275,7 @@ def best_path(graph: Graph, values: torch.Tensor,
     return path, final > neg_inf
 
 
-def _recursion(graph: Graph, buckets: list[_Bucket], scores: _ChunkScores, table: torch.Tensor,
+def _recursion(graph: Graph, buckets: list[Bucket], scores: _ChunkScores, table: torch.Tensor,
                scale: torch.Tensor, acc: torch.Tensor | None, hits: Any, reverse: bool) -> None:
     """Fills ``table`` [steps + 1, G, S] (alpha forward, beta with
     ``reverse``) from its first (last) row, each row rescaled (``_rescale``)
@@ -491,14 +400,14 @@ def _log_space_pass(graph: Graph, values: torch.Tensor, steps: int, *, want_grad
         mean = expected.view(groups, graph.group_size)[:, graph.edge_sequence]
     for t0, t1 in scores.ranges:
         # Edge posteriors of the chunk's frames, summed by column.
-        forward = _select(alpha[t0:t1], graph.source)
-        backward = _select(beta[t0 + 1:t1 + 1], graph.target)
+        forward = select(alpha[t0:t1], graph.source)
+        backward = select(beta[t0 + 1:t1 + 1], graph.target)
         posterior = (forward.add_(scores(t0, t1)).add_(backward)
-                     .sub_(_select(norm[t0:t1], graph.edge_sequence)).exp_())
+                     .sub_(select(norm[t0:t1], graph.edge_sequence)).exp_())
         if accuracy is not None:  # smbr
-            paths = (_select(alpha_acc[t0:t1], graph.source)
+            paths = (select(alpha_acc[t0:t1], graph.source)
                      .add_(graph.gather(accuracy, t0, t1))
-                     .add_(_select(beta_acc[t0 + 1:t1 + 1], graph.target)).sub_(mean))
+                     .add_(select(beta_acc[t0 + 1:t1 + 1], graph.target)).sub_(mean))
             weighted = paths.mul_(posterior)
         for bucket in graph.by_column:
             bucket.put(occupancy[t0:t1], bucket.edges_of(posterior).sum(-2))

@@ -15,8 +15,15 @@ is its loss (summed over the batch) plus ``backward()``:
   kernel, ``--threads`` threads): the part of MMI that is not the
   denominator;
 - ``mmi-torch``: ``criterion="mmi"`` with the torch implementation;
+- ``bmmi-kernel-N``, ``smbr-kernel-N``, ``bmmi-torch``, ``smbr-torch``:
+  ``criterion="bmmi"`` (boost 0.5) and ``"smbr"`` over the same graph;
 - ``ctc_loss``: ``torch.nn.functional.ctc_loss`` on the same batch
   (``torch.set_num_threads(--threads)``).
+
+With ``--order 3`` the denominator is the label trigram (about 12,600
+states and 2M edges for 80 columns, the CTC topology), which runs on the
+kernel's sparse path; the torch methods are left out there (``--no-torch``
+leaves them out for any order).
 
 The methods run interleaved after one warm-up round; the figures are medians
 over ``--repeat`` rounds. Edge-frames per second: the numerators' edges times
@@ -31,7 +38,8 @@ of the inputs (log_probs and its gradient).
 
 Prints a table, or one JSON line with ``--json``. Usage:
 
-    lf_mmi.py [--batch 32 --frames 300 --dim 80 --threads 2 --repeat 10 --json]
+    lf_mmi.py [--batch 32 --frames 300 --dim 80 --threads 2 --repeat 10 --order 2
+               --no-torch --json]
 """
 
 import argparse
@@ -60,7 +68,8 @@ def make_batch(args):
                            generator=generator)
     labels = [torch.randint(1, args.dim, (int(n),), generator=generator) for n in counts]
     numerators = ctc_numerators(labels, args.sprint_sim)
-    denominator = label_lm_denominator([seq.tolist() for seq in labels], args.dim, order=2)
+    denominator = label_lm_denominator([seq.tolist() for seq in labels], args.dim,
+                                       order=args.order)
     logits = torch.randn(args.frames, args.batch, args.dim, generator=generator) * 2.0
     log_probs = logits.log_softmax(2).detach().requires_grad_()
     lengths = torch.full((args.batch,), args.frames, dtype=torch.long)
@@ -120,6 +129,9 @@ def main():
     parser.add_argument("--min-labels", type=int, default=20)
     parser.add_argument("--max-labels", type=int, default=60)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--order", type=int, default=2, help="the denominator's n-gram order")
+    parser.add_argument("--no-torch", action="store_true",
+                        help="leave out the torch implementation's methods")
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--sprint-sim", default=os.environ.get(
         "SPRINTRT_SPRINT_SIM", os.path.join(BUILD, "tools", "sprint-sim", "sprint-sim")))
@@ -138,27 +150,38 @@ def main():
     log_probs, lengths, numerators, labels, counts, denominator = make_batch(args)
     targets = torch.cat(labels)
 
-    def mmi(implementation, threads):
+    def sequence(criterion, implementation, threads):
+        boost = 0.5 if criterion == "bmmi" else 0.0
         return lambda: fsa_loss(log_probs, lengths, numerators, den_fsa=denominator,
-                                criterion="mmi", implementation=implementation,
+                                criterion=criterion, boost=boost, implementation=implementation,
                                 num_threads=threads).sum()
 
+    with_torch = not args.no_torch and args.order < 3
+    n = args.threads
     methods = {
-        "mmi-kernel-1": mmi("kernel", 1),
-        "mmi-kernel-%d" % args.threads: mmi("kernel", args.threads),
-        "numerator-kernel-%d" % args.threads: lambda: fsa_loss(
-            log_probs, lengths, numerators, implementation="kernel",
-            num_threads=args.threads).sum(),
-        "mmi-torch": mmi("torch", None),
+        "mmi-kernel-1": sequence("mmi", "kernel", 1),
+        "mmi-kernel-%d" % n: sequence("mmi", "kernel", n),
+        "numerator-kernel-%d" % n: lambda: fsa_loss(
+            log_probs, lengths, numerators, implementation="kernel", num_threads=n).sum(),
+        "bmmi-kernel-%d" % n: sequence("bmmi", "kernel", n),
+        "smbr-kernel-%d" % n: sequence("smbr", "kernel", n),
         "ctc_loss": lambda: torch.nn.functional.ctc_loss(
             log_probs, targets, lengths, counts, blank=0, reduction="sum"),
     }
+    if with_torch:
+        methods["mmi-torch"] = sequence("mmi", "torch", None)
+        methods["bmmi-torch"] = sequence("bmmi", "torch", None)
+        methods["smbr-torch"] = sequence("smbr", "torch", None)
+        methods["numerator-torch"] = lambda: fsa_loss(
+            log_probs, lengths, numerators, implementation="torch").sum()
     losses = warm_up(methods, log_probs)
-    kernel_loss = losses["mmi-kernel-1"]
-    for name in ("mmi-kernel-%d" % args.threads, "mmi-torch"):
-        if not abs(losses[name] - kernel_loss) <= 1e-4 * abs(kernel_loss):
-            sys.exit("%s's loss %r differs from the kernel's %r" % (name, losses[name],
-                                                                    kernel_loss))
+    # Every method of a criterion against its kernel on --threads threads.
+    for criterion in ("mmi", "bmmi", "smbr"):
+        reference = losses["%s-kernel-%d" % (criterion, n)]
+        for name in [m for m in methods if m.startswith(criterion + "-")]:
+            if not abs(losses[name] - reference) <= 1e-4 * abs(reference):
+                sys.exit("%s's loss %r differs from the kernel's %r" % (name, losses[name],
+                                                                        reference))
     samples, medians = interleaved(methods, log_probs, args.repeat)
     ratios = {name: medians[name] / medians["ctc_loss"] for name in medians}
     numerator_ms = medians["numerator-kernel-%d" % args.threads]
@@ -170,12 +193,12 @@ def main():
         "denominator_per_s": (den_edges * args.frames * args.batch / (denominator_ms / 1e3)
                               if denominator_ms > 0 else None)}
     peaks = {}
-    for implementation in ("kernel", "torch"):
+    for implementation in ("kernel", "torch") if with_torch else ("kernel",):
         run = subprocess.run([sys.executable, __file__, "--peak-of", implementation] +
                              [a for a in sys.argv[1:] if a != "--json"],
                              capture_output=True, text=True, check=True)
         peaks[implementation] = json.loads(run.stdout.strip().splitlines()[-1])
-    result = {"batch": args.batch, "frames": args.frames, "dim": args.dim,
+    result = {"batch": args.batch, "frames": args.frames, "dim": args.dim, "order": args.order,
               "labels": [int(counts.min()), int(counts.max())], "threads": args.threads,
               "numerator_edges": num_edges, "denominator_states": int(denominator[0]),
               "denominator_edges": den_edges, "repeat": args.repeat, "median_ms": medians,
@@ -184,10 +207,10 @@ def main():
     if args.json:
         print(json.dumps(result))
         return 0
-    print("LF-MMI forward+backward: B=%d T=%d D=%d, %d-%d labels, numerators %d edges, bigram "
+    print("LF-MMI forward+backward: B=%d T=%d D=%d, %d-%d labels, numerators %d edges, %d-gram "
           "denominator %d states %d edges, median of %d"
           % (args.batch, args.frames, args.dim, counts.min(), counts.max(), num_edges,
-             int(denominator[0]), den_edges, args.repeat))
+             args.order, int(denominator[0]), den_edges, args.repeat))
     for name in methods:
         print("  %-20s %9.2f ms   %5.2fx ctc_loss" % (name, medians[name], ratios[name]))
     print("  edge-frames/s: numerator %.3g, denominator %s"

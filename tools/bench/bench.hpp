@@ -45,6 +45,7 @@ using bench_state = benchmark::State;
 
 void register_codec_benchmarks();         ///< request encode, reply decode
 void register_criterion_benchmarks();     ///< sprint-sim's criterion, full sum, MMI, sMBR
+void register_engine_benchmarks();        ///< the scaled forward-backward against its GEMMs
 void register_transport_benchmarks();     ///< small and tiny segments through one child
 void register_large_segment_benchmarks(); ///< 48 MB segments, pipes and shared memory
 void register_batch_benchmarks();         ///< CTC batches over 1, 2 (4) workers

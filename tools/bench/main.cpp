@@ -113,10 +113,10 @@ int main(int argc, char** argv) {
     }
     bench_world w{settings};
     for (auto family :
-         {register_codec_benchmarks, register_criterion_benchmarks, register_transport_benchmarks,
-          register_large_segment_benchmarks, register_batch_benchmarks,
-          register_seqtrain_benchmarks, register_cancel_benchmarks, register_remote_benchmarks,
-          register_python_benchmarks})
+         {register_codec_benchmarks, register_criterion_benchmarks, register_engine_benchmarks,
+          register_transport_benchmarks, register_large_segment_benchmarks,
+          register_batch_benchmarks, register_seqtrain_benchmarks, register_cancel_benchmarks,
+          register_remote_benchmarks, register_python_benchmarks})
       family();
     if (json)
       publish_figures();

@@ -45,22 +45,44 @@ namespace sprintrt::criterion {
 // What it cannot represent
 // ========================
 //
-// Double's range ends near exp(-708). A score more than 700 below its
-// frame's maximum (at a column the graph emits) would underflow in p_t, and
-// a forward or backward entry more than that below its vector's largest is
-// flushed to 0. The first is detected directly. The second loses paths whose
-// probability is negligible at that frame, unless later frames would have
-// raised them above the rest; then the forward and backward passes disagree
-// (one kept the paths, the other lost them), and the frames' occupancy sums
-// move away from 1. So, as Kaldi's chain denominator does, every frame's sum
-// is checked, against 1 within `max_occupancy_error`. A sequence that fails
-// any of this is handed back (`exact` false) for the log-space recursions;
-// so is one whose forward mass vanishes (possibly no path at all, which only
-// the log-space pass can tell from underflow).
+// Double's range ends near exp(-708) (DBL_MIN; below it, subnormals lose
+// precision, then 0). A score more than 700 below its frame's maximum (at a
+// column the graph emits) would underflow in p_t: detected directly. The
+// products can still fall out of range: a vector of largest entry 1 times
+// transitions down to exp(-700) times emissions down to exp(-700). What a
+// frame's product loses below DBL_MIN (flushed, or subnormal) is at most
+// eps = S DBL_MIN / top relative to its largest entry `top` before
+// rescaling (S terms per entry, S states). A path lost by one pass at frame
+// t carries at most eps of that pass's largest entry, times at most 1 of
+// the other's: at most S eps against the overlap of the rescaled vectors,
+// s_t = sum_q a_t(q) b_t(q) (both of largest entry 1), which is what the
+// frame's occupancies are divided by. So every frame's overlap must be at
+// least `max_lost_inverse` S (eps_forward + eps_backward): what the passes
+// lost then stays below 1e-20 of Z, even for a path that both lost (which no
+// comparison of the two passes could show). It holds with room to spare
+// unless a frame's mass falls far out of range, or the two passes put their
+// mass on states hundreds of nats apart.
+//
+// Then, as Kaldi's chain denominator does, every frame's occupancy sum is
+// checked against 1 within `max_occupancy_error`: the passes agree. A
+// sequence that fails any of this is handed back (`exact` false) for the
+// log-space recursions; so is one whose mass vanishes (possibly no path at
+// all, which only the log-space pass can tell from underflow).
 
 namespace {
 
 constexpr double min_log_ratio = -700;
+
+// What the passes may lose, as a fraction of Z, is at most 1 / this.
+constexpr double max_lost_inverse = 1e20;
+
+// The least overlap of a frame whose forward and backward vectors had
+// largest entries exp(log_top_forward) and exp(log_top_backward) before
+// rescaling, over `states` states (see above).
+double least_overlap(double log_top_forward, double log_top_backward, double states) {
+  const double eps = std::numeric_limits<double>::min() * states * states;
+  return max_lost_inverse * eps * (std::exp(-log_top_forward) + std::exp(-log_top_backward));
+}
 
 } // namespace
 
@@ -250,30 +272,37 @@ void scaled_forward_backward::backward(const frame_graph& graph, span<const scal
   if (accuracy)
     beta_accuracy_.setZero(width_, states);
   log_beta_scale_.assign(static_cast<size_t>(width_), 0);
+  log_beta_top_.assign(static_cast<size_t>(width_), 0);
   column_sums_.resize(width_, classes_);
   for (Eigen::Index t = frames_; t >= 1; --t) {
     const block_matrix& e = emissions_[static_cast<size_t>(t - 1)];
     for (Eigen::Index b = 0; b < width_; ++b)
-      if (lengths_[b] == t)
+      if (lengths_[b] == t) {
         beta_.row(b) = graph.final.transpose();
+        log_beta_top_[static_cast<size_t>(b)] = 0;
+      }
     // The occupancies of frame t, summed by column.
     const block_matrix& alpha = alpha_[static_cast<size_t>(t)];
     product_ = alpha.cwiseProduct(beta_);
-    for (Eigen::Index b = 0; b < width_; ++b) {
-      const auto& outcome = outcomes[static_cast<size_t>(b)];
-      tops_[b] = t <= lengths_[b] && outcome.exact
-                     ? std::exp(log_alpha_scale_(b, t) + log_beta_scale_[b] - log_total_[b])
-                     : 0.0;
-    }
-    product_.array().colwise() *= tops_.array();
+    // The overlap s_t, then the occupancies: product / s_t, whose sum is
+    // checked against exp(log scales - log Z) = 1 / s_t.
     sums_ = product_.rowwise().sum();
     for (Eigen::Index b = 0; b < width_; ++b) {
       auto& outcome = outcomes[static_cast<size_t>(b)];
-      if (tops_[b] == 0 || std::abs(sums_[b] - 1) <= max_occupancy_error)
+      tops_[b] = 0;
+      if (t > lengths_[b] || !outcome.exact)
         continue;
-      outcome = {false, "a frame's occupancies do not sum to 1", t, 0, 0};
-      product_.row(b).setZero();
+      const double factor = std::exp(log_alpha_scale_(b, t) + log_beta_scale_[b] - log_total_[b]);
+      const double log_top = log_alpha_scale_(b, t) - log_alpha_scale_(b, t - 1);
+      if (!(sums_[b] >= least_overlap(log_top, log_beta_top_[static_cast<size_t>(b)],
+                                      static_cast<double>(states))))
+        outcome = {false, "the forward and backward passes barely overlap", t, 0, 0};
+      else if (!(std::abs(sums_[b] * factor - 1) <= max_occupancy_error))
+        outcome = {false, "a frame's occupancies do not sum to 1", t, 0, 0};
+      else
+        tops_[b] = factor;
     }
+    product_.array().colwise() *= tops_.array();
     column_sums_.setZero();
     if (accuracy) {
       for (Eigen::Index q = 0; q < states; ++q)
@@ -313,7 +342,10 @@ void scaled_forward_backward::backward(const frame_graph& graph, span<const scal
         }
     }
     rescale(beta_next_, t, "the backward mass vanished", t - 1, outcomes,
-            [&](Eigen::Index b, double log_top) { log_beta_scale_[b] += log_top; });
+            [&](Eigen::Index b, double log_top) {
+              log_beta_scale_[b] += log_top;
+              log_beta_top_[static_cast<size_t>(b)] = log_top;
+            });
     std::swap(beta_, beta_next_);
     if (accuracy)
       std::swap(beta_accuracy_, beta_accuracy_next_);

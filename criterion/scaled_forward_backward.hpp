@@ -113,6 +113,9 @@ private:
   block_matrix weighted_, weighted_accuracy_, product_, accuracy_product_;
   block_matrix column_sums_, column_accuracy_;
   std::vector<double> log_beta_scale_;
+  // The log of the largest entry of each sequence's backward vector of the
+  // current frame before its rescaling (0 where it started).
+  std::vector<double> log_beta_top_;
   // Per sequence of the block: a frame's maxima, scales or sums.
   Eigen::VectorXd tops_, sums_;
 };

@@ -230,7 +230,7 @@ def _uint32_values(array: numpy.ndarray) -> numpy.ndarray:
 def _check_fsa_values(name: str, num_states: int, edges: numpy.ndarray, weights: numpy.ndarray,
                       start_end: numpy.ndarray, classes: int
                       ) -> tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]:
-    """The FSA's values checked on the host (batch_fsa.cpp checks the same,
+    """The FSA's values checked on the host (criterion/batch_fsa.cpp checks the same,
     with the same messages, for the kernel): (edges int64 [4, E], start
     int64 [N], end int64 [N]); raises ValueError naming the field."""
     edges = _uint32_values(edges)
@@ -362,10 +362,10 @@ def _kernel_compute(lengths: numpy.ndarray, fsa: tuple[Any, ...], den: tuple[Any
         if values.stride(2) != 1:
             values = values.contiguous()
         if criterion == "full-sum":
-            loss, occupancy = _sprintrt.fsa_loss_cpu(
+            loss, host_gradient = _sprintrt.fsa_loss_cpu(
                 values.numpy(), lengths, _kernel_array(edges), weights,
                 _kernel_array(start_end), num_states, num_threads)
-            gradient = torch.from_numpy(occupancy).neg_()
+            gradient = torch.from_numpy(host_gradient)
         else:
             den_states, den_edges, den_weights, den_start_end = den  # type: ignore[misc]
             loss, host_gradient, scaled, log_space = _sprintrt.sequence_loss_cpu(
@@ -414,7 +414,7 @@ def _torch_compute(lengths: numpy.ndarray, fsa: tuple[Any, ...], den: tuple[Any,
         loss, gradient = loss_and_gradient(
             log_probs.to(dtype), lengths, numerator, denominator, criterion=criterion,
             am_scale=am_scale, boost=boost,
-            num_cost=torch.as_tensor(num_cost, dtype=torch.float64, device=device),
+            num_cost=torch.as_tensor(num_cost, dtype=dtype, device=device),
             want_gradient=want_gradient, paths=paths)
         flags.append(torch.cat([torch.isinf(loss),
                                 _nonfinite(log_probs, numerator.lengths)[None]]))

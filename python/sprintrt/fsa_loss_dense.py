@@ -31,12 +31,17 @@ P * A), rescaled with them; the covariance of frame state j at frame t is
 (N[t] * beta[t] + alpha[t] * U[t]) / Z - occupancy * E[A].
 
 Exactness. What float64 cannot hold makes a sequence ``inexact``, and the
-caller computes it again in log space: a score of a column the graph emits
-more than 700 below its frame's largest (its exp would underflow), a
-sequence whose mass vanishes (no path, or all of it underflowed), and
-Kaldi's check, a frame whose occupancies' sum differs from Z by more than
-1e-6 relative. A graph whose weights span more than 700 is not laid out
-at all.
+caller computes it again in log space (criterion/scaled_forward_backward.cpp
+derives the bounds): a score of a column the graph emits more than 700
+below its frame's largest (its exp would underflow); mass that vanished;
+a frame whose rescaled forward and backward rows (each of largest entry 1)
+overlap, sum_j alpha[t, j] beta[t, j], by less than 1e20 J (eps_f + eps_b),
+where eps = J DBL_MIN / (the row's largest entry before rescaling) bounds
+what its product lost below double's smallest normal: then what either
+pass lost, even a path both lost, stays below 1e-20 of Z; and Kaldi's check, a frame whose
+occupancies' sum differs from Z by more than 1e-6 relative. The backward
+pass runs for these checks even when no gradient is wanted. A graph whose
+weights span more than 700 is not laid out at all.
 """
 
 from __future__ import annotations
@@ -59,6 +64,9 @@ _RANGE = 700.0
 _CHECK_TOLERANCE = 1e-6
 # What a row of zeros is divided by (any positive number keeps it zero).
 _TINY = 1e-300
+# What the passes may lose, as a fraction of Z, is at most 1 / this (see
+# above).
+_MAX_LOST_INVERSE = 1e20
 
 
 class DenseGraph:
@@ -188,8 +196,6 @@ def forward_backward(graph: DenseGraph, values: torch.Tensor, lengths: torch.Ten
         end_weighted = (weighted[last, batch_index] * graph.final).sum(-1)
         expected = (end_weighted / end_mass).to(dtype)
     inexact |= ~(end_mass > 0) & (lengths > 0)
-    if not want_gradient:
-        return log_total, None, expected, None, inexact
 
     # 1 at frame len - 1 of each sequence, where its backward pass starts:
     # beta is zero after it (nothing flows back from zero rows), so adding
@@ -219,10 +225,14 @@ def forward_backward(graph: DenseGraph, values: torch.Tensor, lengths: torch.Ten
     inexact |= ((beta_tops == 0) & live_rows).flatten(1).any(0)
     beta_log = beta_tops.clamp_min(_TINY).log_().squeeze(-1).masked_fill_(~live, 0)
     beta_offset = beta_log.flip(0).cumsum(0).flip(0)
-    # Kaldi's check, on every frame of each sequence.
+    # The overlap, and Kaldi's check, on every frame of each sequence.
     check = sums.log() + alpha_offset + beta_offset - log_z_scaled
-    off = (check.exp() - 1).abs() > _CHECK_TOLERANCE
-    inexact |= (off & live).any(0) if steps else False
+    eps = torch.finfo(dtype).tiny * count * count
+    least = (_MAX_LOST_INVERSE * eps) * (tops.reciprocal() + beta_tops.reciprocal()).squeeze(-1)
+    off = ~(sums >= least) | ~((check.exp() - 1).abs() <= _CHECK_TOLERANCE)
+    inexact |= (off & live).any(0)
+    if not want_gradient:
+        return log_total, None, expected, None, inexact
     norm = sums.masked_fill(sums == 0, 1)[..., None]
     occupancy = (alpha.view(-1, count) @ graph.one_hot).view(steps, batch, -1).div_(norm)
     if smbr:

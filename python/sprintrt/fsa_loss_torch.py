@@ -334,7 +334,7 @@ def frame_pass(graph: Graph, values: torch.Tensor, steps: int, *, want_gradient:
     (``scaled``, ``log_space``) if given."""
     if paths is None:
         paths = {"scaled": 0, "log_space": 0}
-    if graph.dense is None:
+    if graph.dense is None or steps == 0:
         paths["log_space"] += graph.nonempty
         return _log_space_pass(graph, values, steps, want_gradient=want_gradient,
                                accuracy=accuracy)
@@ -372,11 +372,13 @@ def _log_space_pass(graph: Graph, values: torch.Tensor, steps: int, *, want_grad
     # alpha's true value at frame t is alpha[t] + alpha_offset[t], beta's
     # beta[t] + beta_offset[t].
     scale_shape = (steps + 1, groups, graph.group_size)
-    alpha_scale = torch.zeros(scale_shape, dtype=torch.float64, device=device)
+    # The offsets in float64, where the device has it (MPS has not).
+    offset_dtype = torch.float32 if device.type == "mps" else torch.float64
+    alpha_scale = torch.zeros(scale_shape, dtype=offset_dtype, device=device)
     _recursion(graph, graph.incoming, scores, alpha, alpha_scale, alpha_acc, accuracy,
                reverse=False)
     alpha_offset = alpha_scale.cumsum(0)
-    log_total = (alpha[graph.lengths, graph.group_of, graph.end].double() +
+    log_total = (alpha[graph.lengths, graph.group_of, graph.end].to(offset_dtype) +
                  alpha_offset[graph.lengths, graph.group_of, graph.sequence_in_group])
     expected = alpha_acc[graph.lengths, graph.group_of, graph.end] if smbr else None
     if not want_gradient:
@@ -384,7 +386,7 @@ def _log_space_pass(graph: Graph, values: torch.Tensor, steps: int, *, want_grad
     beta = torch.full_like(alpha, neg_inf)
     beta[steps].masked_fill_(graph.end_frame == steps, 0)
     beta_acc: Any = torch.zeros_like(alpha) if smbr else None
-    beta_scale = torch.zeros(scale_shape, dtype=torch.float64, device=device)
+    beta_scale = torch.zeros(scale_shape, dtype=offset_dtype, device=device)
     _recursion(graph, graph.outgoing, scores, beta, beta_scale, beta_acc, accuracy, reverse=True)
     beta_offset = beta_scale.flip(0).cumsum(0).flip(0)
     # Per frame and sequence, log Z less the offsets of alpha[t] and

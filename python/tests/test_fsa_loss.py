@@ -460,9 +460,9 @@ def test_the_bindings_own_checks():
              threads=2):
         return _sprintrt.fsa_loss_cpu(log_probs, seq_lens, e, w, se, states, threads)
 
-    loss, occupancy = call()
-    assert loss.dtype == numpy.float64 and occupancy.dtype == numpy.float32
-    assert occupancy.shape == lp.shape
+    loss, gradient = call()
+    assert loss.dtype == numpy.float64 and gradient.dtype == numpy.float32
+    assert gradient.shape == lp.shape
     with pytest.raises(TypeError, match="log_probs must be float32, got float64"):
         call(log_probs=lp.astype(numpy.float64))
     for bad_layout in (numpy.repeat(lp, 2, axis=2)[:, :, ::2], lp[::-1]):

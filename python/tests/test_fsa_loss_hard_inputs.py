@@ -17,6 +17,7 @@ from sprintrt.torch import (WeightedFsa, fsa_loss, fsa_loss_stats,  # noqa: E402
                             hypotheses_denominator, join_graphs, label_lm_denominator)
 
 DIM = 12
+INF = float("inf")
 # (criterion, frames, am_scale, logit scale, cut): long segments at every
 # scale for mmi, and bmmi and smbr (whose reference's Viterbi is a Python
 # loop over edges) at a third of the length. With ``cut``, 1% of the
@@ -214,3 +215,77 @@ def test_a_denominator_whose_weights_span_beyond_float64_runs_in_log_space(imple
     assert (after["scaled"] - before["scaled"], after["log_space"] - before["log_space"]) == (0, 2)
     torch.testing.assert_close(loss.double(), want_loss, rtol=1e-6, atol=0)
     torch.testing.assert_close(x.grad.double(), want_gradient, rtol=0, atol=1e-5)
+
+
+def small_fsa(num_states, edges, weights):
+    """One sequence: states 0 .. num_states - 1, start 0, end the last."""
+    columns = torch.tensor([[a, b, c, 0] for a, b, c in edges], dtype=torch.int32).T
+    return WeightedFsa(torch.tensor(num_states, dtype=torch.int32), columns.contiguous(),
+                       torch.tensor(weights, dtype=torch.float64),
+                       torch.tensor([[0], [num_states - 1]], dtype=torch.int32))
+
+
+# A denominator with two branches to its end, on columns 0 and 1, and a dead
+# end on column 2; the numerator takes column 0 throughout.
+BRANCHES = [(0, 1, 0), (1, 1, 0), (1, 4, 0), (0, 2, 1), (2, 2, 1), (2, 4, 1), (0, 3, 2), (3, 3, 2)]
+CHAIN = small_fsa(3, [(0, 1, 0), (1, 1, 0), (1, 2, 0)], [0.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("want_gradient", [True, False], ids=["gradient", "loss-only"])
+@pytest.mark.parametrize("implementation", ["kernel", "torch"])
+@pytest.mark.parametrize("criterion", ["mmi", "smbr"])
+def test_a_path_that_both_passes_lose_is_computed_in_log_space(criterion, implementation,
+                                                               want_gradient):
+    # Scores 700 apart: the forward pass loses the numerator's branch where
+    # the dead end leads, the backward pass where the other branch leads.
+    # Both lose the same path, so their occupancies agree; the overlap of
+    # the two rows is what shows it.
+    den = small_fsa(5, BRANCHES, [0.0] * 8)
+    rows = [(-50, 0, -700), (-700, -700, 0), (0, -700, -700), (0, -700, -700),
+            (-700, -700, 0), (-50, 0, -700)]
+    log_probs = torch.tensor(rows, dtype=torch.float32)[:, None, :]
+    want_loss, want_gradient_values = reference(log_probs, [6], CHAIN, den, criterion, 1.0, 0.0)
+    x = log_probs.clone().requires_grad_(want_gradient)
+    before = fsa_loss_stats()
+    loss = fsa_loss(x, torch.tensor([6]), CHAIN, den_fsa=den, criterion=criterion,
+                    implementation=implementation)
+    after = fsa_loss_stats()
+    assert after["log_space"] - before["log_space"] == 1
+    assert after["scaled"] == before["scaled"]
+    torch.testing.assert_close(loss.double(), want_loss, rtol=1e-6, atol=1e-6)
+    if want_gradient:
+        loss.sum().backward()
+        torch.testing.assert_close(x.grad.double(), want_gradient_values, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("implementation", ["kernel", "torch"])
+def test_a_frame_whose_largest_entry_leaves_doubles_precision_is_computed_in_log_space(
+        implementation):
+    # Weights of 372 and scores of -372 take the one live row's largest entry
+    # to about exp(-744), where the rest of it would be subnormal.
+    den = small_fsa(5, BRANCHES, [372.0, 0, 0, 372.25, 0, 0, 700, 0])
+    log_probs = torch.tensor([(-372.0, -372.0, 0), (0, 0, -5), (0, 0, -5)],
+                             dtype=torch.float32)[:, None, :]
+    want_loss, want_gradient = reference(log_probs, [3], CHAIN, den, "mmi", 1.0, 0.0)
+    x = log_probs.clone().requires_grad_()
+    before = fsa_loss_stats()
+    loss = fsa_loss(x, torch.tensor([3]), CHAIN, den_fsa=den, criterion="mmi",
+                    implementation=implementation)
+    loss.sum().backward()
+    after = fsa_loss_stats()
+    assert after["log_space"] - before["log_space"] == 1
+    torch.testing.assert_close(loss.double(), want_loss, rtol=1e-6, atol=0)
+    torch.testing.assert_close(x.grad.double(), want_gradient, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("implementation", ["kernel", "torch"])
+@pytest.mark.parametrize("criterion", ["mmi", "bmmi", "smbr"])
+def test_a_batch_of_sequences_without_frames(implementation, criterion):
+    log_probs, _, num, den = hard_batch(40, 2.0, False, seed=3)
+    x = log_probs.clone().requires_grad_()
+    loss = fsa_loss(x, torch.tensor([0, 0]), num, den_fsa=den, criterion=criterion,
+                    boost=0.5 if criterion == "bmmi" else 0.0, implementation=implementation)
+    loss.sum().backward()
+    # Neither numerator has the empty path.
+    assert loss.tolist() == [INF, INF]
+    assert not x.grad.any()

@@ -227,7 +227,7 @@ TEST_CASE("what the scaled recursions cannot represent is handed back, not guess
   CHECK_FALSE(lay_out(costly).unrepresentable.empty());
 }
 
-TEST_CASE("a path lost to underflow in one pass fails the occupancy check") {
+TEST_CASE("a path lost to underflow in one pass is handed back") {
   // Two branches from the start: A (state 1) is 749 nats worse at frame 1
   // (699 from its score, 50 from its edge), flushed from the forward vector;
   // then B (state 2) loses 30 nats per frame for 30 frames, so that A's
@@ -251,7 +251,36 @@ TEST_CASE("a path lost to underflow in one pass fails the occupancy check") {
   scaled_forward_backward engine;
   engine.run(layout, {&sequence, 1}, true, 1.0, {&outcome, 1});
   CHECK_FALSE(outcome.exact);
-  CHECK(std::string{outcome.why} == "a frame's occupancies do not sum to 1");
+  // The passes put their mass on different branches: the overlap check
+  // sees it at the frame the occupancy check would.
+  CHECK(std::string{outcome.why} == "the forward and backward passes barely overlap");
   // The log-space engine has A's paths.
   CHECK(log_space(graph, scores).log_z == Approx(-749.0).epsilon(1e-12));
+}
+
+TEST_CASE("a path lost to underflow in both passes is handed back") {
+  // Two branches to the end and a dead end: scores 700 apart make the
+  // forward pass lose branch A (state 1) where the dead end (state 4) leads
+  // and the backward pass lose it where branch B (state 2) leads. Both lose
+  // the same paths, so the frames' occupancy sums agree with Z; only the
+  // overlap of the two passes' vectors shows the loss.
+  wfsa graph;
+  graph.add_state(0, wfsa::none);
+  for (int q = 1; q < 4; ++q)
+    graph.add_state(wfsa::none, q == 3 ? 0 : wfsa::none);
+  graph.add_state(wfsa::none, wfsa::none);
+  graph.edges = {{0, 1, 0, 0}, {1, 1, 0, 0}, {1, 3, 0, 0}, {0, 2, 1, 0},
+                 {2, 2, 1, 0}, {2, 3, 1, 0}, {0, 4, 2, 0}, {4, 4, 2, 0}};
+  const Eigen::Index frames = 6;
+  row_matrix_d scores(frames, 3);
+  scores << -50, 0, -700, -700, -700, 0, 0, -700, -700, 0, -700, -700, -700, -700, 0, -50, 0, -700;
+  const auto layout = lay_out(graph);
+  REQUIRE(layout.unrepresentable.empty());
+  row_matrix_d gradient = row_matrix_d::Zero(frames, 3);
+  const scaled_sequence sequence{&scores, {}, &gradient};
+  scaled_outcome outcome;
+  scaled_forward_backward engine;
+  engine.run(layout, {&sequence, 1}, true, 1.0, {&outcome, 1});
+  CHECK_FALSE(outcome.exact);
+  CHECK(std::string{outcome.why} == "the forward and backward passes barely overlap");
 }

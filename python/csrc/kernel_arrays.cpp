@@ -1,11 +1,7 @@
-#include "kernel_threads.hpp"
+#include "kernel_arrays.hpp"
 
-#include <algorithm>
-#include <atomic>
-#include <exception>
-#include <numeric>
-#include <system_error>
-#include <thread>
+#include <cstdint>
+#include <string>
 
 namespace sprintrt::python {
 
@@ -19,7 +15,7 @@ std::string text(int64_t value) {
 
 } // namespace
 
-frames_view read_log_probs(const py::array& log_probs) {
+criterion::frames_view read_log_probs(const py::array& log_probs) {
   if (!log_probs.dtype().is(py::dtype::of<float>()))
     throw py::type_error("log_probs must be float32, got " +
                          py::str(log_probs.dtype()).cast<std::string>());
@@ -32,7 +28,7 @@ frames_view read_log_probs(const py::array& log_probs) {
       reinterpret_cast<uintptr_t>(log_probs.data()) % alignof(float) != 0)
     throw py::value_error("log_probs must be aligned, with non-negative strides, contiguous "
                           "along D");
-  frames_view view;
+  criterion::frames_view view;
   view.data = static_cast<const float*>(log_probs.data());
   view.frames = log_probs.shape(0);
   view.batch = log_probs.shape(1);
@@ -55,47 +51,18 @@ void require_shape(const py::array& array, std::initializer_list<int64_t> shape,
   throw py::value_error(std::string{name} + " must have shape [" + axes + "], got [" + got + "]");
 }
 
-void check_lengths(const int64_t* lengths, int64_t batch, int64_t frames) {
-  for (int64_t b = 0; b < batch; ++b)
-    if (lengths[b] < 0 || lengths[b] > frames)
-      throw py::value_error("seq_lens[" + text(b) + "] is " + text(lengths[b]) + ", not in [0, " +
-                            text(frames) + "] (log_probs' frames)");
-}
-
-std::string run_sequences(size_t workers, int64_t batch,
-                          const std::function<int64_t(int64_t)>& work,
-                          const std::function<std::string(size_t, int64_t)>& task) {
-  std::vector<int64_t> schedule(batch);
-  std::iota(schedule.begin(), schedule.end(), 0);
-  std::stable_sort(schedule.begin(), schedule.end(),
-                   [&](int64_t x, int64_t y) { return work(x) > work(y); });
-  std::vector<std::string> errors(batch);
-  std::atomic<size_t> next{0};
-  const auto drain = [&](size_t worker) {
-    for (size_t i = next++; i < schedule.size(); i = next++) {
-      const int64_t b = schedule[i];
-      try {
-        errors[b] = task(worker, b);
-      } catch (const std::exception& e) {
-        errors[b] = "sequence " + text(b) + ": " + e.what();
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (size_t i = 1; i < workers; ++i) {
-    try {
-      threads.emplace_back(drain, i);
-    } catch (const std::system_error&) {
-      break; // No more threads to be had: the ones running take the rest.
-    }
-  }
-  drain(0);
-  for (auto& thread : threads)
-    thread.join();
-  for (const auto& error : errors)
-    if (!error.empty())
-      return error;
-  return {};
+criterion::batch_fsa batch_fsa_of(const char* name, const int64_array& edges,
+                                  const double_array& weights, const int64_array& start_end_states,
+                                  int64_t num_states) {
+  return {name,
+          edges.data(),
+          edges.shape(1),
+          weights.data(),
+          start_end_states.data(),
+          start_end_states.shape(1),
+          num_states,
+          {},
+          {}};
 }
 
 } // namespace sprintrt::python

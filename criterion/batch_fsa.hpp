@@ -4,17 +4,20 @@
 /// A batch FSA in the WeightedFsa layout as the CPU kernels read it: the
 /// caller's arrays (edges [4, E] = from, to, emission, sequence; weights [E];
 /// start_end_states [2, N]), checked once and grouped by sequence, so that
-/// each thread can cut out its sequences without touching the others. Used by
-/// `_sprintrt.fsa_loss_cpu` and `_sprintrt.sequence_loss_cpu`.
+/// each thread can cut out its sequences without touching the others. Read by
+/// `batch_loss` (batch_loss.hpp).
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
 #include "criterion/fsa.hpp"
 #include "criterion/wfsa.hpp"
 
-namespace sprintrt::python {
+namespace sprintrt::criterion {
 
 /// Read-only views of one batch FSA's arrays and the grouping of its edges.
 struct batch_fsa {
@@ -52,20 +55,19 @@ struct batch_fsa {
 /// `_check_fsa_values`, prefixed with `fsa.name`): every sequence's states
 /// the range start..end below num_states, the ranges disjoint, weights
 /// finite or +inf, every edge within its sequence's states and emitting a
-/// column below `classes`. Then fills `offsets` and `order`. Throws
-/// `pybind11::value_error`.
-void check_and_group(batch_fsa& fsa, int64_t classes);
+/// column below `classes`. Then fills `offsets` and `order`. Errors:
+/// `invalid_input`, naming the first problem.
+caf::error check_and_group(batch_fsa& fsa, int64_t classes);
 
-/// Returns sequence b of `fsa` as a `criterion::fsa` (states renumbered from its
+/// Returns sequence b of `fsa` as an `fsa` (states renumbered from its
 /// start state, edges in order), using `edges` as the workspace; or the
-/// error of `criterion::fsa::make`. Its weights are the float32 values the
+/// error of `fsa::make`. Its weights are the float32 values the
 /// caller's float32 weights held.
-caf::expected<criterion::fsa> sequence_fsa(const batch_fsa& fsa, int64_t b,
-                                           std::vector<criterion::fsa_edge>& edges);
+caf::expected<fsa> sequence_fsa(const batch_fsa& fsa, int64_t b, std::vector<fsa_edge>& edges);
 
-/// Returns sequence b of `fsa` as a `criterion::wfsa` (states renumbered from its
+/// Returns sequence b of `fsa` as a `wfsa` (states renumbered from its
 /// start state, initial there and final at its end state, both at cost 0;
 /// weights in double). `graph` is reused.
-void sequence_wfsa(const batch_fsa& fsa, int64_t b, criterion::wfsa& graph);
+void sequence_wfsa(const batch_fsa& fsa, int64_t b, wfsa& graph);
 
-} // namespace sprintrt::python
+} // namespace sprintrt::criterion

@@ -161,7 +161,21 @@ caf::error sequence_block::start(size_t i) {
     for (Eigen::Index t = 0; t < job.frames; ++t)
       ws.boosted_[i](t, ws.best_[i][static_cast<size_t>(t)]) -= scales.boost;
   }
-  if (kind != sequence_kind::smbr) {
+  if (kind != sequence_kind::smbr && scales.am == 1) {
+    // At KAPPA 1 the numerator's scores are the log-posteriors themselves:
+    // sprint-sim's full-sum engine (banded) computes its log Z and
+    // occupancy, in a fraction of the general engine's time.
+    ws.numerator_.set_warn_on_skip(false); // a numerator without a path: log space decides
+    ws.numerator_occupancy_.resize(job.frames, job.classes);
+    auto result = ws.numerator_.loss_and_occupancy(segment.name, *segment.numerator,
+                                                   log_posteriors, ws.numerator_occupancy_);
+    if (!result || result->skipped) {
+      states[i] = state::log_space;
+      return {};
+    }
+    ws.gradient_[i] -= ws.numerator_occupancy_;
+    log_numerator[i] = -result->loss - segment.reference_cost;
+  } else if (kind != sequence_kind::smbr) {
     const frame_graph layout = lay_out(numerator);
     scaled_outcome outcome;
     if (layout.unrepresentable.empty()) {

@@ -88,6 +88,9 @@ private:
   sequence_stats stats_;
   scaled_forward_backward scaled_;
   sequence_engine log_space_;
+  // The numerators at KAPPA 1, and their occupancy.
+  full_sum_engine numerator_;
+  row_matrix_d numerator_occupancy_;
   // Per job of a block: scores (KAPPA times the log-posteriors), the boosted
   // scores of bmmi, the gradient, the numerator's best path.
   std::vector<row_matrix_d> scores_;

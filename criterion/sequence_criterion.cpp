@@ -167,8 +167,8 @@ caf::error sequence_block::start(size_t i) {
     // occupancy, in a fraction of the general engine's time.
     ws.numerator_.set_warn_on_skip(false); // a numerator without a path: log space decides
     ws.numerator_occupancy_.resize(job.frames, job.classes);
-    auto result = ws.numerator_.loss_and_occupancy(segment.name, *segment.numerator,
-                                                   log_posteriors, ws.numerator_occupancy_);
+    auto result = ws.numerator_.loss_and_occupancy(segment.name, *segment.numerator, log_posteriors,
+                                                   ws.numerator_occupancy_);
     if (!result || result->skipped) {
       states[i] = state::log_space;
       return {};

@@ -144,13 +144,6 @@ struct shared_inputs {
   std::atomic<uint64_t> log_space{0};
 };
 
-uint32_t max_emission(const wfsa& graph) {
-  uint32_t top = 0;
-  for (const auto& edge : graph.edges)
-    top = std::max(top, edge.emission);
-  return top;
-}
-
 /// Computes the sequences `block` into loss[b] and their gradient rows;
 /// returns an error message, empty on success.
 std::string sequence_block(sequence_worker& w, shared_inputs& shared,

@@ -95,13 +95,6 @@ read_hypotheses(const std::string& path, const corpus& segments,
   return result;
 }
 
-uint32_t max_emission(const wfsa& graph) {
-  uint32_t result = 0;
-  for (const auto& edge : graph.edges)
-    result = std::max(result, edge.emission);
-  return result;
-}
-
 } // namespace
 
 size_t denominator::add_graph(wfsa graph) {

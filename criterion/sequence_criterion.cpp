@@ -143,11 +143,16 @@ caf::error sequence_block::start(size_t i) {
   auto& scores = ws.scores_[i];
   scores = scales.am * log_posteriors.cast<double>();
   ws.gradient_[i].setZero(job.frames, job.classes);
-  const wfsa numerator = to_wfsa(*segment.numerator, segment.reference_cost);
+  // The numerator as a `wfsa`, for Viterbi and the general engine (not for
+  // mmi at KAPPA 1, which takes the full-sum engine below).
+  const bool full_sum_numerator = kind != sequence_kind::smbr && scales.am == 1;
+  std::optional<wfsa> numerator;
+  if (kind != sequence_kind::mmi || !full_sum_numerator)
+    numerator.emplace(to_wfsa(*segment.numerator, segment.reference_cost));
   // The numerator's best path (bmmi, smbr): missing exactly when no
   // numerator path has a finite score. Viterbi needs no scaling.
   if (kind != sequence_kind::mmi) {
-    auto best = ws.log_space_.best_path(numerator, scores);
+    auto best = ws.log_space_.best_path(*numerator, scores);
     if (!best) {
       skip(i, "reference");
       return {};
@@ -161,11 +166,10 @@ caf::error sequence_block::start(size_t i) {
     for (Eigen::Index t = 0; t < job.frames; ++t)
       ws.boosted_[i](t, ws.best_[i][static_cast<size_t>(t)]) -= scales.boost;
   }
-  if (kind != sequence_kind::smbr && scales.am == 1) {
+  if (full_sum_numerator) {
     // At KAPPA 1 the numerator's scores are the log-posteriors themselves:
     // sprint-sim's full-sum engine (banded) computes its log Z and
     // occupancy, in a fraction of the general engine's time.
-    ws.numerator_.set_warn_on_skip(false); // a numerator without a path: log space decides
     ws.numerator_occupancy_.resize(job.frames, job.classes);
     auto result = ws.numerator_.loss_and_occupancy(segment.name, *segment.numerator, log_posteriors,
                                                    ws.numerator_occupancy_);
@@ -176,7 +180,7 @@ caf::error sequence_block::start(size_t i) {
     ws.gradient_[i] -= ws.numerator_occupancy_;
     log_numerator[i] = -result->loss - segment.reference_cost;
   } else if (kind != sequence_kind::smbr) {
-    const frame_graph layout = lay_out(numerator);
+    const frame_graph layout = lay_out(*numerator);
     scaled_outcome outcome;
     if (layout.unrepresentable.empty()) {
       const scaled_sequence sequence{&scores, {}, &ws.gradient_[i]};

@@ -70,6 +70,12 @@ struct sequence_stats {
 /// worker thread. Not thread-safe.
 class sequence_workspace {
 public:
+  /// A workspace with no counts yet.
+  sequence_workspace() {
+    // A numerator without a path is for the log-space recursions to decide.
+    numerator_.set_warn_on_skip(false);
+  }
+
   /// Whether a skipped segment is warned about (as Sprint's own log says
   /// it; the default) or logged at debug level, for a caller that reports
   /// the skips of a batch itself (in-process workers, `fsa_loss`).

@@ -1,5 +1,6 @@
 #include "criterion/wfsa.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -103,6 +104,13 @@ wfsa single_ended(const wfsa& graph) {
         out.edges.push_back({start, end, edge.emission,
                              graph.initial[edge.from] + edge.weight + graph.final[edge.to]});
   return out;
+}
+
+uint32_t max_emission(const wfsa& graph) {
+  uint32_t result = 0;
+  for (const auto& edge : graph.edges)
+    result = std::max(result, edge.emission);
+  return result;
 }
 
 wfsa to_wfsa(const fsa& automaton, double start_cost) {

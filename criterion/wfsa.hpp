@@ -56,6 +56,9 @@ struct wfsa {
 /// `final` of different sizes, a NaN or -inf cost), or an empty string.
 std::string check(const wfsa& graph);
 
+/// Returns the highest column an edge of `graph` emits (0 without edges).
+uint32_t max_emission(const wfsa& graph);
+
 /// Returns `automaton` as a `wfsa`: its single start state initial with cost
 /// `start_cost`, its single final state final with cost 0, the edges and
 /// weights unchanged (each float weight exactly as a double).

@@ -138,7 +138,7 @@ def forward_backward(graph: DenseGraph, values: torch.Tensor, lengths: torch.Ten
                      ) -> tuple[torch.Tensor, Any, Any, Any, torch.Tensor]:
     """``fsa_loss_torch.frame_pass`` on the dense layout: ``values`` [T, B,
     D] (float64, -inf from each sequence's end on), ``lengths`` [B] on the
-    device. Returns (log Z [B], occupancy [steps, B, D] or None, expected
+    device, ``steps`` >= 1. Returns (log Z [B], occupancy [steps, B, D] or None, expected
     accuracy [B] or None, its covariance [steps, B, D] or None, inexact
     [B] (bool: compute these again in log space))."""
     batch = values.shape[1]
@@ -179,16 +179,13 @@ def forward_backward(graph: DenseGraph, values: torch.Tensor, lengths: torch.Ten
         alpha[t].div_(divisor)
         if smbr:
             weighted[t].div_(divisor)
-    live_rows = live[..., None]
-    inexact |= ((tops == 0) & live_rows).flatten(1).any(0)
     alpha_offset = tops.clamp_min(_TINY).log_().squeeze(-1).cumsum(0)
     last = (lengths - 1).clamp(min=0)
     batch_index = torch.arange(batch, device=device)
-    end_mass = (alpha[last, batch_index] * graph.final).sum(-1) if steps else \
-        torch.zeros(batch, dtype=dtype, device=device)
+    end_mass = (alpha[last, batch_index] * graph.final).sum(-1)
     # log Z less the emissions' and the weights' shifts: what the frames'
     # occupancy sums are checked against.
-    log_z_scaled = end_mass.log() + (alpha_offset[last, batch_index] if steps else 0)
+    log_z_scaled = end_mass.log() + alpha_offset[last, batch_index]
     shifts = top.squeeze(-1).masked_fill(~live, 0).sum(0, dtype=torch.float64)
     log_total = log_z_scaled + shifts - lengths.double() * graph.min_weight
     expected: Any = None
@@ -222,10 +219,10 @@ def forward_backward(graph: DenseGraph, values: torch.Tensor, lengths: torch.Ten
             unweighted.div_(divisor)
             torch.mul(weighted[t], beta, out=covariance[t]).addcmul_(alpha[t], unweighted)
         torch.sum(alpha[t].mul_(beta), -1, out=sums[t])  # alpha is read no more at t
-    inexact |= ((beta_tops == 0) & live_rows).flatten(1).any(0)
     beta_log = beta_tops.clamp_min(_TINY).log_().squeeze(-1).masked_fill_(~live, 0)
     beta_offset = beta_log.flip(0).cumsum(0).flip(0)
-    # The overlap, and Kaldi's check, on every frame of each sequence.
+    # The overlap, and Kaldi's check, on every frame of each sequence. A row
+    # whose mass vanished (largest entry 0) asks for an infinite overlap.
     check = sums.log() + alpha_offset + beta_offset - log_z_scaled
     eps = torch.finfo(dtype).tiny * count * count
     least = (_MAX_LOST_INVERSE * eps) * (tops.reciprocal() + beta_tops.reciprocal()).squeeze(-1)

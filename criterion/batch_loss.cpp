@@ -204,18 +204,29 @@ std::string sequence_block(sequence_worker& w, shared_inputs& shared,
   return {};
 }
 
+// How many sequences sharing a denominator one block holds at most: wide
+// enough for the products' efficiency, narrow enough to keep a few threads
+// busy with a batch of 32.
+constexpr int64_t shared_block_width = 8;
+
 std::string sequence_criterion(shared_inputs& shared, size_t threads, double* loss,
                                float* gradient) {
   const batch_loss_inputs& in = shared.in;
   const int64_t batch = in.log_probs.batch;
-  // A shared denominator: one block per thread, the sequences dealt out
-  // longest first so that the blocks' frames and work match. Otherwise a
-  // block per sequence, taken longest first.
+  // A shared denominator: blocks of about `shared_block_width` sequences,
+  // dealt out longest first so that the blocks' frames and work match. The
+  // blocks depend on the batch alone, never on the threads, so that the
+  // results do not either (a block's products sum in an order that may
+  // depend on its width). Otherwise a block per sequence, taken longest
+  // first.
   std::vector<int64_t> order(static_cast<size_t>(batch));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t x, int64_t y) { return in.lengths[x] > in.lengths[y]; });
-  std::vector<std::vector<int64_t>> blocks(shared.graph ? threads : static_cast<size_t>(batch));
+  const auto shared_blocks =
+      static_cast<size_t>((batch + shared_block_width - 1) / shared_block_width);
+  std::vector<std::vector<int64_t>> blocks(shared.graph ? shared_blocks
+                                                        : static_cast<size_t>(batch));
   for (size_t i = 0; i < order.size(); ++i)
     blocks[i % blocks.size()].push_back(order[i]);
   const auto work = [&](int64_t block) {

@@ -143,7 +143,10 @@ struct batch_input {
   int64_t frames = 5, batch = 3, classes = 4;
   std::vector<int64_t> lengths{5, 4, 0};
   std::vector<float> lp;
-  batch_input() {
+  batch_input() : batch_input(5, {5, 4, 0}) {}
+  batch_input(int64_t max_frames, std::vector<int64_t> frame_counts)
+      : frames(max_frames), batch(static_cast<int64_t>(frame_counts.size())),
+        lengths(std::move(frame_counts)) {
     std::mt19937 rng{17};
     std::normal_distribution<float> normal{0.0f, 1.5f};
     lp.resize(static_cast<size_t>(frames * batch * classes));
@@ -234,6 +237,46 @@ TEST_CASE("fsa_loss: MMI over a shared denominator equals a brute force over eve
   // dense denominator).
   CHECK(out.counts.scaled == 2);
   CHECK(out.counts.log_space == 0);
+}
+
+TEST_CASE("fsa_loss: the results do not depend on the number of threads") {
+  // 21 sequences (more than one block) over a shared denominator large
+  // enough for blocked products: 40 states, every state reaching every
+  // state, the edges into q emitting q % 4.
+  std::mt19937 rng{18};
+  std::uniform_real_distribution<double> cost{0.0, 3.0};
+  std::vector<edge> den_edges;
+  for (int64_t p = 0; p < 40; ++p)
+    for (int64_t q = 1; q < 40; ++q)
+      den_edges.push_back({p, q, q % 4, cost(rng)});
+  const batch_arrays den{{{40, den_edges}}};
+  const auto den_view = den.view();
+  const auto two = numerators();
+  std::vector<std::pair<int64_t, std::vector<edge>>> sequences;
+  std::vector<int64_t> lengths;
+  for (int64_t b = 0; b < 21; ++b) {
+    sequences.push_back(
+        {two.sizes[static_cast<size_t>(b % 2)], two.local[static_cast<size_t>(b % 2)]});
+    lengths.push_back(5 + (b * 7) % 13);
+  }
+  const batch_arrays num{sequences};
+  const batch_input in{17, lengths};
+  for (const auto criterion : {fsa_criterion::mmi, fsa_criterion::bmmi, fsa_criterion::smbr}) {
+    INFO("criterion " << static_cast<int>(criterion));
+    fsa_loss_options options;
+    options.criterion = criterion;
+    options.denominator = &den_view;
+    options.boost = criterion == fsa_criterion::bmmi ? 0.5 : 0.0;
+    options.threads = 1;
+    const auto one = run(in, num, options);
+    CHECK(one.counts.scaled == 21);
+    for (const int64_t threads : {2, 3, 7}) {
+      options.threads = threads;
+      const auto many = run(in, num, options);
+      CHECK(many.loss == one.loss);
+      CHECK(many.gradient == one.gradient);
+    }
+  }
 }
 
 TEST_CASE("fsa_loss: bMMI and sMBR equal sequence_loss one segment at a time, on any threads") {

@@ -3,22 +3,22 @@
 /// @file
 /// Full-sum (Baum-Welch) training criterion of one segment: the loss
 /// -log sum over all paths of its FSA, and the error signal softmax - gamma with
-/// respect to the pre-softmax activations. Two implementations of the same
-/// recursions: a scaled linear-space pass (full_sum_scaled.hpp, fast) that
-/// certifies its own result, and the log-space reference
-/// (full_sum_log_space.hpp, exact over the whole double range) that runs
-/// whenever the certificate fails. The math is documented in
-/// full_sum_log_space.cpp and full_sum_scaled.cpp.
+/// respect to the pre-softmax activations. Computed by the engine of every
+/// criterion: the scaled forward-backward (scaled_forward_backward.hpp) over
+/// a block of one, which checks itself, and the log-space recursions
+/// (sequence_engine.hpp) for a segment it hands back.
 
 #include <cstdint>
 #include <string_view>
 
+#include <vector>
+
+#include "criterion/frame_graph.hpp"
 #include "criterion/fsa.hpp"
-#include "criterion/fsa_bands.hpp"
-#include "criterion/fsa_csr.hpp"
-#include "criterion/full_sum_log_space.hpp"
-#include "criterion/full_sum_scaled.hpp"
 #include "criterion/matrix_views.hpp"
+#include "criterion/scaled_forward_backward.hpp"
+#include "criterion/sequence_engine.hpp"
+#include "criterion/wfsa.hpp"
 #include "sprintrt/error.hpp"
 
 namespace sprintrt::criterion {
@@ -36,8 +36,8 @@ struct full_sum_result {
 
 /// Which recursions a `full_sum_engine` may use.
 enum class full_sum_method : uint8_t {
-  /// The scaled linear-space pass, falling back to log space for the segments
-  /// whose result it cannot certify (the default).
+  /// The scaled forward-backward, falling back to log space for the segments
+  /// it cannot compute exactly (the default).
   automatic,
   /// Always the log-space reference (for comparisons and benchmarks).
   log_space,
@@ -47,17 +47,18 @@ enum class full_sum_method : uint8_t {
 enum class full_sum_path : uint8_t {
   /// Nothing computed yet, or the last call failed its input checks.
   none,
-  /// The scaled linear-space pass, certified.
+  /// The scaled forward-backward, its checks passed.
   scaled,
-  /// The log-space pass (by method, or because the scaled one could not
-  /// certify its result, e.g. for extreme log-posteriors or skipped segments).
+  /// The log-space recursions (by method, or because the scaled ones could
+  /// not compute the segment exactly, e.g. for extreme log-posteriors or
+  /// skipped segments).
   log_space,
 };
 
 /// Computes full-sum losses, error signals and occupancies. Holds the
-/// workspace (the FSA in CSR form, forward scores, per-frame buffers), so that
-/// a warmed-up engine computes segment after segment without allocating: keep
-/// one per worker thread. Not thread-safe.
+/// workspace (the FSA's layout, the recursions' tables, per-frame buffers), so
+/// that a warmed-up engine computes segment after segment with few
+/// allocations: keep one per worker thread. Not thread-safe.
 class full_sum_engine {
 public:
   /// An engine using `method`.
@@ -94,26 +95,32 @@ public:
                                                     occupancy_ref occupancy);
 
 private:
-  // Checks the inputs and the output's shape, runs the recursions handing
-  // `sink` each frame's gamma, or zeroes `output` for a skipped segment.
-  template <class Output>
+  // Checks the inputs and the output's shape, computes the occupancy into
+  // `occupancy_`, and hands it to `write(occupancy)` (a [T, D] row-major
+  // map), or zeroes `output` for a skipped segment.
+  template <class Output, class Write>
   caf::expected<full_sum_result> run(std::string_view segment, const fsa& automaton,
                                      const log_posteriors_ref& log_posteriors, Output& output,
-                                     full_sum_row_sink& sink);
+                                     Write write);
 
   // Warns that `segment` is skipped, saying why.
-  void warn_skipped(std::string_view segment, Eigen::Index num_frames) const;
-
-  // Whether any path of exactly `num_frames` edges exists, ignoring scores.
-  bool has_path(Eigen::Index num_frames) const;
+  void warn_skipped(std::string_view segment, const fsa& automaton, Eigen::Index num_frames) const;
 
   full_sum_method method_;
   bool warn_on_skip_ = true;
   full_sum_path last_path_ = full_sum_path::none;
-  fsa_bands bands_;
-  fsa_csr csr_;
-  scaled_full_sum scaled_;
-  log_space_full_sum log_space_;
+  // The segment's FSA as a wfsa and laid out, its scores in double and its
+  // occupancy [T, D] (row-major, in buffers that only grow).
+  wfsa graph_;
+  frame_graph_builder builder_;
+  frame_graph layout_;
+  std::vector<double> scores_;
+  std::vector<double> occupancy_;
+  // One row's arguments and results of the vector exp.
+  std::vector<double> exponents_;
+  std::vector<double> exps_;
+  scaled_forward_backward scaled_;
+  sequence_engine log_space_;
 };
 
 } // namespace sprintrt::criterion

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "criterion/avx2_clones.hpp"
 #include "criterion/dense_product.hpp"
 #include "criterion/vector_exp.hpp"
 
@@ -84,43 +85,168 @@ double least_overlap(double log_top_forward, double log_top_backward, double sta
   return max_lost_inverse * eps * (std::exp(-log_top_forward) + std::exp(-log_top_backward));
 }
 
+// Multiplies row b of `block` by factors[b].
+void scale_rows(Eigen::Map<Eigen::MatrixXd> block, const double* factors) {
+  const Eigen::Index width = block.rows();
+  if (width == 1) {
+    Eigen::Map<Eigen::VectorXd>{block.data(), block.size()} *= factors[0];
+    return;
+  }
+  for (Eigen::Index q = 0; q < block.cols(); ++q)
+    for (Eigen::Index b = 0; b < width; ++b)
+      block(b, q) *= factors[b];
+}
+
+// out[b] = the sum over q of x(b, q), added in the order of the states
+// whatever the block's width: a sequence's results do not depend on the
+// sequences beside it.
+void row_sums(const Eigen::Map<Eigen::MatrixXd>& x, double* out) {
+  if (x.rows() == 1) {
+    double sum = 0;
+    for (Eigen::Index q = 0; q < x.cols(); ++q)
+      sum += x.data()[q];
+    out[0] = sum;
+    return;
+  }
+  std::fill_n(out, x.rows(), 0.0);
+  for (Eigen::Index q = 0; q < x.cols(); ++q)
+    for (Eigen::Index b = 0; b < x.rows(); ++b)
+      out[b] += x(b, q);
+}
+
 } // namespace
 
-void scaled_forward_backward::step(const frame_graph& graph, const block_matrix& in,
-                                   block_matrix& out, bool transpose) {
+scaled_sequence scaled_sequence::of(const row_matrix_d& scores, row_matrix_d* gradient,
+                                    span<const uint32_t> reference) {
+  return {scores.data(), scores.rows(), scores.cols(), reference,
+          gradient == nullptr ? nullptr : gradient->data()};
+}
+
+scaled_forward_backward::block_map
+scaled_forward_backward::shaped(std::vector<double>& buffer, Eigen::Index rows, Eigen::Index cols) {
+  const auto size = static_cast<size_t>(rows * cols);
+  if (buffer.size() < size)
+    buffer.resize(size);
+  return {buffer.data(), rows, cols};
+}
+
+scaled_forward_backward::block_map scaled_forward_backward::frame(std::vector<double>& buffer,
+                                                                  Eigen::Index t,
+                                                                  Eigen::Index cols) const {
+  return {buffer.data() + t * width_ * cols, width_, cols};
+}
+
+SPRINTRT_AVX2_CLONES
+void scaled_forward_backward::step(const frame_graph& graph, const_block_map in, block_map out,
+                                   bool transpose) {
   const Eigen::Index width = in.rows();
   if (graph.is_dense) {
-    out.resize(width, graph.num_states);
     dense_product(in.data(), width, graph.dense.data(), graph.num_states, transpose, out.data());
     return;
   }
-  out.setZero(width, graph.num_states);
+  out.setZero();
+  double* __restrict target = out.data();
+  const double* __restrict source = in.data();
+  // The bands: target q takes weight times source q - offset (forward), or
+  // source q gives to target q - offset (backward). Straight loops over
+  // contiguous states, the batch innermost.
+  for (const auto& band : graph.bands) {
+    const Eigen::Index n = band.size;
+    const Eigen::Index into = transpose ? band.first - band.offset : band.first;
+    const Eigen::Index from = transpose ? band.first : band.first - band.offset;
+    const double* w = graph.band_weight.data() + band.begin;
+    if (width == 1) {
+      for (Eigen::Index i = 0; i < n; ++i)
+        target[into + i] += w[i] * source[from + i];
+    } else {
+      for (Eigen::Index i = 0; i < n; ++i)
+        for (Eigen::Index b = 0; b < width; ++b)
+          target[(into + i) * width + b] += w[i] * source[(from + i) * width + b];
+    }
+  }
+  // The other transitions, by target (forward) or by source (backward).
   const auto& begin = transpose ? graph.out_begin : graph.in_begin;
   const auto& other = transpose ? graph.out_target : graph.in_source;
   const auto& weight = transpose ? graph.out_weight : graph.in_weight;
+  if (width == 1) {
+    // One sequence (a numerator): a gather per state, summed in registers.
+    for (uint32_t q = 0; q < graph.num_states; ++q) {
+      double sum = 0;
+      for (uint32_t i = begin[q]; i < begin[q + 1]; ++i)
+        sum += weight[i] * source[other[i]];
+      target[q] += sum;
+    }
+    return;
+  }
   for (uint32_t q = 0; q < graph.num_states; ++q) {
-    double* target = out.data() + q * width;
+    double* row = target + q * width;
     for (uint32_t i = begin[q]; i < begin[q + 1]; ++i) {
-      const double* source = in.data() + other[i] * width;
+      const double* from = source + other[i] * width;
       const double w = weight[i];
       for (Eigen::Index b = 0; b < width; ++b)
-        target[b] += w * source[b];
+        row[b] += w * from[b];
+    }
+  }
+}
+
+void scaled_forward_backward::emit(const frame_graph& graph, const_block_map e, const_block_map in,
+                                   block_map out) {
+  const Eigen::Index width = in.rows();
+  const uint32_t* emission = graph.emission.data();
+  if (width == 1) {
+    for (uint32_t q = 0; q < graph.num_states; ++q)
+      out.data()[q] = in.data()[q] * e.data()[emission[q]];
+    return;
+  }
+  for (uint32_t q = 0; q < graph.num_states; ++q) {
+    const double* source = in.data() + q * width;
+    const double* factor = e.data() + emission[q] * width;
+    double* target = out.data() + q * width;
+    for (Eigen::Index b = 0; b < width; ++b)
+      target[b] = source[b] * factor[b];
+  }
+}
+
+void scaled_forward_backward::sum_by_column(const frame_graph& graph, const_block_map mass,
+                                            block_map sums) {
+  const Eigen::Index width = mass.rows();
+  const size_t groups = graph.columns.size();
+  if (width == 1) {
+    // Summed per column in a register: no chain of stores into one column.
+    for (size_t i = 0; i < groups; ++i) {
+      double sum = 0;
+      for (uint32_t j = graph.column_begin[i]; j < graph.column_begin[i + 1]; ++j)
+        sum += mass.data()[graph.column_states[j]];
+      sums.data()[graph.columns[i]] += sum;
+    }
+    return;
+  }
+  for (size_t i = 0; i < groups; ++i) {
+    double* target = sums.data() + graph.columns[i] * width;
+    for (uint32_t j = graph.column_begin[i]; j < graph.column_begin[i + 1]; ++j) {
+      const double* source = mass.data() + graph.column_states[j] * width;
+      for (Eigen::Index b = 0; b < width; ++b)
+        target[b] += source[b];
     }
   }
 }
 
 template <class AddLogScale>
-void scaled_forward_backward::rescale(block_matrix& mass, Eigen::Index t, const char* vanished,
+void scaled_forward_backward::rescale(block_map mass, Eigen::Index t, const char* vanished,
                                       Eigen::Index frame, span<scaled_outcome> outcomes,
                                       AddLogScale add_log_scale) {
-  if (mass.cols() > 0)
-    tops_ = mass.rowwise().maxCoeff();
+  double* tops = tops_.data();
+  std::fill_n(tops, width_, 0.0);
+  if (width_ == 1 && mass.cols() > 0)
+    tops[0] = Eigen::Map<const Eigen::VectorXd>{mass.data(), mass.cols()}.maxCoeff();
   else
-    tops_.setZero(width_);
+    for (Eigen::Index q = 0; q < mass.cols(); ++q)
+      for (Eigen::Index b = 0; b < width_; ++b)
+        tops[b] = std::max(tops[b], mass(b, q));
   for (Eigen::Index b = 0; b < width_; ++b) {
     double scale = 0;
     if (t <= lengths_[b]) {
-      const double top = tops_[b];
+      const double top = tops[b];
       auto& outcome = outcomes[static_cast<size_t>(b)];
       if (top > 0) {
         scale = 1 / top;
@@ -129,9 +255,9 @@ void scaled_forward_backward::rescale(block_matrix& mass, Eigen::Index t, const 
         outcome = {false, vanished, frame, 0, 0};
       }
     }
-    tops_[b] = scale;
+    tops[b] = scale;
   }
-  mass.array().colwise() *= tops_.array();
+  scale_rows(mass, tops);
 }
 
 void scaled_forward_backward::run(const frame_graph& graph, span<const scaled_sequence> block,
@@ -151,53 +277,61 @@ void scaled_forward_backward::run(const frame_graph& graph, span<const scaled_se
 void scaled_forward_backward::prepare(const frame_graph& graph, span<const scaled_sequence> block,
                                       span<scaled_outcome> outcomes) {
   width_ = static_cast<Eigen::Index>(block.size());
-  classes_ = block[0].scores->cols();
+  classes_ = block[0].classes;
   lengths_.resize(block.size());
   frames_ = 0;
   for (size_t b = 0; b < block.size(); ++b) {
-    lengths_[b] = block[b].scores->rows();
-    assert(lengths_[b] >= 1 && block[b].scores->cols() == classes_);
+    lengths_[b] = block[b].frames;
+    assert(lengths_[b] >= 1 && block[b].classes == classes_);
     frames_ = std::max(frames_, lengths_[b]);
     outcomes[b] = scaled_outcome{true, "", 0, 0, 0};
   }
-  // The columns some state emits: only their underflow matters.
-  std::vector<char> emitted(static_cast<size_t>(classes_), 0);
+  tops_.resize(static_cast<size_t>(width_));
+  sums_.resize(static_cast<size_t>(width_));
+  // The columns some state emits: only they are computed, and only their
+  // underflow matters. The others stay 0, never read.
+  columns_.clear();
+  emitted_.assign(static_cast<size_t>(classes_), 0);
   for (const uint32_t k : graph.emission)
-    emitted[k] = 1;
-  emissions_.resize(static_cast<size_t>(frames_));
+    emitted_[k] = 1;
+  for (Eigen::Index k = 0; k < classes_; ++k)
+    if (emitted_[static_cast<size_t>(k)])
+      columns_.push_back(static_cast<uint32_t>(k));
+  const size_t used = columns_.size();
+  shaped(emissions_, width_ * frames_, classes_);
   shift_.assign(block.size(), 0);
-  std::vector<double> shifted(static_cast<size_t>(classes_));
-  std::vector<double> row(static_cast<size_t>(classes_));
+  shifted_.resize(used);
+  exps_.resize(used);
   for (Eigen::Index t = 0; t < frames_; ++t) {
-    block_matrix& e = emissions_[static_cast<size_t>(t)];
-    e.resize(width_, classes_);
+    block_map e = frame(emissions_, t, classes_);
+    e.setZero();
     for (Eigen::Index b = 0; b < width_; ++b) {
       auto& outcome = outcomes[static_cast<size_t>(b)];
       if (t >= lengths_[b]) {
         e.row(b).setOnes();
         continue;
       }
-      const double* x = block[static_cast<size_t>(b)].scores->row(t).data();
+      const double* x = block[static_cast<size_t>(b)].scores + t * classes_;
       double top = -std::numeric_limits<double>::infinity();
-      for (Eigen::Index k = 0; k < classes_; ++k)
-        if (emitted[k])
-          top = std::max(top, x[k]);
+      for (size_t i = 0; i < used; ++i)
+        top = std::max(top, x[columns_[i]]);
       if (top == -std::numeric_limits<double>::infinity()) {
         if (outcome.exact)
           outcome = {false, "every column the graph emits scores -inf", t + 1, 0, 0};
-        e.row(b).setZero();
         continue;
       }
-      for (Eigen::Index k = 0; k < classes_; ++k) {
-        // Columns no state emits are never read: 0 keeps them harmless.
-        shifted[k] = emitted[k] ? x[k] - top : -std::numeric_limits<double>::infinity();
-        if (shifted[k] < min_log_ratio && x[k] != -std::numeric_limits<double>::infinity() &&
-            emitted[k] && outcome.exact)
-          outcome = {false, "a frame's scores span more than double's range", t + 1, 0, 0};
+      bool in_range = true;
+      for (size_t i = 0; i < used; ++i) {
+        const double score = x[columns_[i]];
+        shifted_[i] = score - top;
+        in_range &=
+            !(shifted_[i] < min_log_ratio) || score == -std::numeric_limits<double>::infinity();
       }
-      exp_nonpositive(shifted.data(), row.data(), shifted.size());
-      for (Eigen::Index k = 0; k < classes_; ++k)
-        e(b, k) = row[k];
+      if (!in_range && outcome.exact)
+        outcome = {false, "a frame's scores span more than double's range", t + 1, 0, 0};
+      exp_nonpositive(shifted_.data(), exps_.data(), used);
+      for (size_t i = 0; i < used; ++i)
+        e(b, columns_[i]) = exps_[i];
       shift_[b] += top;
     }
   }
@@ -206,27 +340,31 @@ void scaled_forward_backward::prepare(const frame_graph& graph, span<const scale
 void scaled_forward_backward::forward(const frame_graph& graph, span<const scaled_sequence> block,
                                       bool accuracy, span<scaled_outcome> outcomes) {
   const Eigen::Index states = graph.num_states;
-  alpha_.resize(static_cast<size_t>(frames_ + 1));
-  alpha_[0].resize(width_, states);
-  alpha_[0].rowwise() = graph.initial.transpose();
+  shaped(alpha_, width_ * (frames_ + 1), states);
+  block_map first = frame(alpha_, 0, states);
+  for (Eigen::Index q = 0; q < states; ++q)
+    first.col(q).setConstant(graph.initial[static_cast<size_t>(q)]);
   if (accuracy) {
-    alpha_accuracy_.resize(static_cast<size_t>(frames_ + 1));
-    alpha_accuracy_[0].setZero(width_, states);
+    shaped(alpha_accuracy_, width_ * (frames_ + 1), states);
+    frame(alpha_accuracy_, 0, states).setZero();
   }
-  log_alpha_scale_.setZero(width_, frames_ + 1);
-  tops_.resize(width_);
+  shaped(log_alpha_scale_, width_, frames_ + 1).setZero();
+  const auto log_scale = [&](Eigen::Index b, Eigen::Index t) -> double& {
+    return log_alpha_scale_[static_cast<size_t>(t * width_ + b)];
+  };
+  block_map product = shaped(product_, width_, states);
   for (Eigen::Index t = 1; t <= frames_; ++t) {
-    const block_matrix& previous = alpha_[static_cast<size_t>(t - 1)];
-    block_matrix& current = alpha_[static_cast<size_t>(t)];
-    const block_matrix& e = emissions_[static_cast<size_t>(t - 1)];
-    step(graph, previous, current, false);
-    for (Eigen::Index q = 0; q < states; ++q)
-      current.col(q).array() *= e.col(graph.emission[q]).array();
+    block_map previous = frame(alpha_, t - 1, states);
+    block_map current = frame(alpha_, t, states);
+    block_map e = frame(emissions_, t - 1, classes_);
+    step(graph, previous, product, false);
+    emit(graph, e, product, current);
     if (accuracy) {
-      weighted_ = previous.cwiseProduct(alpha_accuracy_[static_cast<size_t>(t - 1)]);
-      step(graph, weighted_, product_, false);
-      block_matrix& acc = alpha_accuracy_[static_cast<size_t>(t)];
-      acc.resize(width_, states);
+      block_map weighted = shaped(weighted_, width_, states);
+      block_map accuracy_product = shaped(accuracy_product_, width_, states);
+      weighted = previous.cwiseProduct(frame(alpha_accuracy_, t - 1, states));
+      step(graph, weighted, accuracy_product, false);
+      block_map acc = frame(alpha_accuracy_, t, states);
       for (Eigen::Index q = 0; q < states; ++q)
         for (Eigen::Index b = 0; b < width_; ++b) {
           const double mass = current(b, q);
@@ -234,32 +372,37 @@ void scaled_forward_backward::forward(const frame_graph& graph, span<const scale
                            block[static_cast<size_t>(b)].reference[static_cast<size_t>(t - 1)] ==
                                graph.emission[q];
           acc(b, q) =
-              mass > 0 ? product_(b, q) * e(b, graph.emission[q]) / mass + (hit ? 1.0 : 0.0) : 0.0;
+              mass > 0 ? accuracy_product(b, q) * e(b, graph.emission[q]) / mass + (hit ? 1.0 : 0.0)
+                       : 0.0;
         }
     }
-    rescale(current, t, "the forward mass vanished", t, outcomes,
-            [&](Eigen::Index b, double log_top) {
-              log_alpha_scale_(b, t) = log_alpha_scale_(b, t - 1) + log_top;
-            });
+    rescale(
+        current, t, "the forward mass vanished", t, outcomes,
+        [&](Eigen::Index b, double log_top) { log_scale(b, t) = log_scale(b, t - 1) + log_top; });
   }
   log_total_.assign(static_cast<size_t>(width_), 0);
   for (Eigen::Index b = 0; b < width_; ++b) {
     auto& outcome = outcomes[static_cast<size_t>(b)];
     const Eigen::Index length = lengths_[b];
-    const auto last = alpha_[static_cast<size_t>(length)].row(b);
-    const double total = last.dot(graph.final.transpose());
+    block_map last = frame(alpha_, length, states);
+    double total = 0;
+    for (Eigen::Index q = 0; q < states; ++q)
+      total += last(b, q) * graph.final[static_cast<size_t>(q)];
     if (!(total > 0)) {
       if (outcome.exact)
         outcome = {false, "no forward mass reaches a final state", length, 0, 0};
       continue;
     }
-    log_total_[b] = log_alpha_scale_(b, length) + std::log(total);
+    log_total_[b] = log_scale(b, length) + std::log(total);
     outcome.log_z = log_total_[b] + shift_[b] + graph.initial_offset + graph.final_offset +
                     static_cast<double>(length) * graph.edge_offset;
-    if (accuracy)
-      outcome.expected_accuracy = last.cwiseProduct(graph.final.transpose())
-                                      .dot(alpha_accuracy_[static_cast<size_t>(length)].row(b)) /
-                                  total;
+    if (accuracy) {
+      block_map acc = frame(alpha_accuracy_, length, states);
+      double sum = 0;
+      for (Eigen::Index q = 0; q < states; ++q)
+        sum += last(b, q) * graph.final[static_cast<size_t>(q)] * acc(b, q);
+      outcome.expected_accuracy = sum / total;
+    }
   }
 }
 
@@ -267,81 +410,95 @@ void scaled_forward_backward::backward(const frame_graph& graph, span<const scal
                                        bool accuracy, double factor,
                                        span<scaled_outcome> outcomes) {
   const Eigen::Index states = graph.num_states;
-  beta_.setZero(width_, states);
-  tops_.resize(width_);
-  if (accuracy)
-    beta_accuracy_.setZero(width_, states);
+  shaped(beta_, width_, states).setZero();
+  shaped(beta_next_, width_, states);
+  if (accuracy) {
+    shaped(beta_accuracy_, width_, states).setZero();
+    shaped(beta_accuracy_next_, width_, states);
+  }
   log_beta_scale_.assign(static_cast<size_t>(width_), 0);
   log_beta_top_.assign(static_cast<size_t>(width_), 0);
-  column_sums_.resize(width_, classes_);
+  block_map column_sums = shaped(column_sums_, width_, classes_);
+  block_map product = shaped(product_, width_, states);
+  block_map weighted = shaped(weighted_, width_, states);
+  const auto log_alpha_scale = [&](Eigen::Index b, Eigen::Index t) {
+    return log_alpha_scale_[static_cast<size_t>(t * width_ + b)];
+  };
   for (Eigen::Index t = frames_; t >= 1; --t) {
-    const block_matrix& e = emissions_[static_cast<size_t>(t - 1)];
+    // beta_ and beta_next_ trade buffers each frame: views made here.
+    block_map beta{beta_.data(), width_, states};
+    block_map beta_next{beta_next_.data(), width_, states};
+    block_map e = frame(emissions_, t - 1, classes_);
     for (Eigen::Index b = 0; b < width_; ++b)
       if (lengths_[b] == t) {
-        beta_.row(b) = graph.final.transpose();
+        for (Eigen::Index q = 0; q < states; ++q)
+          beta(b, q) = graph.final[static_cast<size_t>(q)];
         log_beta_top_[static_cast<size_t>(b)] = 0;
       }
     // The occupancies of frame t, summed by column.
-    const block_matrix& alpha = alpha_[static_cast<size_t>(t)];
-    product_ = alpha.cwiseProduct(beta_);
+    block_map alpha = frame(alpha_, t, states);
+    product = alpha.cwiseProduct(beta);
     // The overlap s_t, then the occupancies: product / s_t, whose sum is
     // checked against exp(log scales - log Z) = 1 / s_t.
-    sums_ = product_.rowwise().sum();
+    row_sums(product, sums_.data());
     for (Eigen::Index b = 0; b < width_; ++b) {
       auto& outcome = outcomes[static_cast<size_t>(b)];
       tops_[b] = 0;
       if (t > lengths_[b] || !outcome.exact)
         continue;
-      const double factor = std::exp(log_alpha_scale_(b, t) + log_beta_scale_[b] - log_total_[b]);
-      const double log_top = log_alpha_scale_(b, t) - log_alpha_scale_(b, t - 1);
+      const double scale = std::exp(log_alpha_scale(b, t) + log_beta_scale_[b] - log_total_[b]);
+      const double log_top = log_alpha_scale(b, t) - log_alpha_scale(b, t - 1);
       if (!(sums_[b] >= least_overlap(log_top, log_beta_top_[static_cast<size_t>(b)],
                                       static_cast<double>(states))))
         outcome = {false, "the forward and backward passes barely overlap", t, 0, 0};
-      else if (!(std::abs(sums_[b] * factor - 1) <= max_occupancy_error))
+      else if (!(std::abs(sums_[b] * scale - 1) <= max_occupancy_error))
         outcome = {false, "a frame's occupancies do not sum to 1", t, 0, 0};
       else
-        tops_[b] = factor;
+        tops_[b] = scale;
     }
-    product_.array().colwise() *= tops_.array();
-    column_sums_.setZero();
+    scale_rows(product, tops_.data());
+    column_sums.setZero();
     if (accuracy) {
+      block_map alpha_accuracy = frame(alpha_accuracy_, t, states);
+      block_map beta_accuracy{beta_accuracy_.data(), width_, states};
       for (Eigen::Index q = 0; q < states; ++q)
         for (Eigen::Index b = 0; b < width_; ++b)
-          column_sums_(b, graph.emission[q]) +=
-              product_(b, q) *
-              (alpha_accuracy_[static_cast<size_t>(t)](b, q) + beta_accuracy_(b, q) -
-               outcomes[static_cast<size_t>(b)].expected_accuracy);
+          column_sums(b, graph.emission[q]) +=
+              product(b, q) * (alpha_accuracy(b, q) + beta_accuracy(b, q) -
+                               outcomes[static_cast<size_t>(b)].expected_accuracy);
     } else {
-      for (Eigen::Index q = 0; q < states; ++q)
-        column_sums_.col(graph.emission[q]) += product_.col(q);
+      sum_by_column(graph, product, column_sums);
     }
     for (Eigen::Index b = 0; b < width_; ++b)
-      if (t <= lengths_[b] && outcomes[static_cast<size_t>(b)].exact)
-        block[static_cast<size_t>(b)].gradient->row(t - 1) += factor * column_sums_.row(b);
+      if (t <= lengths_[b] && outcomes[static_cast<size_t>(b)].exact) {
+        double* row = block[static_cast<size_t>(b)].gradient + (t - 1) * classes_;
+        for (Eigen::Index k = 0; k < classes_; ++k)
+          row[k] += factor * column_sums(b, k);
+      }
 
     // b_{t-1} from b_t.
-    weighted_.resize(width_, states);
-    for (Eigen::Index q = 0; q < states; ++q)
-      weighted_.col(q) = beta_.col(q).cwiseProduct(e.col(graph.emission[q]));
-    step(graph, weighted_, beta_next_, true);
+    emit(graph, e, beta, weighted);
+    step(graph, weighted, beta_next, true);
     if (accuracy) {
-      weighted_accuracy_.resize(width_, states);
+      block_map beta_accuracy{beta_accuracy_.data(), width_, states};
+      block_map beta_accuracy_next{beta_accuracy_next_.data(), width_, states};
+      block_map weighted_accuracy = shaped(weighted_accuracy_, width_, states);
+      block_map accuracy_product = shaped(accuracy_product_, width_, states);
       for (Eigen::Index q = 0; q < states; ++q)
         for (Eigen::Index b = 0; b < width_; ++b) {
           const bool hit = t <= lengths_[b] &&
                            block[static_cast<size_t>(b)].reference[static_cast<size_t>(t - 1)] ==
                                graph.emission[q];
-          weighted_accuracy_(b, q) = weighted_(b, q) * ((hit ? 1.0 : 0.0) + beta_accuracy_(b, q));
+          weighted_accuracy(b, q) = weighted(b, q) * ((hit ? 1.0 : 0.0) + beta_accuracy(b, q));
         }
-      step(graph, weighted_accuracy_, accuracy_product_, true);
-      beta_accuracy_next_.resize(width_, states);
+      step(graph, weighted_accuracy, accuracy_product, true);
       for (Eigen::Index q = 0; q < states; ++q)
         for (Eigen::Index b = 0; b < width_; ++b) {
-          const double mass = beta_next_(b, q);
-          beta_accuracy_next_(b, q) = mass > 0 ? accuracy_product_(b, q) / mass : 0.0;
+          const double mass = beta_next(b, q);
+          beta_accuracy_next(b, q) = mass > 0 ? accuracy_product(b, q) / mass : 0.0;
         }
     }
-    rescale(beta_next_, t, "the backward mass vanished", t - 1, outcomes,
+    rescale(beta_next, t, "the backward mass vanished", t - 1, outcomes,
             [&](Eigen::Index b, double log_top) {
               log_beta_scale_[b] += log_top;
               log_beta_top_[static_cast<size_t>(b)] = log_top;

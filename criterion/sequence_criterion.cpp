@@ -143,16 +143,13 @@ caf::error sequence_block::start(size_t i) {
   auto& scores = ws.scores_[i];
   scores = scales.am * log_posteriors.cast<double>();
   ws.gradient_[i].setZero(job.frames, job.classes);
-  // The numerator as a `wfsa`, for Viterbi and the general engine (not for
-  // mmi at KAPPA 1, which takes the full-sum engine below).
-  const bool full_sum_numerator = kind != sequence_kind::smbr && scales.am == 1;
-  std::optional<wfsa> numerator;
-  if (kind != sequence_kind::mmi || !full_sum_numerator)
-    numerator.emplace(to_wfsa(*segment.numerator, segment.reference_cost));
+  // The numerator as a `wfsa`, for Viterbi and the engine.
+  auto& numerator = ws.numerator_;
+  to_wfsa(*segment.numerator, segment.reference_cost, numerator);
   // The numerator's best path (bmmi, smbr): missing exactly when no
   // numerator path has a finite score. Viterbi needs no scaling.
   if (kind != sequence_kind::mmi) {
-    auto best = ws.log_space_.best_path(*numerator, scores);
+    auto best = ws.log_space_.best_path(numerator, scores);
     if (!best) {
       skip(i, "reference");
       return {};
@@ -166,24 +163,12 @@ caf::error sequence_block::start(size_t i) {
     for (Eigen::Index t = 0; t < job.frames; ++t)
       ws.boosted_[i](t, ws.best_[i][static_cast<size_t>(t)]) -= scales.boost;
   }
-  if (full_sum_numerator) {
-    // At KAPPA 1 the numerator's scores are the log-posteriors themselves:
-    // sprint-sim's full-sum engine (banded) computes its log Z and
-    // occupancy, in a fraction of the general engine's time.
-    ws.numerator_occupancy_.resize(job.frames, job.classes);
-    auto result = ws.numerator_.loss_and_occupancy(segment.name, *segment.numerator, log_posteriors,
-                                                   ws.numerator_occupancy_);
-    if (!result || result->skipped) {
-      states[i] = state::log_space;
-      return {};
-    }
-    ws.gradient_[i] -= ws.numerator_occupancy_;
-    log_numerator[i] = -result->loss - segment.reference_cost;
-  } else if (kind != sequence_kind::smbr) {
-    const frame_graph layout = lay_out(*numerator);
+  if (kind != sequence_kind::smbr) {
+    auto& layout = ws.numerator_layout_;
+    ws.builder_.lay_out(numerator, frame_graph_storage::automatic, layout);
     scaled_outcome outcome;
     if (layout.unrepresentable.empty()) {
-      const scaled_sequence sequence{&scores, {}, &ws.gradient_[i]};
+      const auto sequence = scaled_sequence::of(scores, &ws.gradient_[i]);
       ws.scaled_.run(layout, {&sequence, 1}, true, -scales.am, {&outcome, 1});
     }
     if (!outcome.exact) {
@@ -226,8 +211,9 @@ void sequence_block::run_denominators() {
       span<const uint32_t> reference;
       if (kind == sequence_kind::smbr)
         reference = {ws.best_[m].data(), ws.best_[m].size()};
-      sequences.push_back({kind == sequence_kind::bmmi ? &ws.boosted_[m] : &ws.scores_[m],
-                           reference, &ws.gradient_[m]});
+      sequences.push_back(
+          scaled_sequence::of(kind == sequence_kind::bmmi ? ws.boosted_[m] : ws.scores_[m],
+                              &ws.gradient_[m], reference));
     }
     outcomes.resize(members.size());
     const double factor = kind == sequence_kind::smbr ? -scales.am : scales.am;

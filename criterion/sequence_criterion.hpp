@@ -71,10 +71,7 @@ struct sequence_stats {
 class sequence_workspace {
 public:
   /// A workspace with no counts yet.
-  sequence_workspace() {
-    // A numerator without a path is for the log-space recursions to decide.
-    numerator_.set_warn_on_skip(false);
-  }
+  sequence_workspace() = default;
 
   /// Whether a skipped segment is warned about (as Sprint's own log says
   /// it; the default) or logged at debug level, for a caller that reports
@@ -94,9 +91,10 @@ private:
   sequence_stats stats_;
   scaled_forward_backward scaled_;
   sequence_engine log_space_;
-  // The numerators at KAPPA 1, and their occupancy.
-  full_sum_engine numerator_;
-  row_matrix_d numerator_occupancy_;
+  // The numerators as wfsa and laid out.
+  wfsa numerator_;
+  frame_graph_builder builder_;
+  frame_graph numerator_layout_;
   // Per job of a block: scores (KAPPA times the log-posteriors), the boosted
   // scores of bmmi, the gradient, the numerator's best path.
   std::vector<row_matrix_d> scores_;

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "criterion/avx2_clones.hpp"
+
 namespace sprintrt::criterion {
 
 // exp(x) = 2^n exp(r) with n = round(x / ln 2) and r = x - n ln 2, |r| <= ln 2 / 2
@@ -21,6 +23,7 @@ namespace sprintrt::criterion {
 // integer and floating-point arithmetic without branches, so the loop
 // vectorizes: 64-bit adds and logical shifts exist in SSE2, only the
 // arithmetic right shift does not, hence ceil(n / 2) as -((-n) >> 1).
+SPRINTRT_AVX2_CLONES
 void exp_nonpositive(const double* __restrict x, double* __restrict out, size_t n) noexcept {
   constexpr double log2e = 1.44269504088896338700e+00;
   constexpr double shifter = 0x1.8p52;

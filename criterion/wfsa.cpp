@@ -115,16 +115,20 @@ uint32_t max_emission(const wfsa& graph) {
 
 wfsa to_wfsa(const fsa& automaton, double start_cost) {
   wfsa graph;
-  graph.initial.assign(automaton.num_states(), wfsa::none);
-  graph.final.assign(automaton.num_states(), wfsa::none);
-  graph.initial[fsa::start_state] = start_cost;
-  graph.final[automaton.final_state()] = 0;
-  graph.edges.reserve(automaton.num_edges());
+  to_wfsa(automaton, start_cost, graph);
+  return graph;
+}
+
+void to_wfsa(const fsa& automaton, double start_cost, wfsa& out) {
+  out.initial.assign(automaton.num_states(), wfsa::none);
+  out.final.assign(automaton.num_states(), wfsa::none);
+  out.initial[fsa::start_state] = start_cost;
+  out.final[automaton.final_state()] = 0;
+  out.edges.clear();
   for (uint32_t e = 0; e < automaton.num_edges(); ++e) {
     const auto edge = automaton.edge(e);
-    graph.edges.push_back({edge.from, edge.to, edge.emission, static_cast<double>(edge.weight)});
+    out.edges.push_back({edge.from, edge.to, edge.emission, static_cast<double>(edge.weight)});
   }
-  return graph;
 }
 
 } // namespace sprintrt::criterion

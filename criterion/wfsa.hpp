@@ -64,6 +64,9 @@ uint32_t max_emission(const wfsa& graph);
 /// weights unchanged (each float weight exactly as a double).
 wfsa to_wfsa(const fsa& automaton, double start_cost = 0);
 
+/// Like `to_wfsa`, into `out`, reusing its buffers.
+void to_wfsa(const fsa& automaton, double start_cost, wfsa& out);
+
 /// Returns `graph` with one initial state, 0, and one final state, the
 /// highest, both of cost 0: the layout of one sequence of a batch FSA
 /// (`WeightedFsa`). Every path of T >= 1 frames keeps its score: when `graph`

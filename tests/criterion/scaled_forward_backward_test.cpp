@@ -7,9 +7,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "criterion/ctc_topology.hpp"
 #include "criterion/frame_graph.hpp"
+#include "criterion/hmm_topology.hpp"
 #include "criterion/sequence_engine.hpp"
 #include "criterion/wfsa.hpp"
+#include "tests/support/criterion_test_support.hpp"
 
 using namespace sprintrt::criterion;
 
@@ -106,7 +109,8 @@ size_t compare_block(const wfsa& graph, frame_graph_storage storage,
   }
   std::vector<scaled_sequence> block;
   for (size_t b = 0; b < count; ++b)
-    block.push_back({&scores[b], {references[b].data(), references[b].size()}, &gradients[b]});
+    block.push_back(scaled_sequence::of(scores[b], &gradients[b],
+                                        {references[b].data(), references[b].size()}));
   std::vector<scaled_outcome> outcomes(count);
   scaled_forward_backward engine;
   engine.run(layout, {block.data(), count}, true, 1.0, {outcomes.data(), count});
@@ -127,6 +131,42 @@ size_t compare_block(const wfsa& graph, frame_graph_storage storage,
     CHECK((gradients[b] - want.gradient).cwiseAbs().maxCoeff() <= tolerance);
   }
   return exact;
+}
+
+// The transition matrix of a layout, column-major S x S, from whichever
+// storage it has: the dense one, or the bands, the rows by target and the
+// rows by source (which must agree, each transition held once).
+std::vector<double> transitions_of(const frame_graph& layout) {
+  const size_t n = layout.num_states;
+  if (layout.is_dense)
+    return layout.dense;
+  std::vector<double> by_target(n * n, 0.0), by_source(n * n, 0.0);
+  for (const auto& band : layout.bands)
+    for (uint32_t i = 0; i < band.size; ++i) {
+      const int64_t to = int64_t{band.first} + i;
+      const int64_t from = to - band.offset;
+      REQUIRE(from >= 0);
+      REQUIRE(from < static_cast<int64_t>(n));
+      const double w = layout.band_weight[band.begin + i];
+      by_target[static_cast<size_t>(from) + static_cast<size_t>(to) * n] += w;
+      by_source[static_cast<size_t>(from) + static_cast<size_t>(to) * n] += w;
+    }
+  for (uint32_t q = 0; q < n; ++q) {
+    for (uint32_t i = layout.in_begin[q]; i < layout.in_begin[q + 1]; ++i)
+      by_target[layout.in_source[i] + size_t{q} * n] += layout.in_weight[i];
+    for (uint32_t i = layout.out_begin[q]; i < layout.out_begin[q + 1]; ++i)
+      by_source[q + size_t{layout.out_target[i]} * n] += layout.out_weight[i];
+  }
+  CHECK(by_target == by_source);
+  return by_target;
+}
+
+// CTC and HMM numerators of `labels` over `classes` columns, as wfsa.
+std::vector<wfsa> topology_graphs(const std::vector<uint32_t>& labels) {
+  hmm_options hmm;
+  hmm.silence_index = 0;
+  return {to_wfsa(test::unwrap(ctc_topology{0}.build("seg", labels))),
+          to_wfsa(test::unwrap(test::unwrap(hmm_topology::make(hmm)).build("seg", labels)))};
 }
 
 } // namespace
@@ -153,6 +193,77 @@ TEST_CASE("the layout keeps every path: split states, offsets, dense and sparse"
                             std::isfinite(edge.weight));
         CHECK(found);
       }
+    // Both storages hold the same transitions, each once.
+    CHECK(transitions_of(dense) == transitions_of(sparse));
+  }
+}
+
+TEST_CASE("the loops and steps of CTC and HMM topologies become bands") {
+  std::mt19937 rng{76};
+  const auto labels = test::random_labels(40, 30, 0, rng);
+  for (const auto& graph : topology_graphs(labels)) {
+    const auto sparse = lay_out(graph, frame_graph_storage::sparse);
+    const auto dense = lay_out(graph, frame_graph_storage::dense);
+    // Frame states follow the graph's states.
+    CHECK(std::is_sorted(sparse.original.begin(), sparse.original.end()));
+    // Loops and steps are bands; few transitions are left to the rows.
+    CHECK(sparse.bands.size() >= 2);
+    CHECK(sparse.in_source.size() * 4 < sparse.num_transitions);
+    CHECK(transitions_of(sparse) == transitions_of(dense));
+    // The states grouped by column: each once, under the column it emits.
+    std::vector<int> seen(sparse.num_states, 0);
+    for (size_t i = 0; i < sparse.columns.size(); ++i)
+      for (uint32_t j = sparse.column_begin[i]; j < sparse.column_begin[i + 1]; ++j) {
+        CHECK(sparse.emission[sparse.column_states[j]] == sparse.columns[i]);
+        ++seen[sparse.column_states[j]];
+      }
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  }
+}
+
+TEST_CASE("a builder lays out graph after graph as a fresh one does, without allocating") {
+  std::mt19937 rng{77};
+  const auto big = topology_graphs(test::random_labels(30, 20, 0, rng));
+  const auto small = topology_graphs(test::random_labels(3, 20, 0, rng));
+  const auto bigram = bigram_like(12, 6, rng);
+  frame_graph_builder builder;
+  frame_graph reused;
+  const auto same = [](const frame_graph& a, const frame_graph& b) {
+    CHECK(a.num_states == b.num_states);
+    CHECK(a.emission == b.emission);
+    CHECK(a.original == b.original);
+    CHECK(a.initial == b.initial);
+    CHECK(a.final == b.final);
+    CHECK(a.is_dense == b.is_dense);
+    CHECK(a.edge_offset == b.edge_offset);
+    CHECK(a.columns == b.columns);
+    CHECK(a.column_states == b.column_states);
+    CHECK(transitions_of(a) == transitions_of(b));
+  };
+  for (const wfsa* graph : {&big[0], &small[1], &bigram, &big[1], &small[0]}) {
+    builder.lay_out(*graph, frame_graph_storage::automatic, reused);
+    same(reused, lay_out(*graph));
+  }
+  // Warm: the largest graphs have been laid out before.
+  const size_t before = test::allocation_count();
+  builder.lay_out(small[0], frame_graph_storage::automatic, reused);
+  builder.lay_out(big[0], frame_graph_storage::automatic, reused);
+  builder.lay_out(bigram, frame_graph_storage::automatic, reused);
+  CHECK(test::allocation_count() == before);
+}
+
+TEST_CASE("banded graphs, in blocks of one and of several, equal the log-space engine") {
+  std::mt19937 rng{78};
+  for (int round = 0; round < 6; ++round) {
+    const auto labels = test::random_labels(5 + 7 * round, 9, 0, rng);
+    for (const auto& graph : topology_graphs(labels)) {
+      INFO("round " << round);
+      const Eigen::Index frames = 2 * static_cast<Eigen::Index>(labels.size()) + 3;
+      CHECK(compare_block(graph, frame_graph_storage::sparse, {frames}, 9, 1.5, 1.0, false, rng,
+                          1e-12) == 1);
+      CHECK(compare_block(graph, frame_graph_storage::sparse, {frames + 40, frames, frames + 7}, 9,
+                          1.5, 1.0, round % 2 == 1, rng, 1e-10) == 3);
+    }
   }
 }
 
@@ -206,7 +317,7 @@ TEST_CASE("what the scaled recursions cannot represent is handed back, not guess
   // A log-probability of -1e4 beside 0 at a column the graph emits.
   scores(7, 2) = -1e4;
   row_matrix_d gradient = row_matrix_d::Zero(20, 6);
-  const scaled_sequence sequence{&scores, {}, &gradient};
+  const auto sequence = scaled_sequence::of(scores, &gradient);
   scaled_outcome outcome;
   scaled_forward_backward engine;
   engine.run(layout, {&sequence, 1}, true, 1.0, {&outcome, 1});
@@ -246,7 +357,7 @@ TEST_CASE("a path lost to underflow in one pass is handed back") {
   const auto layout = lay_out(graph);
   REQUIRE(layout.unrepresentable.empty());
   row_matrix_d gradient = row_matrix_d::Zero(frames, 2);
-  const scaled_sequence sequence{&scores, {}, &gradient};
+  const auto sequence = scaled_sequence::of(scores, &gradient);
   scaled_outcome outcome;
   scaled_forward_backward engine;
   engine.run(layout, {&sequence, 1}, true, 1.0, {&outcome, 1});
@@ -277,7 +388,7 @@ TEST_CASE("a path lost to underflow in both passes is handed back") {
   const auto layout = lay_out(graph);
   REQUIRE(layout.unrepresentable.empty());
   row_matrix_d gradient = row_matrix_d::Zero(frames, 3);
-  const scaled_sequence sequence{&scores, {}, &gradient};
+  const auto sequence = scaled_sequence::of(scores, &gradient);
   scaled_outcome outcome;
   scaled_forward_backward engine;
   engine.run(layout, {&sequence, 1}, true, 1.0, {&outcome, 1});

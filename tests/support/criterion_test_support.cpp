@@ -208,6 +208,18 @@ hmm_options distinct_hmm_costs() {
   return options;
 }
 
+std::vector<uint32_t> random_labels(size_t count, uint32_t classes, uint32_t blank,
+                                    std::mt19937& rng) {
+  std::uniform_int_distribution<uint32_t> label{0, classes - 1};
+  std::vector<uint32_t> labels;
+  while (labels.size() < count) {
+    const uint32_t x = label(rng);
+    if (x != blank)
+      labels.push_back(x);
+  }
+  return labels;
+}
+
 fsa random_fsa(uint32_t num_states, uint32_t num_edges, uint32_t classes, std::mt19937& rng) {
   std::uniform_int_distribution<uint32_t> state{0, num_states - 1};
   std::uniform_int_distribution<uint32_t> emission{0, classes - 1};

@@ -58,6 +58,10 @@ row_matrix_f random_log_posteriors(Eigen::Index frames, Eigen::Index classes, st
 /// emissions below `classes` and weights in [-0.5, 2], some +inf.
 fsa random_fsa(uint32_t num_states, uint32_t num_edges, uint32_t classes, std::mt19937& rng);
 
+/// `count` labels drawn uniformly from 0..classes-1 without `blank`.
+std::vector<uint32_t> random_labels(size_t count, uint32_t classes, uint32_t blank,
+                                    std::mt19937& rng);
+
 /// Every label sequence over `labels` of at most `max_length` labels, the
 /// empty one first, shorter before longer.
 std::vector<std::vector<uint32_t>> all_sequences(const std::vector<uint32_t>& labels,

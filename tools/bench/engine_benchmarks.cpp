@@ -65,7 +65,7 @@ void engine(bench_state& state, const batch_shape& shape) {
     criterion::row_matrix_f lp(shape.frames, shape.dim);
     criterion::fill_random_log_posteriors(lp.data(), shape.frames, shape.dim, uint64_t{seed + b});
     scores[b] = lp.cast<double>();
-    block.push_back({&scores[b], {}, &gradients[b]});
+    block.push_back(criterion::scaled_sequence::of(scores[b], &gradients[b]));
   }
   std::vector<criterion::scaled_outcome> outcomes(shape.batch);
   criterion::scaled_forward_backward run;

@@ -1,7 +1,8 @@
-// The scaled linear-space pass against the log-space reference: equal results
-// where it certifies them (random CTC, HMM and arbitrary FSAs, long peaky
-// segments as a trained model gives them), and the log-space pass, with its
-// exact values, wherever underflow could change them.
+// The full-sum on the engine's scaled recursions against the log-space
+// reference: equal results where the scaled recursions' checks pass (random
+// CTC, HMM and arbitrary FSAs, long peaky segments as a trained model gives
+// them), and the log-space recursions, with their exact values, wherever
+// underflow could change them.
 
 #include "criterion/full_sum.hpp"
 
@@ -46,9 +47,10 @@ full_sum_path compare_with_reference(const fsa& automaton, const row_matrix_f& l
     CHECK(a.loss == b.loss);
     return path;
   }
-  // Relative 1e-12 on the loss; the certificate allows far less.
+  // Relative 1e-12 on the loss: both are exact to rounding.
   CHECK(a.loss == Approx(b.loss).epsilon(1e-12).margin(1e-12));
-  // The certificate bounds each row's L1 error by about 2e-10.
+  // Occupancies agree to rounding too (the checks hand back a segment
+  // whose frames lost mass).
   CHECK((fast_gamma - reference_gamma).cwiseAbs().maxCoeff() <= 1e-9);
   // The error signals, both rounded to float: at most an ulp apart.
   row_matrix_f fast_signal(frames, classes);
@@ -58,18 +60,6 @@ full_sum_path compare_with_reference(const fsa& automaton, const row_matrix_f& l
   unwrap(reference.loss_and_error_signal("seg", automaton, log_posteriors, reference_signal));
   CHECK((fast_signal - reference_signal).cwiseAbs().maxCoeff() <= 1.2e-7f);
   return path;
-}
-
-std::vector<uint32_t> random_labels(size_t count, uint32_t classes, uint32_t blank,
-                                    std::mt19937& rng) {
-  std::uniform_int_distribution<uint32_t> label{0, classes - 1};
-  std::vector<uint32_t> labels;
-  while (labels.size() < count) {
-    const uint32_t x = label(rng);
-    if (x != blank)
-      labels.push_back(x);
-  }
-  return labels;
 }
 
 /// Posteriors as a trained CTC model gives them: each frame almost sure of one
@@ -104,7 +94,7 @@ TEST_CASE("the scaled pass matches the log-space reference on CTC and HMM segmen
   std::uniform_int_distribution<uint32_t> num_classes{3, 30};
   for (int round = 0; round < 40; ++round) {
     const uint32_t classes = num_classes(rng);
-    const auto labels = random_labels(num_labels(rng), classes, 0, rng);
+    const auto labels = test::random_labels(num_labels(rng), classes, 0, rng);
     const Eigen::Index frames = 2 * static_cast<Eigen::Index>(labels.size()) + 1 + round * 4;
     const auto log_posteriors = test::random_log_posteriors(frames, classes, rng);
     INFO("round " << round << ": " << labels.size() << " labels, " << frames << " frames");
@@ -157,7 +147,7 @@ TEST_CASE("costs far beyond exp's range are shifted, not overflowed") {
 TEST_CASE("long peaky segments, as a trained model gives them, stay on the scaled pass") {
   std::mt19937 rng{23};
   for (const Eigen::Index frames : {300, 1000, 3000}) {
-    const auto labels = random_labels(static_cast<size_t>(frames / 10), 50, 0, rng);
+    const auto labels = test::random_labels(static_cast<size_t>(frames / 10), 50, 0, rng);
     const auto log_posteriors = peaky_log_posteriors(labels, frames, 50, 0, rng);
     INFO(frames << " frames, " << labels.size() << " labels");
     CHECK(compare_with_reference(unwrap(ctc_topology{0}.build("seg", labels)), log_posteriors) ==
@@ -222,7 +212,7 @@ TEST_CASE("the scaled pass gives up where underflow could change the result") {
     // mass is on the states before the labels, and the paths through all 40
     // labels keep under e^-700 of it.
     std::mt19937 rng{25};
-    const auto many = random_labels(40, 5, 0, rng);
+    const auto many = test::random_labels(40, 5, 0, rng);
     const auto automaton = unwrap(ctc_topology{0}.build("seg", many));
     row_matrix_f log_posteriors = row_matrix_f::Constant(500, 5, -25.0f);
     log_posteriors.col(0).setZero();

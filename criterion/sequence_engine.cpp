@@ -211,6 +211,16 @@ double sequence_engine::expect_accuracy(span<const uint32_t> reference, double f
 
 std::optional<std::vector<uint32_t>> sequence_engine::best_path(const wfsa& graph,
                                                                 const row_matrix_d& scores) {
+  std::vector<uint32_t> edges;
+  if (best_edges(graph, scores, edges) == minus_inf)
+    return std::nullopt;
+  for (auto& e : edges)
+    e = graph.edges[e].emission;
+  return edges;
+}
+
+double sequence_engine::best_edges(const wfsa& graph, const row_matrix_d& scores,
+                                   std::vector<uint32_t>& edges) {
   index(graph);
   graph_ = nullptr; // the queries of an earlier run no longer apply
   const auto frames = scores.rows();
@@ -243,15 +253,16 @@ std::optional<std::vector<uint32_t>> sequence_engine::best_path(const wfsa& grap
       best = end;
       state = q;
     }
+  edges.clear();
   if (best == minus_inf)
-    return std::nullopt;
-  std::vector<uint32_t> emissions(static_cast<size_t>(frames));
+    return best;
+  edges.resize(static_cast<size_t>(frames));
   for (Eigen::Index t = frames; t >= 1; --t) {
-    const auto& edge = graph.edges[best_edge_(t - 1, state)];
-    emissions[static_cast<size_t>(t - 1)] = edge.emission;
-    state = edge.from;
+    const uint32_t e = best_edge_(t - 1, state);
+    edges[static_cast<size_t>(t - 1)] = e;
+    state = graph.edges[e].from;
   }
-  return emissions;
+  return best;
 }
 
 } // namespace sprintrt::criterion

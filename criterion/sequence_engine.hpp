@@ -59,6 +59,12 @@ public:
   /// best final state of lowest id and is traced back from there.
   std::optional<std::vector<uint32_t>> best_path(const wfsa& graph, const row_matrix_d& scores);
 
+  /// Like `best_path`, but writes the path's edges (T indices into
+  /// `graph.edges`) into `edges` and returns its score (initial cost, edge
+  /// weights and final cost subtracted from the scores it emits); -inf, and
+  /// `edges` empty, when no path has a finite score.
+  double best_edges(const wfsa& graph, const row_matrix_d& scores, std::vector<uint32_t>& edges);
+
 private:
   // The graph's edges grouped by target (`incoming_`) and by source
   // (`outgoing_`), each group in edge order: offsets into the edge lists.

@@ -3,14 +3,17 @@
 /// @file
 /// Viterbi (best path) alignment of a segment's log-posteriors to its FSA: the
 /// single path the full-sum is dominated by, for the demo and for checking.
+/// The sequence criteria's Viterbi (`sequence_engine::best_edges`) computes
+/// it.
 
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
 #include "criterion/fsa.hpp"
-#include "criterion/fsa_csr.hpp"
 #include "criterion/matrix_views.hpp"
+#include "criterion/sequence_engine.hpp"
+#include "criterion/wfsa.hpp"
 #include "sprintrt/error.hpp"
 
 namespace sprintrt::criterion {
@@ -45,11 +48,11 @@ public:
                                          const log_posteriors_ref& log_posteriors);
 
 private:
-  fsa_csr csr_;
-  /// Best scores, (T + 1) x S row-major.
-  std::vector<double> best_;
-  /// The winning position in `csr_.incoming()` per frame and state, T x S.
-  std::vector<uint32_t> back_;
+  // The FSA as a wfsa, the scores in double, and the engine whose Viterbi
+  // (max-sum in log space) all criteria share.
+  wfsa graph_;
+  row_matrix_d scores_;
+  sequence_engine engine_;
 };
 
 } // namespace sprintrt::criterion

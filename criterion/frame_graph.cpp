@@ -126,7 +126,13 @@ void frame_graph_builder::compress(frame_graph& out) {
     out.in_source.push_back(from);
     out.in_weight.push_back(w);
   }
+  out.in_rows.clear();
+  out.out_rows.clear();
   for (uint32_t s = 0; s < out.num_states; ++s) {
+    if (out.in_begin[s + 1] > 0)
+      out.in_rows.push_back(s);
+    if (out.out_begin[s + 1] > 0)
+      out.out_rows.push_back(s);
     out.in_begin[s + 1] += out.in_begin[s];
     out.out_begin[s + 1] += out.out_begin[s];
   }

@@ -86,6 +86,10 @@ struct frame_graph {
   std::vector<uint32_t> out_begin;
   std::vector<uint32_t> out_target;
   std::vector<double> out_weight;
+  /// Sparse: the states with transitions off the bands into them
+  /// (`in_rows`) and out of them (`out_rows`), ascending.
+  std::vector<uint32_t> in_rows;
+  std::vector<uint32_t> out_rows;
   /// The distinct columns the states emit, ascending, and the states
   /// grouped by them: those emitting `columns[i]` are positions
   /// `column_begin[i]` .. `column_begin[i + 1]` of `column_states`.

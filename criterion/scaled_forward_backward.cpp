@@ -144,13 +144,27 @@ void scaled_forward_backward::step(const frame_graph& graph, const_block_map in,
     dense_product(in.data(), width, graph.dense.data(), graph.num_states, transpose, out.data());
     return;
   }
-  out.setZero();
   double* __restrict target = out.data();
   const double* __restrict source = in.data();
   // The bands: target q takes weight times source q - offset (forward), or
   // source q gives to target q - offset (backward). Straight loops over
-  // contiguous states, the batch innermost.
+  // contiguous states, the batch innermost. A band that reaches every
+  // target (a loop on every state) writes first, so nothing is zeroed.
+  const auto* full = static_cast<const frame_graph::band*>(nullptr);
+  for (const auto& band : graph.bands)
+    if (band.offset == 0 && band.first == 0 && band.size == graph.num_states)
+      full = &band;
+  if (full == nullptr) {
+    out.setZero();
+  } else {
+    const double* w = graph.band_weight.data() + full->begin;
+    for (Eigen::Index q = 0; q < graph.num_states; ++q)
+      for (Eigen::Index b = 0; b < width; ++b)
+        target[q * width + b] = w[q] * source[q * width + b];
+  }
   for (const auto& band : graph.bands) {
+    if (&band == full)
+      continue;
     const Eigen::Index n = band.size;
     const Eigen::Index into = transpose ? band.first - band.offset : band.first;
     const Eigen::Index from = transpose ? band.first : band.first - band.offset;
@@ -164,13 +178,15 @@ void scaled_forward_backward::step(const frame_graph& graph, const_block_map in,
           target[(into + i) * width + b] += w[i] * source[(from + i) * width + b];
     }
   }
-  // The other transitions, by target (forward) or by source (backward).
+  // The other transitions, by target (forward) or by source (backward),
+  // over the states that have any.
+  const auto& rows = transpose ? graph.out_rows : graph.in_rows;
   const auto& begin = transpose ? graph.out_begin : graph.in_begin;
   const auto& other = transpose ? graph.out_target : graph.in_source;
   const auto& weight = transpose ? graph.out_weight : graph.in_weight;
   if (width == 1) {
     // One sequence (a numerator): a gather per state, summed in registers.
-    for (uint32_t q = 0; q < graph.num_states; ++q) {
+    for (const uint32_t q : rows) {
       double sum = 0;
       for (uint32_t i = begin[q]; i < begin[q + 1]; ++i)
         sum += weight[i] * source[other[i]];
@@ -178,7 +194,7 @@ void scaled_forward_backward::step(const frame_graph& graph, const_block_map in,
     }
     return;
   }
-  for (uint32_t q = 0; q < graph.num_states; ++q) {
+  for (const uint32_t q : rows) {
     double* row = target + q * width;
     for (uint32_t i = begin[q]; i < begin[q + 1]; ++i) {
       const double* from = source + other[i] * width;
@@ -456,9 +472,9 @@ void scaled_forward_backward::backward(const frame_graph& graph, span<const scal
       else
         tops_[b] = scale;
     }
-    scale_rows(product, tops_.data());
     column_sums.setZero();
     if (accuracy) {
+      scale_rows(product, tops_.data());
       block_map alpha_accuracy = frame(alpha_accuracy_, t, states);
       block_map beta_accuracy{beta_accuracy_.data(), width_, states};
       for (Eigen::Index q = 0; q < states; ++q)
@@ -467,7 +483,10 @@ void scaled_forward_backward::backward(const frame_graph& graph, span<const scal
               product(b, q) * (alpha_accuracy(b, q) + beta_accuracy(b, q) -
                                outcomes[static_cast<size_t>(b)].expected_accuracy);
     } else {
+      // The occupancies summed by column before their scale: D products
+      // per sequence instead of S.
       sum_by_column(graph, product, column_sums);
+      scale_rows(column_sums, tops_.data());
     }
     for (Eigen::Index b = 0; b < width_; ++b)
       if (t <= lengths_[b] && outcomes[static_cast<size_t>(b)].exact) {

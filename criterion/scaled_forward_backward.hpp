@@ -21,7 +21,9 @@
 
 namespace sprintrt::criterion {
 
-/// One sequence of a block.
+/// One sequence of a block: pointers into the caller's matrices, which must
+/// outlive the run (and keep their storage: a matrix assigned anew may have
+/// moved).
 struct scaled_sequence {
   /// Its scores [frames, classes], row-major and contiguous (log space, any
   /// finite or -inf values).

@@ -329,7 +329,9 @@ TEST_CASE("what the scaled recursions cannot represent is handed back, not guess
   scores = random_scores(20, 6, 1.0, 1.0, rng);
   scores.row(4).setConstant(-inf);
   gradient.setZero();
-  engine.run(layout, {&sequence, 1}, true, 1.0, {&outcome, 1});
+  // A new matrix: the sequence points at its data.
+  const auto again = scaled_sequence::of(scores, &gradient);
+  engine.run(layout, {&again, 1}, true, 1.0, {&outcome, 1});
   CHECK_FALSE(outcome.exact);
 
   // A cost 1000 above the others underflows: the layout says so.

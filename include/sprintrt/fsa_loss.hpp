@@ -58,7 +58,8 @@ struct fsa_loss_options {
   /// [B] what every numerator path of sequence b pays (`mmi`, `bmmi`), or
   /// null for none.
   const double* numerator_cost = nullptr;
-  /// Threads, the calling one among them (at least 1).
+  /// Threads, the calling one among them (at least 1). The results are the
+  /// same bits for any number.
   int64_t threads = 1;
 };
 

@@ -496,7 +496,8 @@ def fsa_loss(log_probs: torch.Tensor, seq_lens: Any, fsa: Any, *, den_fsa: Any =
 
     ``implementation``: ``"auto"``, ``"kernel"`` (CPU only) or ``"torch"``
     (see the module's docstring). ``num_threads``: the kernel's threads
-    (default ``torch.get_num_threads()``).
+    (default ``torch.get_num_threads()``); its results are the same bits
+    for any number.
 
     The gradient with respect to ``log_probs`` is the loss's true gradient
     times ``grad_loss`` (zero in the padding frames). Bad arguments raise

@@ -306,14 +306,8 @@ void scaled_forward_backward::prepare(const frame_graph& graph, span<const scale
   sums_.resize(static_cast<size_t>(width_));
   // The columns some state emits: only they are computed, and only their
   // underflow matters. The others stay 0, never read.
-  columns_.clear();
-  emitted_.assign(static_cast<size_t>(classes_), 0);
-  for (const uint32_t k : graph.emission)
-    emitted_[k] = 1;
-  for (Eigen::Index k = 0; k < classes_; ++k)
-    if (emitted_[static_cast<size_t>(k)])
-      columns_.push_back(static_cast<uint32_t>(k));
-  const size_t used = columns_.size();
+  const auto& columns = graph.columns;
+  const size_t used = columns.size();
   shaped(emissions_, width_ * frames_, classes_);
   shift_.assign(block.size(), 0);
   shifted_.resize(used);
@@ -330,7 +324,7 @@ void scaled_forward_backward::prepare(const frame_graph& graph, span<const scale
       const double* x = block[static_cast<size_t>(b)].scores + t * classes_;
       double top = -std::numeric_limits<double>::infinity();
       for (size_t i = 0; i < used; ++i)
-        top = std::max(top, x[columns_[i]]);
+        top = std::max(top, x[columns[i]]);
       if (top == -std::numeric_limits<double>::infinity()) {
         if (outcome.exact)
           outcome = {false, "every column the graph emits scores -inf", t + 1, 0, 0};
@@ -338,7 +332,7 @@ void scaled_forward_backward::prepare(const frame_graph& graph, span<const scale
       }
       bool in_range = true;
       for (size_t i = 0; i < used; ++i) {
-        const double score = x[columns_[i]];
+        const double score = x[columns[i]];
         shifted_[i] = score - top;
         in_range &=
             !(shifted_[i] < min_log_ratio) || score == -std::numeric_limits<double>::infinity();
@@ -347,7 +341,7 @@ void scaled_forward_backward::prepare(const frame_graph& graph, span<const scale
         outcome = {false, "a frame's scores span more than double's range", t + 1, 0, 0};
       exp_nonpositive(shifted_.data(), exps_.data(), used);
       for (size_t i = 0; i < used; ++i)
-        e(b, columns_[i]) = exps_[i];
+        e(b, columns[i]) = exps_[i];
       shift_[b] += top;
     }
   }

@@ -127,10 +127,7 @@ private:
   Eigen::Index classes_ = 0;
   Eigen::Index width_ = 0;
   std::vector<Eigen::Index> lengths_;
-  // The columns the graph emits (a flag per column, then the list), and per
-  // column of them a frame's shifted score and its exp.
-  std::vector<char> emitted_;
-  std::vector<uint32_t> columns_;
+  // Per column the graph emits: a frame's shifted score and its exp.
   std::vector<double> shifted_, exps_;
   // Per frame: exp(scores - the frame's maximum) as [nb, D]; the maxima's
   // sum per sequence.

@@ -148,23 +148,9 @@ void scaled_forward_backward::step(const frame_graph& graph, const_block_map in,
   const double* __restrict source = in.data();
   // The bands: target q takes weight times source q - offset (forward), or
   // source q gives to target q - offset (backward). Straight loops over
-  // contiguous states, the batch innermost. A band that reaches every
-  // target (a loop on every state) writes first, so nothing is zeroed.
-  const auto* full = static_cast<const frame_graph::band*>(nullptr);
-  for (const auto& band : graph.bands)
-    if (band.offset == 0 && band.first == 0 && band.size == graph.num_states)
-      full = &band;
-  if (full == nullptr) {
-    out.setZero();
-  } else {
-    const double* w = graph.band_weight.data() + full->begin;
-    for (Eigen::Index q = 0; q < graph.num_states; ++q)
-      for (Eigen::Index b = 0; b < width; ++b)
-        target[q * width + b] = w[q] * source[q * width + b];
-  }
+  // contiguous states, the batch innermost.
+  out.setZero();
   for (const auto& band : graph.bands) {
-    if (&band == full)
-      continue;
     const Eigen::Index n = band.size;
     const Eigen::Index into = transpose ? band.first - band.offset : band.first;
     const Eigen::Index from = transpose ? band.first : band.first - band.offset;

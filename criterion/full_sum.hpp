@@ -10,7 +10,6 @@
 
 #include <cstdint>
 #include <string_view>
-
 #include <vector>
 
 #include "criterion/frame_graph.hpp"

@@ -70,9 +70,6 @@ struct sequence_stats {
 /// worker thread. Not thread-safe.
 class sequence_workspace {
 public:
-  /// A workspace with no counts yet.
-  sequence_workspace() = default;
-
   /// Whether a skipped segment is warned about (as Sprint's own log says
   /// it; the default) or logged at debug level, for a caller that reports
   /// the skips of a batch itself (in-process workers, `fsa_loss`).

@@ -74,8 +74,8 @@ def select(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 
 def buckets(keys: numpy.ndarray, num_keys: int, pad: int, device: torch.device,
-            states: numpy.ndarray | None = None,
-            overhead: int = _BUCKET_ENTRIES) -> list[Bucket]:
+            states: numpy.ndarray | None = None, overhead: int = _BUCKET_ENTRIES,
+            every_key: bool = True) -> list[Bucket]:
     """The ids 0 .. len(keys)-1 grouped by ``keys`` (numpy int64, each in
     [0, num_keys)), in id order within a group, as ``Bucket``s of groups
     within a factor ``_BUCKET_RATIO`` in size, adjacent ones merged where the
@@ -83,19 +83,22 @@ def buckets(keys: numpy.ndarray, num_keys: int, pad: int, device: torch.device,
     costs); ``states`` (numpy [len(keys) + 1], the pad last) gives each id's
     state. Keys without ids join the
     narrowest bucket (all pad: -inf, or 0 in sums), so that every key is in
-    a bucket and one bucket often holds them all."""
+    a bucket and one bucket often holds them all; without ``every_key``
+    they are in none."""
     order = numpy.argsort(keys, kind="stable")
     counts = numpy.bincount(keys, minlength=num_keys)
     begins = numpy.concatenate((numpy.zeros(1, dtype=numpy.int64), numpy.cumsum(counts)[:-1]))
     level = numpy.floor(numpy.log(numpy.maximum(counts, 1)) /
                         numpy.log(_BUCKET_RATIO)).astype(numpy.int64)
     used = counts > 0
-    if used.any():
+    if not every_key:
+        level[~used] = -1
+    elif used.any():
         level[~used] = level[used].min()
     # Adjacent levels share a bucket when padding the narrower costs less
     # than a bucket's own kernels would.
     groups: list[tuple[numpy.ndarray, int]] = []
-    for value in numpy.unique(level):
+    for value in numpy.unique(level[level >= 0]):
         rows = numpy.nonzero(level == value)[0]
         width = max(1, int(counts[rows].max()))
         if groups:

@@ -36,23 +36,26 @@ which removes the rounding that alpha[t] + beta[t + 1] and log Z gathered
 over different frames. In float32 (devices without float64) every frame is
 also rescaled per sequence (``_rescale``).
 
-A shared graph with a dense layout runs in probability space instead
-(fsa_loss_dense.py); ``frame_pass`` chooses, and runs the sequences that
-path cannot hold again here.
+In float64, every graph runs in probability space instead
+(fsa_loss_scaled.py); ``frame_pass`` chooses, and runs the sequences that
+path cannot hold again here. The log-space recursions serve those, devices
+without float64, and the best path.
 
 Host synchronisation: none in the frame loops; the caller reads one small
-tensor back per call (fsa_loss.py), and the dense path one more.
+tensor back per call (fsa_loss.py), and each pass in probability space one
+more.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy
 import torch
 
-from . import fsa_loss_dense
 from .fsa_loss_buckets import Bucket, buckets, select
+from .fsa_loss_scaled import ScaledGraph, forward_backward
 
 __all__ = ["Graph", "loss_and_gradient"]
 
@@ -89,11 +92,9 @@ class Graph:
         self.column = torch.from_numpy(numpy.append(column, 0)).to(device)
         self.weight = torch.from_numpy(
             numpy.append(numpy.asarray(weights, dtype=numpy.float64), numpy.inf)).to(device, dtype)
-        self.incoming = buckets(edges[1], num_states, count, device, source)
-        self.outgoing = buckets(edges[0], num_states, count, device, target)
-        # Summed once per chunk of frames, not per frame: no padding is
-        # worth saving a bucket.
-        self.by_column = buckets(column, self.columns, count, device, overhead=0)
+        # The buckets of the log-space recursions, made when first needed
+        # (``incoming``, ``outgoing``, ``by_column``).
+        self._layout = (edges[0], edges[1], source, target, column, count, device)
         # Sequence b's group and start and end states.
         groups = numpy.arange(batch) if shared else numpy.zeros(batch, dtype=numpy.int64)
         starts = numpy.repeat(start, batch) if shared else start
@@ -103,12 +104,15 @@ class Graph:
         self.end = torch.from_numpy(ends).to(device)
         self.lengths = torch.from_numpy(lengths).to(device)
         self.nonempty = int(numpy.count_nonzero(lengths))
-        # A shared graph's layout for products in probability space, where
-        # it pays and float64 can hold it (fsa_loss_dense.py).
-        self.dense = None
-        if shared and dtype == torch.float64:
-            self.dense = fsa_loss_dense.DenseGraph.lay_out(
-                num_states, edges, weights, int(start[0]), int(end[0]), classes, device)
+        # The layout for products in probability space, where float64 can
+        # hold it (fsa_loss_scaled.py).
+        self.scaled: ScaledGraph | None = None
+        if dtype == torch.float64 and shared:
+            self.scaled = ScaledGraph.lay_out_shared(num_states, edges, weights, int(start[0]),
+                                                     int(end[0]), classes, device)
+        elif dtype == torch.float64:
+            self.scaled = ScaledGraph.lay_out_batch(num_states, edges, weights, start, end,
+                                                    classes, device)
         # The frame at which the backward pass starts in each end state.
         end_frame = numpy.full((self.groups, num_states), -1, dtype=numpy.int64)
         end_frame[groups, ends] = lengths
@@ -146,6 +150,25 @@ class Graph:
             valid = slot[None, :] < counts[:, None]
             members[valid] = order[(begins[:, None] + slot[None, :])[valid]]
         self.members = torch.from_numpy(members.reshape(-1)).to(device)
+
+    @functools.cached_property
+    def incoming(self) -> list[Bucket]:
+        """The edges by target state, each with its source."""
+        sources, targets, source, _, _, count, device = self._layout
+        return buckets(targets, self.num_states, count, device, source)
+
+    @functools.cached_property
+    def outgoing(self) -> list[Bucket]:
+        """The edges by source state, each with its target."""
+        sources, _, _, target, _, count, device = self._layout
+        return buckets(sources, self.num_states, count, device, target)
+
+    @functools.cached_property
+    def by_column(self) -> list[Bucket]:
+        """The edges by column. Summed once per chunk of frames, not per
+        frame: no padding is worth saving a bucket."""
+        _, _, _, _, column, count, device = self._layout
+        return buckets(column, self.columns, count, device, overhead=0)
 
     def chunks(self, frames: int) -> list[tuple[int, int]]:
         """Frame ranges [t0, t1) of at most ``_CHUNK_ENTRIES`` scores each."""
@@ -328,27 +351,26 @@ def frame_pass(graph: Graph, values: torch.Tensor, steps: int, *, want_gradient:
     (sMBR): then also the expected accuracy E[A] and sum over the paths with
     e_t = k of P(pi) (A(pi) - E[A]) (its derivative by values[t, b, k]).
 
-    A graph with a dense layout runs in probability space; the sequences
+    A graph with a layout in probability space runs there; the sequences
     that it cannot compute exactly (one read from the device tells) run
     again in log space. ``paths``: counts the sequences of each kind
     (``scaled``, ``log_space``) if given."""
     if paths is None:
         paths = {"scaled": 0, "log_space": 0}
-    if graph.dense is None or steps == 0:
+    if graph.scaled is None or steps == 0:
         paths["log_space"] += graph.nonempty
         return _log_space_pass(graph, values, steps, want_gradient=want_gradient,
                                accuracy=accuracy)
-    *dense, inexact = fsa_loss_dense.forward_backward(
-        graph.dense, values, graph.lengths, steps, want_gradient=want_gradient,
-        accuracy=accuracy)
+    *scaled, inexact = forward_backward(graph.scaled, values, graph.lengths, steps,
+                                        want_gradient=want_gradient, accuracy=accuracy)
     redone = int(inexact.sum())
     paths["scaled"] += graph.nonempty - redone
     paths["log_space"] += redone
     if not redone:
-        return tuple(dense)  # type: ignore[return-value]
+        return tuple(scaled)  # type: ignore[return-value]
     exact = _log_space_pass(graph, values, steps, want_gradient=want_gradient, accuracy=accuracy)
     merged: list[Any] = []
-    for fast, slow in zip(dense, exact):
+    for fast, slow in zip(scaled, exact):
         if fast is None:
             merged.append(None)
             continue

@@ -17,6 +17,7 @@
 #include "denominator_binding.hpp"
 #include "fsa_loss_binding.hpp"
 #include "log_bridge.hpp"
+#include "numerator_binding.hpp"
 #include "pool_binding.hpp"
 #include "process_runtime.hpp"
 #include "seqtrain_binding.hpp"
@@ -59,4 +60,5 @@ PYBIND11_MODULE(_sprintrt, m) {
   bind_fsa_loss(m);
   bind_sequence_loss(m);
   bind_denominators(m);
+  bind_numerators(m);
 }

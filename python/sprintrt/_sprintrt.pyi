@@ -120,3 +120,6 @@ class LabelLm:
 
 def hypotheses_graph(hypotheses: List[List[int]], costs: List[float], lm_scale: float,
                      topology: str, blank_index: int, hmm: Dict[str, Any]) -> Dict[str, Any]: ...
+
+def topology_fsas(sequences: List[List[int]], topology: str, blank_index: int,
+                  hmm: Dict[str, Any]) -> List[Tuple[int, int, numpy.ndarray, numpy.ndarray]]: ...

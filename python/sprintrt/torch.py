@@ -4,7 +4,8 @@ and the full-sum loss over batch FSAs with the lattice-free sequence criteria
 ``sprintrt.fsa_loss``, whose docstring says how its gradient relates to the
 convention below); the batch FSAs themselves come from ``FsaBuilder``
 (``sprintrt.fsa_builder``) in i6_models' layouts ``WeightedFsa`` and
-``WeightedFsaV2`` (``sprintrt.fsa_layouts``), the denominators from
+``WeightedFsaV2`` (``sprintrt.fsa_layouts``), or from label tensors through
+``label_numerators`` (``sprintrt.numerators``), the denominators from
 ``label_lm_denominator`` and ``hypotheses_denominator``
 (``sprintrt.denominators``).
 
@@ -35,10 +36,11 @@ from .denominators import LabelLm, hypotheses_denominator, join_graphs, label_lm
 from .fsa_builder import FsaBuilder
 from .fsa_layouts import WeightedFsa, WeightedFsaV2
 from .fsa_loss import fsa_loss, fsa_loss_stats, lengths_numpy
+from .numerators import label_numerators
 
 __all__ = ["FsaBuilder", "LabelLm", "PartialLoss", "SprintLoss", "WeightedFsa", "WeightedFsaV2",
            "fsa_loss", "fsa_loss_stats", "hypotheses_denominator", "join_graphs",
-           "label_lm_denominator", "sprint_loss"]
+           "label_lm_denominator", "label_numerators", "sprint_loss"]
 
 
 class PartialLoss(NamedTuple):

@@ -17,7 +17,8 @@ from conftest import sim_options
 # The package's modules that are PyTorch's: their import fails without it.
 # Every other module of the package imports without it.
 TORCH_MODULES = {"sprintrt.denominators", "sprintrt.fsa_loss", "sprintrt.fsa_loss_buckets",
-                 "sprintrt.fsa_loss_scaled", "sprintrt.fsa_loss_torch", "sprintrt.torch"}
+                 "sprintrt.fsa_loss_scaled", "sprintrt.fsa_loss_torch", "sprintrt.numerators",
+                 "sprintrt.torch"}
 
 WITHOUT_TORCH = str(pathlib.Path(__file__).parent / "without_torch")
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NamedTuple, Optional, Union, overload
 
+import numpy
 import torch
 
 from . import Error, SprintInstancePool
@@ -41,6 +42,47 @@ from .numerators import label_numerators
 __all__ = ["FsaBuilder", "LabelLm", "PartialLoss", "SprintLoss", "WeightedFsa", "WeightedFsaV2",
            "fsa_loss", "fsa_loss_stats", "hypotheses_denominator", "join_graphs",
            "label_lm_denominator", "label_numerators", "sprint_loss"]
+
+
+# How far a checked frame's logsumexp may lie from 0 (log_probs' dtype ->
+# tolerance): float32's rounding of a log_softmax row moves it by about 1e-6
+# D, half precision's by a few 1e-3.
+_LOG_PROB_TOLERANCE = {torch.float16: 5e-2, torch.bfloat16: 5e-2}
+_DEFAULT_LOG_PROB_TOLERANCE = 1e-3
+# Each sequence's frames that are checked, at these fractions of its length.
+_CHECKED_AT = (0.0, 1 / 3, 2 / 3, 1.0)
+
+
+def _check_log_probs(log_posteriors: numpy.ndarray, lengths: numpy.ndarray,
+                     dtype: torch.dtype) -> None:
+    """Raises ``ValueError`` unless the host copy ``log_posteriors`` [T, B,
+    D] holds log-probabilities: in each sequence's first, last and two
+    middle frames, logsumexp over D is 0 within the dtype's tolerance. Raw
+    logits fail this at any frame (their logsumexp is 0 only by chance), so
+    a few frames tell at O(B D) cost."""
+    batch = numpy.arange(len(lengths))
+    # Lengths beyond T are the pool's to refuse, naming them.
+    lengths = numpy.minimum(lengths, log_posteriors.shape[0])
+    last = numpy.maximum(lengths - 1, 0)
+    frames = numpy.rint(numpy.outer(last, _CHECKED_AT)).astype(numpy.int64)
+    nonempty = lengths > 0
+    frames, batch = frames[nonempty], numpy.repeat(batch[nonempty, None], len(_CHECKED_AT), 1)
+    rows = log_posteriors[frames.ravel(), batch.ravel()].astype(numpy.float64)
+    if not len(rows):
+        return
+    with numpy.errstate(invalid="ignore", over="ignore"):
+        top = rows.max(-1)
+        total = top + numpy.log(numpy.exp(rows - top[:, None]).sum(-1))
+    tolerance = _LOG_PROB_TOLERANCE.get(dtype, _DEFAULT_LOG_PROB_TOLERANCE)
+    bad = ~(numpy.abs(total) <= tolerance)
+    if bad.any():
+        i = int(numpy.argmax(bad))
+        t, b = int(frames.ravel()[i]), int(batch.ravel()[i])
+        raise ValueError(
+            f"log_probs must be log-probabilities (the output of log_softmax over the last axis):"
+            f" frame {t} of sequence {b} has logsumexp {total[i]:.6g}, not 0 within {tolerance}"
+            " (raw logits give wrong gradients: apply log_softmax first, or pass "
+            "check_log_probs=False to send other scores on purpose)")
 
 
 class PartialLoss(NamedTuple):
@@ -64,11 +106,16 @@ class SprintLoss(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, log_probs: torch.Tensor, seq_lengths: Any, tags: Any,
-                pool: SprintInstancePool, outcome: Optional[list[Any]]) -> torch.Tensor:
+                pool: SprintInstancePool, outcome: Optional[list[Any]],
+                check_log_probs: bool) -> torch.Tensor:
         """``outcome``: None for all or nothing; a list for a partial batch,
-        to which the ``PartialBatch``'s ``ok`` and ``errors`` are appended."""
+        to which the ``PartialBatch``'s ``ok`` and ``errors`` are appended.
+        ``check_log_probs``: whether to check that the rows are
+        log-probabilities (``_check_log_probs``)."""
         # CPU float32 contiguous input is handed to the pool as is (no copy).
         log_posteriors = log_probs.detach().to("cpu", torch.float32).contiguous().numpy()
+        if check_log_probs:
+            _check_log_probs(log_posteriors, seq_lengths, log_probs.dtype)
         with pool.lock:
             if outcome is None:
                 loss, error_signal = pool.get_batch_loss_and_error_signal(
@@ -86,27 +133,29 @@ class SprintLoss(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx: Any,
-                 grad_loss: torch.Tensor) -> tuple[torch.Tensor, None, None, None, None]:
+                 grad_loss: torch.Tensor) -> tuple[torch.Tensor, None, None, None, None, None]:
         (error_signal,) = ctx.saved_tensors
         if ctx.ok is not None:
             # A failed segment's gradient is zero even where its NaN loss
             # made its incoming gradient NaN (0 * NaN would be NaN).
             grad_loss = torch.where(ctx.ok, grad_loss, torch.zeros_like(grad_loss))
-        return error_signal * grad_loss[None, :, None], None, None, None, None
+        return error_signal * grad_loss[None, :, None], None, None, None, None, None
 
 
 @overload
 def sprint_loss(log_probs: torch.Tensor, seq_lengths: Any, tags: Any, pool: SprintInstancePool,
-                partial: Literal[False] = False) -> torch.Tensor: ...
+                partial: Literal[False] = False, *,
+                check_log_probs: bool = True) -> torch.Tensor: ...
 
 
 @overload
 def sprint_loss(log_probs: torch.Tensor, seq_lengths: Any, tags: Any, pool: SprintInstancePool,
-                *, partial: Literal[True]) -> PartialLoss: ...
+                *, partial: Literal[True], check_log_probs: bool = True) -> PartialLoss: ...
 
 
 def sprint_loss(log_probs: torch.Tensor, seq_lengths: Any, tags: Any, pool: SprintInstancePool,
-                partial: bool = False) -> Union[torch.Tensor, PartialLoss]:
+                partial: bool = False, *,
+                check_log_probs: bool = True) -> Union[torch.Tensor, PartialLoss]:
     """The Sprint loss [B] of each sequence of a batch, on ``log_probs``'
     device and of its dtype (inf for a segment Sprint skipped).
 
@@ -129,7 +178,14 @@ def sprint_loss(log_probs: torch.Tensor, seq_lengths: Any, tags: Any, pool: Spri
     order. With ``partial=True`` the result is a ``PartialLoss``: the losses
     of the segments that succeeded, NaN (and a zero gradient) for those that
     failed, a mask ``ok`` and an error per failed segment; it raises only
-    for a batch refused as a whole."""
+    for a batch refused as a whole.
+
+    Sprint's error signal is a gradient only for log-probabilities, so the
+    host copy of each sequence's first, last and two middle frames is
+    checked: each row's logsumexp must be 0 within 1e-3 (5e-2 for float16
+    and bfloat16 input), else ``ValueError`` names the frame and says to
+    apply log_softmax. ``check_log_probs=False`` turns the check off, for
+    other scores sent on purpose."""
     if not isinstance(log_probs, torch.Tensor):
         raise TypeError(f"log_probs must be a torch.Tensor, got {type(log_probs).__name__}")
     if log_probs.dim() != 3:
@@ -140,11 +196,13 @@ def sprint_loss(log_probs: torch.Tensor, seq_lengths: Any, tags: Any, pool: Spri
         raise TypeError(f"pool must be a sprintrt.SprintInstancePool, got {type(pool).__name__}")
     if not isinstance(partial, bool):
         raise TypeError(f"partial must be a bool, got {type(partial).__name__}")
+    if not isinstance(check_log_probs, bool):
+        raise TypeError(f"check_log_probs must be a bool, got {type(check_log_probs).__name__}")
     lengths = lengths_numpy(seq_lengths, log_probs.shape[1], "seq_lengths",
                             tuple(log_probs.shape))
     if not partial:
-        return SprintLoss.apply(log_probs, lengths, tags, pool, None)
+        return SprintLoss.apply(log_probs, lengths, tags, pool, None, check_log_probs)
     outcome: list[Any] = []
-    loss = SprintLoss.apply(log_probs, lengths, tags, pool, outcome)
+    loss = SprintLoss.apply(log_probs, lengths, tags, pool, outcome, check_log_probs)
     ok, errors = outcome
     return PartialLoss(loss, torch.from_numpy(ok).to(log_probs.device), errors)

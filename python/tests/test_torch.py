@@ -143,3 +143,45 @@ def test_the_pools_errors_propagate(corpus):
     with pytest.raises(sprintrt.Error) as too_long:
         sprint_loss(log_probs, lengths, names[:2], pool)
     assert too_long.value.code == "invalid_input"
+
+
+def test_raw_logits_are_refused_unless_the_check_is_off(corpus):
+    path, names = corpus
+    pool = sprintrt.SprintInstancePool.get_global_instance(sim_options(path))
+    lp, lengths = random_batch(names[:4])
+    log_probs = torch.from_numpy(lp)
+    logits = log_probs + 0.7  # what log_softmax would have removed
+    with pytest.raises(ValueError, match=r"log_probs must be log-probabilities \(the output of "
+                                         r"log_softmax over the last axis\): frame 0 of sequence 0 "
+                                         r"has logsumexp 0.7, not 0 within 0.001 .*log_softmax "
+                                         r".*check_log_probs=False"):
+        sprint_loss(logits, lengths, names[:4], pool)
+    # On purpose: the pool computes what it is given.
+    loss = sprint_loss(logits, lengths, names[:4], pool, check_log_probs=False)
+    assert torch.equal(loss, torch.from_numpy(
+        pool.get_batch_loss_and_error_signal(logits.numpy(), lengths, names[:4])[0]))
+    # The last frame of a sequence is checked; the padding after it is not.
+    last = log_probs.clone()
+    last[lengths[2] - 1, 2] = 0.0
+    with pytest.raises(ValueError, match=f"frame {lengths[2] - 1} of sequence 2 has logsumexp "
+                                         f"{numpy.log(DIM):.6g}"):
+        sprint_loss(last, lengths, names[:4], pool)
+    padded = log_probs.clone()
+    padded[lengths[0]:, 0] = 5.0
+    assert torch.equal(sprint_loss(padded, lengths, names[:4], pool),
+                       sprint_loss(log_probs, lengths, names[:4], pool))
+    with pytest.raises(TypeError, match="check_log_probs must be a bool, got int"):
+        sprint_loss(log_probs, lengths, names[:4], pool, check_log_probs=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_log_softmax_passes_the_check(corpus, dtype):
+    path, names = corpus
+    pool = sprintrt.SprintInstancePool.get_global_instance(sim_options(path))
+    generator = torch.Generator().manual_seed(3)
+    lengths = numpy.array([9, 7, 9, 5])
+    logits = torch.randn(9, 4, DIM, generator=generator) * 4
+    # Rounded to half precision after the log_softmax (torch 1.13 has none
+    # in float16 on the CPU), as a mixed-precision model may hand it over.
+    loss = sprint_loss(logits.log_softmax(-1).to(dtype), lengths, names[:4], pool)
+    assert loss.dtype == dtype and torch.isfinite(loss).all()

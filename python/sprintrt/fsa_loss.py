@@ -549,8 +549,8 @@ def fsa_loss(log_probs: torch.Tensor, seq_lens: Any, fsa: Any, *, den_fsa: Any =
                                  classes, criterion, float(am_scale), float(boost), cost, flags,
                                  paths)
         loss = _PrecomputedGradientLoss.apply(time_major, compute)
-        # The call's one read from the device (besides the dense path's:
-        # fsa_loss_torch.frame_pass).
+        # The call's one read from the device (besides one per graph in
+        # probability space: fsa_loss_torch.frame_pass).
         host_flags = flags[0].cpu().numpy()
         if host_flags[-1]:
             _raise_nonfinite(time_major, lengths)

@@ -17,12 +17,14 @@ FSA's are each sequence's own, numbered from 0 and padded to the longest
 
 Products. A shared graph whose transitions are dense enough takes one
 ``torch.mm`` of [B, J] x [J, J] per frame and pass. Every other graph takes
-a sparse product: its transitions grouped by destination (forward) or by
-source (backward), each group padded to its bucket's width
-(fsa_loss_buckets.py), so that a frame is a gather, a multiply and a sum
-per bucket, with no scatter: deterministic on every device. A batch FSA's
-rows enter it as one flat row of B x J entries, each sequence reading only
-its own transitions.
+a sparse product: bands, the transitions i -> i + d of an offset d that
+many entries share (CTC's and HMM's loops, steps and skips), one
+multiply-add of shifted rows each; the other transitions grouped by
+destination (forward) or by source (backward), each group padded to its
+bucket's width (fsa_loss_buckets.py), so that a frame is a gather, a
+multiply and a sum per bucket. No scatter: deterministic on every device.
+A batch FSA's rows enter it as one flat row of B x J entries, each
+sequence reading only its own transitions.
 
 Recursions (frames t = 0 .. T-1, em_t [B, D] = exp(x_t - m_t) with m_t the
 frame's largest score among the columns the sequence's graph emits):
@@ -129,11 +131,11 @@ class _SparseProduct:
     Bands, as in criterion/frame_graph.cpp: the transitions from entry i to
     i + d, for an offset d that at least a quarter of the entries have
     (CTC's and HMM's loops, steps and skips, where frame states follow the
-    graph's states), or for every d where there are at most _MAX_BANDS,
-    are a weight per target entry, and a product's band is one
-    multiply-add of shifted rows. The other transitions are summed
-    by target (forward) or source (backward) in padded buckets: a gather,
-    a multiply and a sum each."""
+    graph's states) and at least _MIN_BAND_TRANSITIONS of them, or for
+    every d where there are at most _MAX_BANDS, are a weight per target
+    entry, and a product's band is one multiply-add of shifted rows. The
+    other transitions are summed by target (forward) or source (backward)
+    in padded buckets: a gather, a multiply and a sum each."""
 
     def __init__(self, source: numpy.ndarray, target: numpy.ndarray, value: numpy.ndarray,
                  size: int, keys: numpy.ndarray, num_keys: int, device: torch.device) -> None:
@@ -330,7 +332,7 @@ class ScaledGraph:
         highest = numpy.full(batch, -numpy.inf)
         numpy.minimum.at(lowest, sequence[finite], weights[finite])
         numpy.maximum.at(highest, sequence[finite], weights[finite])
-        held = highest - lowest <= _RANGE  # False for a sequence without finite edges
+        held = (highest - lowest <= _RANGE) & numpy.isfinite(lowest)
         lowest[~held] = 0.0
         usable = finite & held[sequence]
         source, target, column, sequence = (part[usable] for part in edges)
@@ -417,6 +419,9 @@ def forward_backward(graph: ScaledGraph, values: torch.Tensor, lengths: torch.Te
     shifted = x - top
     beyond = (shifted < -_RANGE) & torch.isfinite(shifted) & graph.emitted
     inexact = beyond.any(-1).any(0)
+    # A column the graph never emits is read only by pad entries (or not at
+    # all): 0, lest a score far above the emitted ones overflow into them.
+    shifted.masked_fill_(~graph.emitted, -float("inf"))
     # The emissions and sMBR's hits by frame state: [steps, B, J].
     emission = graph.emissions(shifted.exp_())
     smbr = accuracy is not None

@@ -2,8 +2,8 @@
 FSA (and the sequence criteria's denominators) in torch operations, for any
 device.
 
-Layout. Every graph is laid out once per call on the host (numpy), then
-moved to the device: its edges grouped by target state (forward), by source
+Layout. Every graph is laid out once per call on the host (numpy), when
+first needed, then moved to the device: its edges grouped by target state (forward), by source
 state (backward) and by emitted column (occupancies), each group padded to
 the width of its bucket (groups of similar size share a bucket, so a few
 wide groups do not pad every other). A frame's recursion is then one gather
@@ -104,15 +104,7 @@ class Graph:
         self.end = torch.from_numpy(ends).to(device)
         self.lengths = torch.from_numpy(lengths).to(device)
         self.nonempty = int(numpy.count_nonzero(lengths))
-        # The layout for products in probability space, where float64 can
-        # hold it (fsa_loss_scaled.py).
-        self.scaled: ScaledGraph | None = None
-        if dtype == torch.float64 and shared:
-            self.scaled = ScaledGraph.lay_out_shared(num_states, edges, weights, int(start[0]),
-                                                     int(end[0]), classes, device)
-        elif dtype == torch.float64:
-            self.scaled = ScaledGraph.lay_out_batch(num_states, edges, weights, start, end,
-                                                    classes, device)
+        self._scaled_layout = (num_states, edges, weights, start, end, classes, shared, dtype)
         # The frame at which the backward pass starts in each end state.
         end_frame = numpy.full((self.groups, num_states), -1, dtype=numpy.int64)
         end_frame[groups, ends] = lengths
@@ -150,6 +142,20 @@ class Graph:
             valid = slot[None, :] < counts[:, None]
             members[valid] = order[(begins[:, None] + slot[None, :])[valid]]
         self.members = torch.from_numpy(members.reshape(-1)).to(device)
+
+    @functools.cached_property
+    def scaled(self) -> ScaledGraph | None:
+        """The layout for products in probability space (fsa_loss_scaled.py),
+        where float64 can hold it; None where not."""
+        num_states, edges, weights, start, end, classes, shared, dtype = self._scaled_layout
+        device = self._layout[-1]
+        if dtype != torch.float64:
+            return None
+        if shared:
+            return ScaledGraph.lay_out_shared(num_states, edges, weights, int(start[0]),
+                                              int(end[0]), classes, device)
+        return ScaledGraph.lay_out_batch(num_states, edges, weights, start, end, classes,
+                                         device)
 
     @functools.cached_property
     def incoming(self) -> list[Bucket]:
@@ -351,9 +357,10 @@ def frame_pass(graph: Graph, values: torch.Tensor, steps: int, *, want_gradient:
     (sMBR): then also the expected accuracy E[A] and sum over the paths with
     e_t = k of P(pi) (A(pi) - E[A]) (its derivative by values[t, b, k]).
 
-    A graph with a layout in probability space runs there; the sequences
-    that it cannot compute exactly (one read from the device tells) run
-    again in log space. ``paths``: counts the sequences of each kind
+    A graph with a layout in probability space runs there; if it cannot
+    compute some sequences exactly (one read from the device tells), the
+    whole graph runs again in log space and those sequences take its
+    results. ``paths``: counts the sequences of each kind
     (``scaled``, ``log_space``) if given."""
     if paths is None:
         paths = {"scaled": 0, "log_space": 0}

@@ -156,3 +156,56 @@ def test_a_shared_graph_runs_in_probability_space_and_equals_log_space(kind, smb
     assert paths == ({"scaled": 3, "log_space": 0} if one_frame_ends
                      else {"scaled": 2, "log_space": 1})
     assert_equal_results(scaled, exact)
+
+
+def reordered(graphs):
+    """(num_states, edges [4, E], weights, start, end) of ``graphs`` with
+    their states renumbered: within each sequence the inner states in
+    reverse (steps become negative offsets), and the sequences' states in
+    reverse batch order (the last sequence's states first)."""
+    bases, base = [], 0
+    for states, _ in reversed(graphs):
+        bases.insert(0, base)
+        base += states
+    edges, weights, start, end = [], [], [], []
+    for b, (states, graph) in enumerate(graphs):
+        def place(s, states=states, b=b):
+            inner = s if s in (0, states - 1) else states - 1 - s
+            return bases[b] + inner
+        for source, target, emission, weight in graph:
+            edges.append((place(source), place(target), emission, b))
+            weights.append(weight)
+        start.append(bases[b])
+        end.append(bases[b] + states - 1)
+    return (base, numpy.array(edges, dtype=numpy.int64).T, numpy.array(weights),
+            numpy.array(start), numpy.array(end))
+
+
+@pytest.mark.parametrize("smbr", [False, True], ids=["full-sum", "smbr"])
+@pytest.mark.parametrize("table", [True, False], ids=["emission-table", "frame-by-frame"])
+def test_every_sequence_of_a_batch_runs_in_probability_space(monkeypatch, smbr, table):
+    # Four exact sequences, their states out of batch order and their steps
+    # backwards (negative offsets), one with a skip; column 0 emitted by
+    # none, and 800 above the others at one frame (it must not reach a pad).
+    if not table:
+        monkeypatch.setattr(fsa_loss_scaled, "_TABLE_ENTRIES", 0)
+    classes, frames = 6, 30
+    generator = numpy.random.default_rng(5)
+    skip = chain(4, [1, 2, 3, 1])
+    skip[1].append((1, 3, 3, 0.7))
+    graphs = [chain(6, [1, 2, 3, 4, 5, 1]), skip, chain(3, [5, 4, 3]), chain(8, [2] * 8)]
+    lengths = numpy.array([frames, frames - 4, 20, frames - 1])
+    graph = fsa_loss_torch.Graph(*reordered(graphs)[:3], *reordered(graphs)[3:], lengths,
+                                 classes, False, torch.float64, CPU)
+    assert any(d < 0 for d, *_ in graph.scaled.product.bands)
+    logits = torch.from_numpy(generator.normal(0, 3, (frames, len(lengths), classes)))
+    logits[7, 0, 0] = 800.0
+    values = fsa_loss_torch.mask_ended(logits.log_softmax(-1), graph.lengths)
+    accuracy = None
+    if smbr:
+        reference = torch.from_numpy(generator.integers(0, classes, (frames, len(lengths))))
+        accuracy = torch.nn.functional.one_hot(reference, classes).double()
+    paths, scaled, exact = passes(graph, values, frames, accuracy)
+    assert paths == {"scaled": 4, "log_space": 0}
+    assert torch.isfinite(scaled[0]).all()
+    assert_equal_results(scaled, exact)

@@ -18,7 +18,7 @@ from conftest import sim_options
 # Every other module of the package imports without it.
 TORCH_MODULES = {"sprintrt.denominators", "sprintrt.fsa_loss", "sprintrt.fsa_loss_buckets",
                  "sprintrt.fsa_loss_scaled", "sprintrt.fsa_loss_torch", "sprintrt.numerators",
-                 "sprintrt.torch"}
+                 "sprintrt.overlapped", "sprintrt.sprint_autograd", "sprintrt.torch"}
 
 WITHOUT_TORCH = str(pathlib.Path(__file__).parent / "without_torch")
 

@@ -52,6 +52,8 @@ py::tuple pool::compute(const py::array& log_posteriors, const py::array& seq_le
                         std::vector<std::string> tags, bool partial) {
   auto b = batch_of(log_posteriors, seq_lengths, std::move(tags), input::borrowed);
   b.partial = partial;
+  // Moved out: a concurrent call on another thread cannot get it too.
+  b.reuse_error_signal = std::move(last_error_signal_);
   auto result = call_without_gil(
       client_, "this pool",
       [b = std::move(b)](const pool_client& facade, const stop_token& stop) mutable {
@@ -60,6 +62,7 @@ py::tuple pool::compute(const py::array& log_posteriors, const py::array& seq_le
   if (!result)
     raise(result.error());
   auto loss = to_numpy(result->loss);
+  last_error_signal_ = result->error_signal;
   auto error_signal = to_numpy(std::move(result->error_signal));
   if (!partial)
     return py::make_tuple(loss, error_signal);

@@ -16,6 +16,7 @@
 #include "process_runtime.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/pool_client.hpp"
+#include "sprintrt/tensor.hpp"
 
 namespace sprintrt::python {
 
@@ -33,7 +34,11 @@ public:
   pool(const std::string& options_json, bool in_process);
 
   /// (loss float32 [B], error signal float32 [T, B, D]) of a time-major
-  /// batch; C-contiguous float32 log-posteriors are read in place. With
+  /// batch; C-contiguous float32 log-posteriors are read in place. The
+  /// error signal is written into the previous call's when that has the
+  /// same shape and nothing else holds it any more (no array or tensor of
+  /// the caller's): a loop that drops each result allocates no new output
+  /// (a fresh large one costs its page faults). With
   /// `partial` (see `batch::partial`), (loss, error signal, ok bool [B],
   /// errors): a failed segment's loss NaN and its error signal zero, ok
   /// False, and its item of the list `errors` a `sprintrt.Error` with
@@ -88,6 +93,10 @@ private:
   sprint_options opts_;
   bool in_process_;
   std::shared_ptr<const pool_client> client_;
+  /// The last call's error signal, sharing its storage with the array
+  /// handed out (`batch::reuse_error_signal` of the next call). Read and
+  /// written with the GIL held.
+  tensor last_error_signal_;
 };
 
 /// Registers `Pool` in `m`.

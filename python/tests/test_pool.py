@@ -215,3 +215,40 @@ def test_a_borrowed_input_is_released_once_the_pool_is_done(corpus):
         if alive() is None:
             break
     assert alive() is None
+
+
+def test_a_dropped_error_signal_is_written_into_again_and_a_kept_one_never(corpus):
+    path, names = corpus
+    pool = sprintrt.SprintInstancePool.get_global_instance(sim_options(path))
+    lp, lengths = random_batch(names[:4])
+    other_lp, _ = random_batch(names[:4], seed=9)
+
+    def address(array):
+        return array.__array_interface__["data"][0]
+
+    # Dropped: the next call of the same shape writes into its storage, and
+    # gives the values a fresh output would hold.
+    _, first = pool.get_batch_loss_and_error_signal(lp, lengths, names[:4])
+    reused_at = address(first)
+    del first
+    loss, again = pool.get_batch_loss_and_error_signal(other_lp, lengths, names[:4])
+    assert address(again) == reused_at
+    # Kept: never touched again, the next result is new.
+    kept = again.copy()
+    _, third = pool.get_batch_loss_and_error_signal(lp, lengths, names[:4])
+    assert address(third) != address(again)
+    assert numpy.array_equal(again, kept)
+    del again, third
+    fresh_pool = sprintrt.SprintInstancePool(sim_options(path))
+    want_loss, want = fresh_pool.get_batch_loss_and_error_signal(other_lp, lengths, names[:4])
+    _, reused = pool.get_batch_loss_and_error_signal(other_lp, lengths, names[:4])
+    assert numpy.array_equal(reused, want) and numpy.array_equal(loss, want_loss)
+    # Its padding rows are zero again although the storage held values there.
+    short = lengths.copy()
+    short[0] = 1
+    reused_at = address(reused)
+    assert reused[1:, 0].any()
+    del reused
+    _, padded = pool.get_batch_loss_and_error_signal(lp, short, names[:4])
+    assert address(padded) == reused_at
+    assert not padded[1:, 0].any()

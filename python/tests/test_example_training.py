@@ -215,3 +215,25 @@ def test_sequence_criteria_train_in_the_short_mode(tmp_path, criterion, ctc_epoc
     if criterion == "smbr":
         # Fine-tuning keeps what the CTC epochs reached, or betters it.
         assert epochs[-1]["heldout_ler"] <= epochs[ctc_epochs - 1]["heldout_ler"]
+
+
+OVERLAPPED = EXAMPLE.parent / "overlapped_training.py"
+
+
+@pytest.mark.parametrize("loss", ["sprint", "overlapped"])
+def test_overlapped_example_trains_with_either_loss_and_leaves_no_worker(loss, tmp_path):
+    run = subprocess.run([sys.executable, str(OVERLAPPED), "--loss", loss, "--json",
+                          "--epochs", "2", "--segments", "96", "--heldout", "48",
+                          "--child-ms", "1", "--step-ms", "0", "--forward-seq-delay", "32",
+                          "--sprint-sim", SPRINT_SIM, "--work-dir", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    epochs = report["epochs"]
+    assert [e["epoch"] for e in epochs] == [0, 1, 2]
+    # Learning: the untrained model emits a label on almost every frame.
+    assert epochs[-1]["ler"] < epochs[0]["ler"] - 0.5
+    for e in epochs[1:]:
+        assert 0 <= e["wait_fraction"] <= 1 and e["segments_per_second"] > 0
+    assert report["summary"]["loss"] == loss
+    assert not processes_mentioning(str(tmp_path))

@@ -154,7 +154,7 @@ def print_epoch(figures):
 
 def main(argv=None):
     args = parse_args(argv)
-    report = {"epochs": []}
+    report: dict = {"epochs": []}
 
     def report_epoch(figures):
         report["epochs"].append(figures)

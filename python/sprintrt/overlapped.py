@@ -31,6 +31,7 @@ import concurrent.futures
 import functools
 import threading
 import time
+import weakref
 from collections.abc import Iterable
 from typing import Any, Callable, Optional, Union
 
@@ -72,13 +73,16 @@ class _DelayedSprintLoss(torch.autograd.Function):
                 ok: Optional[torch.Tensor]) -> torch.Tensor:
         ctx.save_for_backward(log_probs.detach(), forwarded, error_signal, valid)
         ctx.ok = ok
-        return loss
+        # A new tensor, not the input: the caller may change it in place.
+        return loss.clone()
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx: Any, grad_loss: torch.Tensor) -> tuple[Any, ...]:
         log_probs, forwarded, error_signal, valid = ctx.saved_tensors
-        drift = (log_probs.exp() - forwarded.exp()).mul_(valid)
+        # Selected, not multiplied by 0: padding may hold NaN or inf.
+        drift = torch.where(valid, log_probs.exp() - forwarded.exp(), torch.zeros((), **{
+            "dtype": log_probs.dtype, "device": log_probs.device}))
         gradient = error_signal + drift
         if ctx.ok is not None:
             grad_loss = torch.where(ctx.ok, grad_loss, torch.zeros_like(grad_loss))
@@ -116,6 +120,10 @@ class OverlappedSprintLoss:
         self.check_log_probs = check_log_probs
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="sprintrt-overlapped")
+        # Dropped without ``close`` (a loop left without a ``with``): the
+        # batches not started are dropped, nothing waits for them at exit.
+        self._finalizer = weakref.finalize(self, self._executor.shutdown, wait=False,
+                                           cancel_futures=True)
         self._lock = threading.Lock()
         self._in_flight: collections.OrderedDict[int, Pending] = collections.OrderedDict()
         self._started: Optional[float] = None
@@ -131,6 +139,7 @@ class OverlappedSprintLoss:
 
     def close(self) -> None:
         """Waits for the batch the pool is computing, drops the rest."""
+        self._finalizer.detach()
         self._executor.shutdown(wait=True, cancel_futures=True)
 
     def in_flight(self) -> int:
@@ -156,16 +165,26 @@ class OverlappedSprintLoss:
         forwarded = log_probs.detach()
         lengths = lengths_numpy(seq_lengths, forwarded.shape[1], "seq_lengths",
                                 tuple(forwarded.shape))
-        host = forwarded.to("cpu", torch.float32).contiguous().numpy()
+        host_tensor = forwarded.to("cpu", torch.float32).contiguous()
+        if host_tensor.data_ptr() == forwarded.data_ptr():
+            # The pool reads it later, on another thread: the caller's own
+            # buffer could change meanwhile.
+            host_tensor = host_tensor.clone()
+        host = host_tensor.numpy()
+        if hasattr(tags, "__len__") and len(tags) != forwarded.shape[1]:
+            raise ValueError(f"tags has {len(tags)} names for a batch of {forwarded.shape[1]}")
         if self.check_log_probs:
             require_log_probs(host, lengths, forwarded.dtype)
 
+        # Not a closure over self: the executor's queue must not keep this
+        # object alive (its finalizer drops what was not started).
+        pool, partial = self.pool, self.partial
+
         def compute() -> Any:
-            with self.pool.lock:
-                if self.partial:
-                    return self.pool.get_batch_loss_and_error_signal(host, lengths, tags,
-                                                                     partial=True)
-                return self.pool.get_batch_loss_and_error_signal(host, lengths, tags)
+            with pool.lock:
+                if partial:
+                    return pool.get_batch_loss_and_error_signal(host, lengths, tags, partial=True)
+                return pool.get_batch_loss_and_error_signal(host, lengths, tags)
 
         with self._lock:
             if self._started is None:
@@ -205,7 +224,7 @@ class OverlappedSprintLoss:
         valid = (frames[:, None] < lengths)
         # A sequence Sprint skipped (loss inf) or that failed keeps a zero
         # gradient, as in sprint_loss: no drift either.
-        valid = (valid & torch.isfinite(loss)[None, :])[..., None].to(log_probs.dtype)
+        valid = (valid & torch.isfinite(loss)[None, :])[..., None]
         ok = None
         if self.partial:
             ok = torch.from_numpy(result[2]).to(log_probs.device)
@@ -241,18 +260,24 @@ class OverlappedBatches:
                  forward: Callable[[Any], tuple[torch.Tensor, Any, Any]]) -> None:
         self.losses = losses
         self._forward = forward
+        self._batches = batches
         self._source = iter(batches)
         self._queue: collections.deque[tuple[Any, Pending]] = collections.deque()
-        # A batch taken from the source that did not fit yet, and its size
-        # once known; it is forwarded again when it fits (fresher).
+        # A batch taken from the source and not yet submitted, and its
+        # forward's output once made; the size of the last batch forwarded.
         self._waiting: list[Any] = []
-        self._waiting_size: Optional[int] = None
+        self._forwarded: Optional[tuple[torch.Tensor, Any, Any]] = None
+        self._last_size = 1
         self._exhausted = False
         self._current: Optional[Pending] = None
         self._started = False
 
     def __iter__(self) -> OverlappedBatches:
         return self
+
+    def __len__(self) -> int:
+        """The number of batches, where the source has one (a DataLoader)."""
+        return len(self._batches)  # type: ignore[arg-type]
 
     def __next__(self) -> tuple[Any, Callable[[torch.Tensor], Any]]:
         if self._current is not None:
@@ -292,7 +317,10 @@ class OverlappedBatches:
         return self.losses.stats()
 
     def _fill(self) -> None:
-        """Forwards and submits batches while the delay allows (at least one)."""
+        """Forwards and submits batches while the delay allows (at least
+        one). A batch is forwarded when one the size of the last would fit;
+        if it is larger and does not, it waits with its forward until it
+        does (never forwarded twice)."""
         losses = self.losses
         while not self._exhausted:
             if not self._waiting:
@@ -301,20 +329,18 @@ class OverlappedBatches:
                 except StopIteration:
                     self._exhausted = True
                     return
-                self._waiting_size = None
-            if self._queue:
-                # Not even one more sequence fits, or this batch does not.
-                if losses.in_flight() >= losses.forward_seq_delay:
+                self._forwarded = None
+            if self._forwarded is None:
+                if self._queue and not losses.have_space(self._last_size):
                     return
-                if self._waiting_size is not None and not losses.have_space(self._waiting_size):
-                    return
-            with torch.no_grad():
-                log_probs, seq_lengths, tags = self._forward(self._waiting[0])
-            size = log_probs.shape[1]
-            self._waiting_size = size
-            if self._queue and not losses.have_space(size):
+                with torch.no_grad():
+                    self._forwarded = self._forward(self._waiting[0])
+                self._last_size = self._forwarded[0].shape[1]
+            log_probs, seq_lengths, tags = self._forwarded
+            if self._queue and not losses.have_space(log_probs.shape[1]):
                 return
             self._queue.append((self._waiting.pop(), losses.submit(log_probs, seq_lengths, tags)))
+            self._forwarded = None
 
 
 def overlapped(batches: Iterable[Any], pool: SprintInstancePool,
@@ -326,12 +352,14 @@ def overlapped(batches: Iterable[Any], pool: SprintInstancePool,
     (log_probs [T, B, D], seq_lengths, tags) and runs under
     ``torch.no_grad()`` for the batches handed to the pool ahead of
     training, as many as ``forward_seq_delay`` sequences allow (at least the
-    current one). The loss function takes the batch's log-probabilities now
-    (with gradients) and returns ``OverlappedSprintLoss.loss``'s. A batch
-    counts as trained once the next one is asked for. Every batch is
+    current one); each batch is forwarded once without gradients. The loss
+    function takes the batch's log-probabilities now (with gradients) and
+    returns ``OverlappedSprintLoss.loss``'s; a failed batch raises there. A
+    batch counts as trained once the next one is asked for. Every batch is
     yielded, in order; ending the loop early (``close``, or leaving a
     ``with`` block around it) waits for the batch the pool is computing and
-    drops the rest; an exception from ``forward`` or the pool ends it too.
+    drops the rest, and so does an exception from ``forward``; an iterator
+    dropped without either drops the batches not started.
     ``partial`` and ``check_log_probs``: as ``sprint_loss`` takes them."""
     return OverlappedBatches(batches, OverlappedSprintLoss(
         pool, forward_seq_delay=forward_seq_delay, partial=partial,

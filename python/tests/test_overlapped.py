@@ -150,10 +150,9 @@ def test_the_delay_bounds_the_sequences_in_flight_and_every_batch_is_trained(cor
         forwarded.append(batch[2])
         return log_probs_of(net, batch), batch[1], batch[2]
 
-    # (delay, the most sequences in flight, forwards without gradients): a
-    # batch forwarded that does not fit (delay 5: 4 in flight, 2 more) is
-    # forwarded again when it does.
-    for delay, most, forwards in ((0, 2, 6), (4, 4, 6), (5, 4, 10), (100, 12, 6)):
+    # (delay, the most sequences in flight); each batch forwarded once
+    # without gradients, also where the delay is no multiple of its size.
+    for delay, most in ((0, 2), (4, 4), (5, 4), (100, 12)):
         forwarded.clear()
         trained = []
         with overlapped(batches, pool, forward, forward_seq_delay=delay) as iterator:
@@ -164,7 +163,7 @@ def test_the_delay_bounds_the_sequences_in_flight_and_every_batch_is_trained(cor
                 trained.append(batch[2])
             assert iterator.stats()["batches"] == 6
         assert trained == [b[2] for b in batches]
-        assert len(forwarded) == forwards
+        assert forwarded == [b[2] for b in batches]
     assert (100, 12) in seen and (0, 2) in seen and (4, 4) in seen
 
 
@@ -213,3 +212,70 @@ def test_stats_count_the_trainers_wait(corpus):
     assert 0 <= stats["wait_seconds"] <= stats["seconds"]
     assert stats["wait_fraction"] == pytest.approx(stats["wait_seconds"] / stats["seconds"])
     assert isinstance(numpy.float64(stats["wait_fraction"]), numpy.floating)
+
+
+def test_padding_may_hold_anything_and_the_loss_may_change_in_place(corpus):
+    path, names = corpus
+    pool = sprintrt.SprintInstancePool.get_global_instance(sim_options(path))
+    features, lengths, tags = data(names)[0]
+    log_probs = log_probs_of(model(), (features,)).detach()
+    # NaN, inf and huge values in the frames past each sequence's length.
+    now = log_probs.clone()
+    for b, length in enumerate(lengths.tolist()):
+        now[length:, b] = torch.tensor([float("nan"), float("inf"), 1e3, -1e3, 0.0])[:DIM]
+    x = now.clone().requires_grad_()
+    with OverlappedSprintLoss(pool) as losses:
+        loss = losses.loss(losses.submit(log_probs, lengths, tags), x)
+    loss.mul_(2.0)  # the caller's own tensor: no view of anything
+    loss.sum().backward()
+    assert torch.isfinite(x.grad).all()
+    for b, length in enumerate(lengths.tolist()):
+        assert not x.grad[length:, b].any()
+
+
+def test_an_iterator_dropped_without_close_drops_what_was_not_started(corpus):
+    import gc
+    import time
+
+    path, names = corpus
+    slow = sim_options(path, ["--*.delay-ms=30"])
+    pool = sprintrt.SprintInstancePool.get_global_instance(slow)
+    net = model()
+    batches = data(names, batch_size=1)
+    iterator = overlapped(batches, pool, lambda b: (log_probs_of(net, b), b[1], b[2]),
+                          forward_seq_delay=12)
+    next(iterator)
+    before = pool._pool.stats()["segments"]
+    del iterator
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while [t for t in threading.enumerate() if t.name.startswith("sprintrt-overlapped")]:
+        assert time.monotonic() < deadline, "the pipeline's thread outlived its iterator"
+        time.sleep(0.01)
+    # At most the batch under way when it was dropped was computed after it.
+    assert pool._pool.stats()["segments"] - before <= 1
+
+
+def test_a_larger_batch_that_does_not_fit_waits_with_its_one_forward(corpus):
+    path, names = corpus
+    pool = sprintrt.SprintInstancePool.get_global_instance(sim_options(path))
+    # Batches of 2, 2, 4, 2, 2: with a delay of 4, the batch of 4 is
+    # forwarded (the last one was 2) but fits only when nothing is ahead.
+    sizes = [2, 2, 4, 2, 2]
+    starts = numpy.cumsum([0] + sizes[:-1])
+    generator = torch.Generator().manual_seed(1)
+    batches = [(torch.randn(FRAMES, n, FEATURES, generator=generator),
+                torch.full((n,), FRAMES), names[s:s + n]) for s, n in zip(starts, sizes)]
+    net = model()
+    forwarded = []
+
+    def forward(batch):
+        forwarded.append(batch[2])
+        return log_probs_of(net, batch), batch[1], batch[2]
+
+    with overlapped(batches, pool, forward, forward_seq_delay=4) as iterator:
+        assert len(iterator) == 5
+        for batch, sequence_loss in iterator:
+            assert iterator.in_flight() <= max(4, len(batch[2]))
+            sequence_loss(log_probs_of(net, batch)).sum().backward()
+    assert forwarded == [b[2] for b in batches]

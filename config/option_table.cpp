@@ -95,6 +95,11 @@ constexpr option_descriptor table[] = {
         "remote", machine_local,
         "remote pools (`sprintrt serve`) beside the local children: `[\"host:port\", ...]` or "
         "`[{\"host\": ..., \"port\": ...}]`; with `remote`, `numInstances` may be 0"),
+    declare<&o::remote_wait, seconds_codec>(
+        "remoteWait", machine_local,
+        "seconds a request waits for a remote pool to come back (a server that restarts, a "
+        "connection that drops) when no worker at all can take it; then it fails naming the "
+        "servers it waited for"),
     declare<&o::remote_tls, tls_codec>(
         "remoteTls", machine_local,
         "`{\"certificate\": ..., \"key\": ..., \"ca\": ...}`: PEM files for TLS to the remote "

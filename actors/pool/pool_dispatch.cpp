@@ -8,9 +8,11 @@
 #include "actors/pool/pool_dispatch.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <caf/sec.hpp>
 
@@ -67,6 +69,16 @@ worker_slot_state slot_state(pool_pointer self, size_t index) {
   return source.slot_state ? source.slot_state(index) : worker_slot_state{};
 }
 
+/// Returns whether some unavailable slot may come back (its cause is not
+/// `lasting`).
+bool any_worker_may_return(pool_pointer self) {
+  auto& st = self->state;
+  for (size_t i = 0; i < st.workers.size(); ++i)
+    if (auto state = slot_state(self, i); !state.unavailable.empty() && !state.lasting)
+      return true;
+  return false;
+}
+
 /// Returns whether some worker can take requests now.
 bool any_worker_available(pool_pointer self) {
   auto& st = self->state;
@@ -78,11 +90,13 @@ bool any_worker_available(pool_pointer self) {
   return false;
 }
 
-/// The error of a request that no worker can take: each unavailable slot
-/// and why.
-caf::error no_worker_available(pool_pointer self) {
+/// The error of a request that no worker can take (after waiting `waited`
+/// for one to come back): each unavailable slot and why.
+caf::error no_worker_available(pool_pointer self, std::chrono::milliseconds waited = {}) {
   auto& st = self->state;
   std::string text = st.label + ": no worker can take it";
+  if (waited.count() > 0)
+    text += " (waited " + std::to_string(waited.count()) + " ms for one to come back: remoteWait)";
   for (size_t i = 0; i < st.workers.size(); ++i)
     if (auto state = slot_state(self, i); !state.unavailable.empty())
       text += "\n  worker " + std::to_string(i) + ": " + state.unavailable;
@@ -227,12 +241,10 @@ void send_next(pool_pointer self, const std::shared_ptr<pool_request>& req, size
   }
 }
 
-/// Fails `segments`, for which no worker is available, all with the same
-/// error listing the unavailable workers (the request's error reports it
-/// once for all of them). Returns whether that finished the request.
-bool fail_unplaced(pool_pointer self, const std::shared_ptr<pool_request>& req,
-                   const std::vector<request_segment>& segments) {
-  auto err = no_worker_available(self);
+/// Fails `segments` of `req` all with `err` (the request's error reports
+/// it once for all of them). Returns whether that finished the request.
+bool fail_segments(pool_pointer self, const std::shared_ptr<pool_request>& req,
+                   const std::vector<request_segment>& segments, const caf::error& err) {
   for (const auto& segment : segments)
     req->segment_failed(self, segment.index, err, true);
   req->pending -= segments.size();
@@ -242,9 +254,38 @@ bool fail_unplaced(pool_pointer self, const std::shared_ptr<pool_request>& req,
   return true;
 }
 
+/// How often parked segments look for a slot that came back.
+constexpr std::chrono::milliseconds slot_check_interval{50};
+
+/// Starts the `slot_check_atom` timer unless it runs.
+void schedule_slot_check(pool_pointer self) {
+  auto& st = self->state;
+  if (st.slot_check_scheduled)
+    return;
+  st.slot_check_scheduled = true;
+  self->delayed_send(self, std::min(slot_check_interval, st.source.slot_wait),
+                     slot_check_atom::value);
+}
+
+/// `segments` of `req`, for which no worker is available: parked to wait
+/// for a slot to come back (`worker_source::slot_wait`), or failed at once
+/// without a wait, with an error listing the unavailable workers. Returns
+/// whether that finished the request.
+bool park_or_fail(pool_pointer self, const std::shared_ptr<pool_request>& req,
+                  std::vector<request_segment> segments) {
+  auto& st = self->state;
+  if (st.source.slot_wait.count() <= 0 || !any_worker_may_return(self))
+    return fail_segments(self, req, segments, no_worker_available(self));
+  auto now = std::chrono::steady_clock::now();
+  for (auto& segment : segments)
+    st.parked.push_back({req, std::move(segment), now});
+  schedule_slot_check(self);
+  return false;
+}
+
 /// Spreads `segments` (assigned to nobody, or to a worker they leave) over
 /// the workers' lists by LPT and sends each worker what it can hold. If no
-/// worker is available, they fail.
+/// worker is available, they are parked (`park_or_fail`).
 void place(pool_pointer self, const std::shared_ptr<pool_request>& req,
            std::vector<request_segment> segments) {
   std::vector<int64_t> weights;
@@ -262,7 +303,7 @@ void place(pool_pointer self, const std::shared_ptr<pool_request>& req,
       segments[k].held = assign(self, w, weights[k]);
       req->lists[w].push_back(std::move(segments[k]));
     }
-  if (!placed && !segments.empty() && fail_unplaced(self, req, segments))
+  if (!placed && !segments.empty() && park_or_fail(self, req, std::move(segments)))
     return;
   for (size_t w = 0; w < req->lists.size(); ++w)
     send_next(self, req, w);
@@ -356,6 +397,10 @@ void cancel_request(pool_pointer self, const std::shared_ptr<pool_request>& req,
   waiting.erase(std::remove_if(waiting.begin(), waiting.end(),
                                [&](const waiting_segment& x) { return x.request == req; }),
                 waiting.end());
+  auto& parked = self->state.parked;
+  parked.erase(std::remove_if(parked.begin(), parked.end(),
+                              [&](const parked_segment& x) { return x.request == req; }),
+               parked.end());
 }
 
 void start_request(pool_pointer self, const std::shared_ptr<pool_request>& req) {
@@ -386,14 +431,14 @@ void serve_waiting(pool_pointer self) {
     if (!idle) {
       // Busy workers will take them; unavailable ones would not.
       if (!any_worker_available(self)) {
-        auto failing = std::move(st.waiting);
+        auto unplaced = std::move(st.waiting);
         st.waiting.clear();
-        for (auto& entry : failing) {
+        for (auto& entry : unplaced) {
           if (entry.request->abandoned)
             continue;
-          std::vector<request_segment> unplaced;
-          unplaced.push_back(std::move(entry.segment));
-          fail_unplaced(self, entry.request, unplaced);
+          std::vector<request_segment> segments;
+          segments.push_back(std::move(entry.segment));
+          park_or_fail(self, entry.request, std::move(segments));
         }
       }
       return;
@@ -405,6 +450,53 @@ void serve_waiting(pool_pointer self) {
     ensure_lists(*req, st.workers.size());
     req->send(self, *idle, std::move(entry.segment));
   }
+}
+
+void check_parked(pool_pointer self) {
+  auto& st = self->state;
+  st.slot_check_scheduled = false;
+  auto parked = std::move(st.parked);
+  st.parked.clear();
+  // Each request's segments together, in the order they were parked.
+  std::vector<std::pair<std::shared_ptr<pool_request>, std::vector<request_segment>>> requests;
+  auto segments_of = [&](const std::shared_ptr<pool_request>& req) -> auto& {
+    for (auto& [r, segments] : requests)
+      if (r == req)
+        return segments;
+    return requests.emplace_back(req, std::vector<request_segment>{}).second;
+  };
+  if (any_worker_available(self)) {
+    for (auto& entry : parked) {
+      if (entry.request->abandoned)
+        continue;
+      if (entry.request->shape == request_shape::single)
+        st.waiting.push_back({entry.request, std::move(entry.segment)});
+      else
+        segments_of(entry.request).push_back(std::move(entry.segment));
+    }
+    for (auto& [req, segments] : requests)
+      place(self, req, std::move(segments));
+    serve_waiting(self);
+  } else {
+    // Waiting is over for those that waited `slot_wait`, and for all once
+    // no slot may come back.
+    auto now = std::chrono::steady_clock::now();
+    const bool may_return = any_worker_may_return(self);
+    for (auto& entry : parked) {
+      if (entry.request->abandoned)
+        continue;
+      if (may_return && now - entry.since < st.source.slot_wait)
+        st.parked.push_back(std::move(entry));
+      else
+        segments_of(entry.request).push_back(std::move(entry.segment));
+    }
+    auto err =
+        no_worker_available(self, may_return ? st.source.slot_wait : std::chrono::milliseconds{0});
+    for (auto& [req, segments] : requests)
+      fail_segments(self, req, segments, err);
+  }
+  if (!st.parked.empty())
+    schedule_slot_check(self);
 }
 
 } // namespace sprintrt::detail

@@ -193,7 +193,13 @@ void cancel_request(pool_pointer self, const std::shared_ptr<pool_request>& req,
                     const caf::error& err);
 
 /// Hands queued segments to idle workers, creating workers while fewer
-/// than the source's capacity exist; fails them if no worker can take any.
+/// than the source's capacity exist; parks them (or fails them, without a
+/// `slot_wait`) if no worker can take any.
 void serve_waiting(pool_pointer self);
+
+/// The `slot_check_atom` timer: places the parked segments again if a slot
+/// came back, fails those whose `slot_wait` ran out, and checks again
+/// later while any remain.
+void check_parked(pool_pointer self);
 
 } // namespace sprintrt::detail

@@ -70,6 +70,7 @@ void pool_state::cancel_all(const caf::error& err) {
   // Taken out first: cancelling may release assignments, never add. Every
   // waiting segment's request is registered: it fails below.
   waiting.clear();
+  parked.clear();
   auto requests = std::move(requests_);
   requests_.clear();
   for (auto& [id, req] : requests)
@@ -217,6 +218,7 @@ pool_impl::behavior_type pool_behavior(pool_pointer self, worker_source source, 
                                                              std::to_string(limit_ms) +
                                                              " ms) ran out"));
             },
+            [self](slot_check_atom) { check_parked(self); },
             [self](cancel_atom, uint64_t id) {
               auto& st = self->state;
               if (auto req =

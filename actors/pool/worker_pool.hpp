@@ -16,6 +16,7 @@
 /// released. Every request the pool answers later is in the registry, so
 /// that a pool that stops fails it instead of leaving its caller waiting.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -72,6 +73,14 @@ struct waiting_segment {
   request_segment segment;
 };
 
+/// A segment that no worker could take (every slot unavailable), waiting
+/// for one to come back (`worker_source::slot_wait`) since `since`.
+struct parked_segment {
+  std::shared_ptr<pool_request> request;
+  request_segment segment;
+  std::chrono::steady_clock::time_point since;
+};
+
 /// One worker as the pool sees it. A worker that terminates is replaced in
 /// its slot; the load stays, since every assignment counted in it is
 /// released exactly once (CAF answers requests to a dead actor with an
@@ -104,6 +113,11 @@ struct pool_state {
   /// Segments of single-segment requests waiting for an idle worker, in
   /// arrival order (those placed again first).
   std::deque<waiting_segment> waiting;
+  /// Segments waiting for an unavailable slot to come back, in the order
+  /// they were parked; checked by the pool's `slot_check_atom` timer, which
+  /// runs while any are here.
+  std::vector<parked_segment> parked;
+  bool slot_check_scheduled = false;
   pool_stats stats;
   /// Checks batches and makes their outputs off the pool actor (see
   /// `compute_batch`); started with the first batch.
@@ -139,7 +153,7 @@ struct pool_state {
   void complete_stats(uint64_t id, pool_stats stats);
 
   /// Fails every registered request with `err` (`pool_request::cancel`);
-  /// forgets them and the waiting segments.
+  /// forgets them and the waiting and parked segments.
   void cancel_all(const caf::error& err);
 
   /// Normally the pool stopped through an exit message, which emptied
@@ -157,8 +171,13 @@ private:
 /// (`batch::time_limit`).
 using time_limit_atom = caf::atom_constant<caf::atom("timelimit")>;
 
-/// The pool's full interface: the public one plus its own timer.
-using pool_impl = worker_pool_actor::extend<caf::reacts_to<time_limit_atom, uint64_t, int64_t>>;
+/// The pool's own timer: check whether a slot came back for the parked
+/// segments, or their wait ran out (`pool_state::parked`).
+using slot_check_atom = caf::atom_constant<caf::atom("slotcheck")>;
+
+/// The pool's full interface: the public one plus its own timers.
+using pool_impl = worker_pool_actor::extend<caf::reacts_to<time_limit_atom, uint64_t, int64_t>,
+                                            caf::reacts_to<slot_check_atom>>;
 
 /// The pool actor as its handlers see it.
 using pool_pointer = pool_impl::stateful_pointer<pool_state>;

@@ -52,6 +52,7 @@ worker_source with_remote_pools(worker_source local, const sprint_options& opts)
     settings.reply_deadline = deadline;
     return spawn_remote_worker(system, std::move(settings), slots[index - locals], name);
   };
+  source.slot_wait = opts.remote_wait;
   source.slot_state = [locals, slots](size_t index) {
     return index < locals ? worker_slot_state{} : slots[index - locals]->get();
   };

@@ -74,7 +74,7 @@ std::optional<segment_request> take(worker_pointer self, uint64_t id) {
   return req;
 }
 
-void go_down(worker_pointer self, const std::string& why);
+void go_down(worker_pointer self, const std::string& why, bool lasting = false);
 
 /// Why `err`, a request's failure, means that the connection (or the
 /// server's session for this trainer) is broken; empty if it does not. Then
@@ -181,10 +181,11 @@ void abandon(worker_pointer self, const request_origin& origin) {
     }
 }
 
-/// Connecting failed or the connection was lost: the slot is unavailable,
+/// Connecting failed or the connection was lost: the slot is unavailable
+/// (`lasting` if the server refused this trainer: waiting will not help),
 /// every request held fails with `worker_unavailable`, and a reconnect is
 /// scheduled.
-void go_down(worker_pointer self, const std::string& why) {
+void go_down(worker_pointer self, const std::string& why, bool lasting) {
   auto& st = self->state;
   if (st.remote)
     self->demonitor(st.remote.address());
@@ -201,7 +202,7 @@ void go_down(worker_pointer self, const std::string& why) {
     logger().debug("{}: {}", st.label, st.down_reason);
   st.last_failure = why;
   // The slot first: the pool must not pick this worker for what fails here.
-  st.slot->set({1, st.down_reason});
+  st.slot->set({1, st.down_reason, lasting});
   auto err = unavailable(self);
   auto sent = std::move(st.sent);
   st.sent.clear();
@@ -242,7 +243,7 @@ void connect(worker_pointer self) {
   // requests for the whole connect timeout.
   auto& tls = st.settings.tls;
   if (auto problem = tls_problem(self->system(), tls); !problem.empty()) {
-    go_down(self, problem);
+    go_down(self, problem, true);
     return;
   }
   auto connector = tls.empty() ? self->system().middleman().actor_handle()
@@ -258,8 +259,10 @@ void connect(worker_pointer self) {
               return;
             }
             if (interface != self->system().message_types<remote_pool_actor>()) {
-              go_down(self, "what is published there is not a sprintrt remote pool of this "
-                            "version (its messaging interface differs)");
+              go_down(self,
+                      "what is published there is not a sprintrt remote pool of this "
+                      "version (its messaging interface differs)",
+                      true);
               return;
             }
             auto remote = caf::actor_cast<remote_pool_actor>(ptr);
@@ -267,16 +270,22 @@ void connect(worker_pointer self) {
                           std::string{remote_interface_version}, st.settings.options_key)
                 .then([self, remote](uint64_t capacity) { go_up(self, remote, capacity); },
                       [self](caf::error& err) {
-                        go_down(self, err == caf::sec::request_timeout
-                                          ? "no answer to the handshake in time"
-                                          : "refused: " + render(err));
+                        // A refusal (other options or release) stays.
+                        const bool refused = err != caf::sec::request_timeout;
+                        go_down(self,
+                                refused ? "refused: " + render(err)
+                                        : "no answer to the handshake in time",
+                                refused);
                       });
           },
           [self](caf::error& err) {
-            go_down(self, "cannot connect" +
-                              std::string{self->state.settings.tls.empty() ? "" : " over TLS"} +
-                              ": " + render(err) +
-                              connect_failure_hint(self->state.settings.tls, err));
+            // A server that closes the connection before CAF's handshake
+            // expects TLS: waiting will not change that.
+            go_down(self,
+                    "cannot connect" +
+                        std::string{self->state.settings.tls.empty() ? "" : " over TLS"} + ": " +
+                        render(err) + connect_failure_hint(self->state.settings.tls, err),
+                    err == caf::sec::disconnect_during_handshake);
           });
 }
 

@@ -197,6 +197,10 @@ struct sprint_options {
   /// `env`: names are non-empty without '='; a name may not be both set and
   /// unset; `unset` is kept sorted and without repetitions.
   environment_changes env;
+  /// `remoteWait`: how long a request waits for a remote pool to come back
+  /// (a server that restarts, a connection that drops) when no worker at all
+  /// can take it, before it fails naming the servers it waited for.
+  std::chrono::milliseconds remote_wait{60'000};
   /// `remote`; empty for local children only.
   std::vector<remote_endpoint> remote;
   /// `remoteTls`. CAF 0.17 sets TLS up once per process, so the runtime must

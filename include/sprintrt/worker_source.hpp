@@ -7,6 +7,7 @@
 /// workers (`sprintrt/sim_worker.hpp`), or anything else that speaks the
 /// interface. One pool implementation serves them all.
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -27,6 +28,10 @@ struct worker_slot_state {
   /// Why the worker cannot take requests now ("127.0.0.1:7001: connection
   /// refused; reconnecting in 2 s"); empty when it can.
   std::string unavailable;
+  /// Whether waiting will not make it available: the server refused this
+  /// trainer (other options or release, TLS), as opposed to being away
+  /// (restarting, unreachable), which `worker_source::slot_wait` waits out.
+  bool lasting = false;
 };
 
 /// Makes the workers of one pool.
@@ -55,6 +60,11 @@ struct worker_source {
   /// `worker_unavailable`. Unset: every slot computes one request at a time
   /// and is always there, and batches are spread exactly as RETURNN did.
   std::function<worker_slot_state(size_t index)> slot_state;
+  /// With `slot_state`: how long segments that no slot can take (every slot
+  /// unavailable) wait for one to become available before they fail; they
+  /// fail at once when every unavailable slot's cause is `lasting`, or with
+  /// a zero wait.
+  std::chrono::milliseconds slot_wait{0};
   /// Set when the source cannot make workers at all (e.g. options asking for
   /// remote pools, not supported yet): a pool refuses every request with it.
   caf::error unavailable;

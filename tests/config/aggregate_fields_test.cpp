@@ -42,5 +42,5 @@ TEST_CASE("aggregate_field_count counts the members of an aggregate") {
   CHECK(aggregate_field_count<mixed>() == 7);
   CHECK(aggregate_field_count<sprintrt::remote_endpoint>() == 2);
   CHECK(aggregate_field_count<sprintrt::tls_files>() == 3);
-  CHECK(aggregate_field_count<sprintrt::sprint_options>() == 21);
+  CHECK(aggregate_field_count<sprintrt::sprint_options>() == 22);
 }

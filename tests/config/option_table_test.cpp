@@ -55,7 +55,7 @@ constexpr std::string_view full_json = R"({
   "pymodName": "SprintControl", "framing": "raw", "arrayGlobalModule": "TaskSystem",
   "initTimeout": 1.5, "replyTimeout": 2, "exitGrace": 3, "maxRetries": 0, "onCancel": "kill",
   "env": {"set": {"A": "1"}, "unset": ["B"]}, "remote": ["gpu1:7000"],
-  "remoteTls": {"certificate": "c.pem", "key": "k.pem", "ca": "ca.pem"},
+  "remoteTls": {"certificate": "c.pem", "key": "k.pem", "ca": "ca.pem"}, "remoteWait": 4.5,
   "childOutput": {"file": "/var/log/sprint"}, "sharedMemory": "off",
   "sharedMemoryThreshold": 4096})";
 
@@ -81,7 +81,7 @@ TEST_CASE("every option has its own key, and none is required") {
     // sprintExecPath too: only a pool that starts children needs it.
     CHECK_FALSE(option.required());
   }
-  CHECK(keys.size() == 21);
+  CHECK(keys.size() == 22);
 }
 
 TEST_CASE("each option's codec reads back what it writes") {
@@ -133,8 +133,8 @@ TEST_CASE("the shared selection leaves out exactly the options local to a machin
   // The ones the remote options key has always left out.
   CHECK(local == std::set<std::string_view>{"numInstances", "remote", "initTimeout", "replyTimeout",
                                             "exitGrace", "maxRetries", "onCancel", "env",
-                                            "remoteTls", "childOutput", "sharedMemory",
-                                            "sharedMemoryThreshold"});
+                                            "remoteTls", "remoteWait", "childOutput",
+                                            "sharedMemory", "sharedMemoryThreshold"});
 }
 
 TEST_CASE("documented defaults are those of a default sprint_options") {
@@ -149,7 +149,7 @@ TEST_CASE("documented defaults are those of a default sprint_options") {
 TEST_CASE("the Markdown table has a header and a row per option") {
   const auto table = config::options_markdown_table();
   CHECK(table.rfind("| key | default | on a remote pool | meaning |\n|---|---|---|---|\n", 0) == 0);
-  CHECK(std::count(table.begin(), table.end(), '\n') == 2 + 21);
+  CHECK(std::count(table.begin(), table.end(), '\n') == 2 + 22);
   CHECK(table.find("| `numInstances` | `1` | its own | children per pool") != std::string::npos);
   CHECK(table.find("| `framing` | `\"length_prefixed\"` | the same | ") != std::string::npos);
 }

@@ -425,7 +425,7 @@ TEST_CASE("to_json_string is canonical JSON with every option") {
         R"("env":{"set":{},"unset":[]},)"
         R"("exitGrace":5.0,"framing":"length_prefixed","initTimeout":60.0,"maxRetries":2,)"
         R"("minPythonControlVersion":2,"numInstances":1,"onCancel":"auto","pymodName":null,)"
-        R"("pymodPath":"","remote":[],"remoteTls":null,"replyTimeout":600.0,)"
+        R"("pymodPath":"","remote":[],"remoteTls":null,"remoteWait":60.0,"replyTimeout":600.0,)"
         R"("sharedMemory":"auto","sharedMemoryThreshold":65536,"sprintConfigStr":[],)"
         R"("sprintControlConfig":{},"sprintExecPath":"/s","usePythonSegmentOrder":true})");
   CHECK(sprintrt::to_json_string(parse(R"({"sprintExecPath": "/s", "sprintConfigStr":

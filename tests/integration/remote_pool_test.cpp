@@ -17,6 +17,7 @@
 #include <cmath>
 #include <fstream>
 #include <future>
+#include <memory>
 #include <regex>
 #include <thread>
 
@@ -58,15 +59,18 @@ std::string slurp(const std::string& path) {
 /// stopped with SIGTERM (or killed) and reaped at the end.
 class serve_process {
 public:
+  /// `sprintrt serve` of `opts` on `port` (0: a free one), its files
+  /// named after `name` in `dir`.
   serve_process(const test::temp_dir& dir, const std::string& name, const sprint_options& opts,
-                const std::vector<std::string>& extra_args = {}) {
+                const std::vector<std::string>& extra_args = {}, uint16_t port = 0) {
     auto config = dir.path() + "/" + name + ".json";
     std::ofstream{config} << to_json_string(opts);
     auto port_file = dir.path() + "/" + name + ".port";
     // Its log goes to a file of its own, for a failing test to show.
     log_ = dir.path() + "/" + name + ".err";
-    std::vector<std::string> args{"--log-level", "info", "serve",       "--config", config,
-                                  "--port",      "0",    "--port-file", port_file};
+    std::vector<std::string> args{"--log-level",        "info",        "serve",
+                                  "--config",           config,        "--port",
+                                  std::to_string(port), "--port-file", port_file};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     pid_ = spawn_cli(dir, args, name);
     auto deadline = std::chrono::steady_clock::now() + 20s;
@@ -145,12 +149,35 @@ batch make_batch(const std::vector<test::test_segment>& segments, size_t first, 
   return test::make_batch(segments, first, count, dim, 3, 7, 300);
 }
 
+/// Waits until `pool` computed `count` segments (at most 2.5 s): a batch
+/// under way is mid-batch then.
+void wait_for_segments(const pool_client& pool, uint64_t count) {
+  for (int i = 0; i < 500; ++i) {
+    auto stats = pool.stats();
+    if (stats && stats->segments >= count)
+      return;
+    std::this_thread::sleep_for(5ms);
+  }
+}
+
 /// Checks that two batch results are equal bit for bit.
 void check_identical(const batch_result& got, const batch_result& want) {
   CHECK(got.loss == want.loss);
   REQUIRE(got.error_signal.shape() == want.error_signal.shape());
   CHECK(std::equal(got.error_signal.data(), got.error_signal.data() + got.error_signal.size(),
                    want.error_signal.data()));
+}
+
+/// Checks that the batch `running` completed with `want`'s results bit for
+/// bit although `pool`'s worker 0 failed requests of it.
+void check_completed_after_failures(std::future<caf::expected<batch_result>>& running,
+                                    const batch_result& want, const pool_client& pool) {
+  auto got = running.get();
+  REQUIRE(got);
+  check_identical(*got, want);
+  auto stats = pool.stats();
+  REQUIRE(stats);
+  CHECK(stats->workers.at(0).requests_failed >= 1);
 }
 
 /// `opts` with `count` local Sprint children.
@@ -292,24 +319,73 @@ TEST_CASE("a serve process killed mid-batch: the batch completes exactly elsewhe
     auto running = std::async(std::launch::async,
                               [&] { return remote_only.compute(make_batch(segments, 0, 32)); });
     // Kill it once some segments are done, well before all are.
-    for (int i = 0; i < 500; ++i) {
-      auto stats = remote_only.stats();
-      if (stats && stats->segments >= 4)
-        break;
-      std::this_thread::sleep_for(5ms);
-    }
+    wait_for_segments(remote_only, 4);
     doomed.stop(SIGKILL);
-    auto got = running.get();
-    REQUIRE(got);
-    check_identical(*got, *want);
     // The kill came mid-batch: what the doomed server held was sent elsewhere.
-    auto stats = remote_only.stats();
-    REQUIRE(stats);
-    CHECK(stats->workers.at(0).requests_failed >= 1);
+    check_completed_after_failures(running, *want, remote_only);
     // The next batch goes to the survivor alone, still exact.
     auto again = remote_only.compute(make_batch(segments, 0, 32));
     REQUIRE(again);
     check_identical(*again, *want);
+    rt.shutdown();
+  }
+  CHECK(all_gone(test::corpus_path(dir)));
+  test::check_nothing_left(fds);
+}
+
+TEST_CASE("a remote-only pool rides out its server's restart, and fails after remoteWait when "
+          "it stays down") {
+  test::fd_snapshot fds;
+  test::temp_dir dir;
+  auto segments = test::write_corpus(dir, 32, dim);
+  auto base = test::sim_options(test::corpus_path(dir));
+  {
+    auto slow = with_instances(test::sim_options(test::corpus_path(dir), {"delay-ms=20"}), 2);
+    sprint_runtime rt;
+    pool_client local{rt, with_instances(base, 2)};
+    auto want = local.compute(make_batch(segments, 0, 32));
+    REQUIRE(want);
+
+    SECTION("restarted on the same port mid-batch: the batch completes, bit for bit") {
+      auto server = std::make_unique<serve_process>(dir, "first", slow);
+      auto port = server->endpoint().port;
+      pool_client remote_only{rt, trainer_options(slow, {server->endpoint()}, 0)};
+      auto running = std::async(std::launch::async,
+                                [&] { return remote_only.compute(make_batch(segments, 0, 32)); });
+      wait_for_segments(remote_only, 4);
+      server->stop(SIGKILL);
+      // Down long enough for the pool to find every worker gone.
+      std::this_thread::sleep_for(400ms);
+      CHECK(running.wait_for(0s) == std::future_status::timeout);
+      server =
+          std::make_unique<serve_process>(dir, "second", slow, std::vector<std::string>{}, port);
+      check_completed_after_failures(running, *want, remote_only);
+      auto stats = remote_only.stats();
+      REQUIRE(stats);
+      CHECK(stats->workers.at(0).restarts >= 1);
+    }
+    SECTION("a server that stays down fails the batch after remoteWait, naming it") {
+      auto gone = std::make_unique<serve_process>(dir, "gone", slow);
+      auto endpoint = gone->endpoint();
+      auto opts = trainer_options(slow, {endpoint}, 0);
+      opts.remote_wait = 1s;
+      pool_client remote_only{rt, opts};
+      // Connected once, then gone for good.
+      REQUIRE(remote_only.compute(make_batch(segments, 0, 2)));
+      gone->stop(SIGKILL);
+      std::this_thread::sleep_for(100ms);
+      auto started = std::chrono::steady_clock::now();
+      auto result = remote_only.compute(make_batch(segments, 0, 4));
+      auto waited = std::chrono::steady_clock::now() - started;
+      REQUIRE_FALSE(result);
+      CHECK(result.error() == errc::worker_unavailable);
+      auto text = render(result.error());
+      INFO(text);
+      CHECK(text.find("waited 1000 ms for one to come back: remoteWait") != std::string::npos);
+      CHECK(text.find("127.0.0.1:" + std::to_string(endpoint.port)) != std::string::npos);
+      CHECK(waited >= 1s);
+      CHECK(waited < 10s);
+    }
     rt.shutdown();
   }
   CHECK(all_gone(test::corpus_path(dir)));
@@ -331,7 +407,10 @@ TEST_CASE("remote pools that cannot serve are clear errors naming the endpoint a
       serve_process gone{dir, "gone", served};
       auto port = gone.endpoint().port;
       gone.stop(SIGTERM);
-      pool_client pool{rt, trainer_options(base, {{"127.0.0.1", port}}, 0)};
+      // Away, not refused: the request waits remoteWait for it first.
+      auto opts = trainer_options(base, {{"127.0.0.1", port}}, 0);
+      opts.remote_wait = 200ms;
+      pool_client pool{rt, opts};
       auto result = pool.compute(make_batch(segments, 0, 2));
       REQUIRE_FALSE(result);
       CHECK(result.error() == errc::worker_unavailable);
@@ -485,6 +564,9 @@ TEST_CASE("remote pools over TLS: exact results for a trusted trainer, clear ref
     }
     SECTION("a stranger: a certificate of another CA, which trusts only that CA") {
       opts.remote_tls = trainer_tls("stranger", "other-ca");
+      // A refused TLS connection looks like a server that is away: the
+      // request waits remoteWait for it first.
+      opts.remote_wait = 200ms;
       sprint_runtime rt{runtime_settings_for(opts)};
       pool_client remote_only{rt, opts};
       auto result = remote_only.compute(make_batch(segments, 0, 2));

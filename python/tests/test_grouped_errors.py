@@ -57,9 +57,10 @@ def test_an_unreachable_remote_pool_is_one_line_for_all_segments(tmp_path, caplo
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    # Unreachable, not refused: the batch waits remoteWait for it first.
     lines, records = _failed_batch(tmp_path, caplog, numInstances=0,
-                                   remote=["127.0.0.1:%d" % port])
-    assert "no worker can take it" in lines[1]
+                                   remote=["127.0.0.1:%d" % port], remoteWait=0.2)
+    assert "no worker can take it (waited 200 ms for one to come back: remoteWait)" in lines[1]
     assert "see above" not in "\n".join(lines)
     assert lines[2].endswith("127.0.0.1:%d: cannot connect: system_error(cannot_connect_to_node, "
                              "(\"ip_connect failed\", \"127.0.0.1\", %d)); connecting again in "

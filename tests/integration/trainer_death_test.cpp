@@ -200,8 +200,10 @@ TEST_CASE("the children of sprintrt serve die within 1 s when it is killed with 
     auto opts = served;
     opts.num_instances = 0;
     opts.remote = {{"127.0.0.1", port}};
+    opts.remote_wait = 100ms;
     pool_client client{rt, opts};
-    // The batch fails once its remote pool is gone.
+    // The batch fails once its remote pool is gone (and did not come back
+    // within remoteWait).
     std::thread trainer{
         [&] { (void)client.compute(test::make_batch(segments, 0, 2, 5, 4, 1, 3)); }};
     std::vector<pid_t> children;

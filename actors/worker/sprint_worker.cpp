@@ -325,8 +325,13 @@ void on_child_lost(worker_pointer self, const runtime::child_down& down) {
   } else if (was_starting) {
     ++st.start_failures;
     // Warned about once per cause (each child's pid and output differ); the
-    // retries and repeats only count.
-    auto cause_key = failure_cause_key(what);
+    // retries and repeats only count. A child that exited with a status of
+    // its own is the cause: a write to it that failed meanwhile (its pipe
+    // closed as it exited, a race with its start) adds nothing new.
+    auto own_end = down;
+    if (down.exit_code() > 0)
+      own_end.cause = caf::error{};
+    auto cause_key = failure_cause_key(describe_down(own_end));
     const bool new_cause = cause_key != st.last_start_failure;
     st.last_start_failure = std::move(cause_key);
     if (st.start_failures > st.opts.max_retries || permanent(cause)) {

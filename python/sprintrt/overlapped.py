@@ -81,8 +81,7 @@ class _DelayedSprintLoss(torch.autograd.Function):
     def backward(ctx: Any, grad_loss: torch.Tensor) -> tuple[Any, ...]:
         log_probs, forwarded, error_signal, valid = ctx.saved_tensors
         # Selected, not multiplied by 0: padding may hold NaN or inf.
-        drift = torch.where(valid, log_probs.exp() - forwarded.exp(), torch.zeros((), **{
-            "dtype": log_probs.dtype, "device": log_probs.device}))
+        drift = torch.where(valid, log_probs.exp() - forwarded.exp(), log_probs.new_zeros(()))
         gradient = error_signal + drift
         if ctx.ok is not None:
             grad_loss = torch.where(ctx.ok, grad_loss, torch.zeros_like(grad_loss))

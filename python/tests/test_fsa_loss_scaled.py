@@ -70,6 +70,12 @@ def joined(graphs):
             start_end[0], start_end[1])
 
 
+def random_accuracy(generator, frames, batch, classes):
+    """sMBR's accuracy [T, B, D]: 1 at a random reference column per frame."""
+    reference = torch.from_numpy(generator.integers(0, classes, (frames, batch)))
+    return torch.nn.functional.one_hot(reference, classes).double()
+
+
 def passes(graph, values, steps, accuracy=None):
     """(paths, probability-space results, log-space results) of one graph."""
     paths = {"scaled": 0, "log_space": 0}
@@ -145,10 +151,7 @@ def test_a_shared_graph_runs_in_probability_space_and_equals_log_space(kind, smb
     assert isinstance(graph.scaled.product, product)
     logits = torch.from_numpy(generator.normal(0, 4, (frames, len(lengths), classes)))
     values = fsa_loss_torch.mask_ended(logits.log_softmax(-1), graph.lengths)
-    accuracy = None
-    if smbr:
-        reference = torch.from_numpy(generator.integers(0, classes, (frames, len(lengths))))
-        accuracy = torch.nn.functional.one_hot(reference, classes).double()
+    accuracy = random_accuracy(generator, frames, len(lengths), classes) if smbr else None
     paths, scaled, exact = passes(graph, values, frames, accuracy)
     # The sequence of one frame cannot end in the end state (no edge from
     # the start reaches it): its mass vanishes, and log space says so.
@@ -195,16 +198,14 @@ def test_every_sequence_of_a_batch_runs_in_probability_space(monkeypatch, smbr, 
     skip[1].append((1, 3, 3, 0.7))
     graphs = [chain(6, [1, 2, 3, 4, 5, 1]), skip, chain(3, [5, 4, 3]), chain(8, [2] * 8)]
     lengths = numpy.array([frames, frames - 4, 20, frames - 1])
-    graph = fsa_loss_torch.Graph(*reordered(graphs)[:3], *reordered(graphs)[3:], lengths,
-                                 classes, False, torch.float64, CPU)
+    num_states, edges, weights, start, end = reordered(graphs)
+    graph = fsa_loss_torch.Graph(num_states, edges, weights, start, end, lengths, classes,
+                                 False, torch.float64, CPU)
     assert any(d < 0 for d, *_ in graph.scaled.product.bands)
     logits = torch.from_numpy(generator.normal(0, 3, (frames, len(lengths), classes)))
     logits[7, 0, 0] = 800.0
     values = fsa_loss_torch.mask_ended(logits.log_softmax(-1), graph.lengths)
-    accuracy = None
-    if smbr:
-        reference = torch.from_numpy(generator.integers(0, classes, (frames, len(lengths))))
-        accuracy = torch.nn.functional.one_hot(reference, classes).double()
+    accuracy = random_accuracy(generator, frames, len(lengths), classes) if smbr else None
     paths, scaled, exact = passes(graph, values, frames, accuracy)
     assert paths == {"scaled": 4, "log_space": 0}
     assert torch.isfinite(scaled[0]).all()

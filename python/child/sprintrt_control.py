@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy
 
-from sprintrt_control_layer import LayerPath, SprintNnPythonLayer
+from sprintrt_control_layer import LayerPath, PythonLayer
 from sprintrt_control_pipes import Pipes, ProtocolError, _describe, _say, _shape_text, _text
 from sprintrt_control_shm import CONFIG_KEY, TAG, SharedRegion, is_reference, reference_of
 
@@ -215,7 +215,7 @@ class Control:
         if self.layer_path.in_use(request):
             self.layer_path.reply(request)
             return
-        self._send_exception(
+        self.send_exception(
             "get_loss_and_error_signal", request.name,
             f"RASR did not process segment '{request.name}' (not in its corpus '{corpus_name}', or "
             "left out by its segment selection)")
@@ -232,9 +232,9 @@ class Control:
                 self.layer_path.reply(request)
             else:
                 request.answered = True
-                self._send_exception("get_loss_and_error_signal", request.name,
-                                     "RASR stopped iterating its segments at segment "
-                                     f"'{request.name}' before it finished it")
+                self.send_exception("get_loss_and_error_signal", request.name,
+                                    "RASR stopped iterating its segments at segment "
+                                    f"'{request.name}' before it finished it")
         except ProtocolError:
             pass
 
@@ -248,8 +248,8 @@ class Control:
         except ProtocolError as exc:
             self._fail(exc)
         if not isinstance(message, tuple) or not message or not isinstance(message[0], str):
-            self._send_exception("request", None, "a request must be a tuple (command, ...), got "
-                                                  f"{message!r}")
+            self.send_exception("request", None, "a request must be a tuple (command, ...), got "
+                                                 f"{message!r}")
             return None
         command, args = message[0], message[1:]
         if command == "exit" and not args:
@@ -276,15 +276,15 @@ class Control:
             try:
                 log_posteriors = self._check_loss_request(name, *args[1:])
             except ValueError as exc:
-                self._send_exception(command, name, str(exc))
+                self.send_exception(command, name, str(exc))
                 return
             loss(name, log_posteriors)
         else:
-            self._send_exception(command, None,
-                                 f"unknown command '{command}' with {len(args)} arguments (this "
-                                 "child serves init, get_loss_and_error_signal, "
-                                 "export_allophone_state_fsa_by_segment_name, "
-                                 "export_allophone_state_fsa_by_orthography and exit)")
+            self.send_exception(command, None,
+                                f"unknown command '{command}' with {len(args)} arguments (this "
+                                "child serves init, get_loss_and_error_signal, "
+                                "export_allophone_state_fsa_by_segment_name, "
+                                "export_allophone_state_fsa_by_orthography and exit)")
 
     def _init_reply(self, parent_name, version):
         if version != PROTOCOL_VERSION:
@@ -320,9 +320,9 @@ class Control:
 
     def _queue(self, name, log_posteriors, known, corpus_name, found):
         if known and name not in known:
-            self._send_exception("get_loss_and_error_signal", name,
-                                 f"unknown segment '{name}': not in RASR's corpus '{corpus_name}' "
-                                 f"({len(known)} segments)")
+            self.send_exception("get_loss_and_error_signal", name,
+                                f"unknown segment '{name}': not in RASR's corpus '{corpus_name}' "
+                                f"({len(known)} segments)")
             return
         self.pending = _Request(name, log_posteriors)
         found.append(self.pending)
@@ -341,7 +341,7 @@ class Control:
                     message = ("RASR iterates its corpus in its own order and is at segment "
                                f"'{name}', but the parent asked for '{found[0].name}': use the "
                                "Python segment order (usePythonSegmentOrder true)")
-                    self._send_exception("get_loss_and_error_signal", found[0].name, message)
+                    self.send_exception("get_loss_and_error_signal", found[0].name, message)
                     raise RuntimeError(message)
                 return
 
@@ -397,7 +397,7 @@ class Control:
             if command == "get_loss_and_error_signal":
                 result = self._through_region(*result)
         except Exception as exc:  # the parent gets it as an error naming command and segment
-            self._send_exception(command, name, _describe(exc))
+            self.send_exception(command, name, _describe(exc))
             return
         self._send(("ok",) + result)
 
@@ -420,7 +420,9 @@ class Control:
         view[...] = error_signal
         return (loss, reference_of(offset, view))
 
-    def _send_exception(self, command, name, message):
+    def send_exception(self, command: str, name: str | None, message: str) -> None:
+        """Sends the exception reply to `command` (of segment `name`, if any)
+        and says why on stderr."""
         if command == "get_loss_and_error_signal":
             self.shared_loss = None
         subject = "" if name is None else f" '{name}'"
@@ -454,6 +456,15 @@ def init(name: str, reference: Any = None, config: str = "", sprint_unit: str | 
     else:
         _control.update(callback, version_number)
     return _control
+
+
+class SprintNnPythonLayer(PythonLayer):
+    """RASR's NN python layer (``layer-type = python``): RASR makes it from
+    this module with the layer's ``pymod-config``, which carries the pipes as
+    sprintrt passes them; it serves the process's one control."""
+
+    def __init__(self, config: str = "", **_kwargs: Any) -> None:
+        super().__init__(init(name="sprintrt.python-layer", config=config).layer_path)
 
 
 def getSegmentList(corpusName: str | bytes, segmentList: Iterable[Any],  # noqa: N802, N803

@@ -3,7 +3,8 @@
 ``layer-type = python`` layer.
 
 RASR makes ``SprintNnPythonLayer(config=...)`` from the module named by the
-layer's ``pymod-name`` (``sprintrt_control``, which exports this class), and
+layer's ``pymod-name`` (``sprintrt_control``, whose class of that name is a
+``PythonLayer`` on the process's one control), and
 its SegmentwiseNnTrainer, with PythonControl enabled, calls the object
 ``init`` returned (sprintrt_control.Control). The segments come from the
 Python segment order: the generator of ``getSegmentList`` yields the segment
@@ -58,7 +59,7 @@ class LayerPath:
 
     def __init__(self, control: Any) -> None:
         self.control = control
-        self.layers = 0  # SprintNnPythonLayer objects RASR made
+        self.layers = 0  # PythonLayer objects RASR made
 
     def in_use(self, request: Any) -> bool:
         """Whether `request` is answered on this path (a python layer exists,
@@ -86,12 +87,12 @@ class LayerPath:
     def fail(self, request: Any, message: str) -> NoReturn:
         """Sends the segment's exception reply and raises: RASR ends."""
         request.answered = True
-        self.control._send_exception("get_loss_and_error_signal", request.name, message)
+        self.control.send_exception("get_loss_and_error_signal", request.name, message)
         raise SegmentError(message)
 
     # RASR's calls --------------------------------------------------------------------
 
-    def forward(self, layer: SprintNnPythonLayer, inputs: Any) -> numpy.ndarray:
+    def forward(self, layer: PythonLayer, inputs: Any) -> numpy.ndarray:
         request = self.current("the python layer's forward")
         name = request.name
         if not isinstance(inputs, (list, tuple)) or not inputs:
@@ -140,7 +141,7 @@ class LayerPath:
             self.fail(request, f"segment '{request.name}': notify_segment_loss gave the loss "
                                f"{loss!r}, not a number")
 
-    def backpropagate(self, layer: SprintNnPythonLayer,
+    def backpropagate(self, layer: PythonLayer,
                       error_signal: Any) -> tuple[numpy.ndarray, ...]:
         request = self.current("the python layer's backpropagate")
         name = request.name
@@ -185,12 +186,12 @@ class LayerPath:
             why = ("" if state.started else
                    " (nor init_segment: RASR's SegmentwiseNnTrainer calls them only with "
                    "python-control-enabled true and this module as its pymod-name)")
-            self.control._send_exception(
+            self.control.send_exception(
                 "get_loss_and_error_signal", name,
                 f"RASR backpropagated segment '{name}' but never called notify_segment_loss for "
                 f"it: no loss{why}")
         elif state.error_signal is None:
-            self.control._send_exception(
+            self.control.send_exception(
                 "get_loss_and_error_signal", name,
                 f"RASR gave segment '{name}' its loss (notify_segment_loss) but never called the "
                 "python layer's backpropagate: no error signal (RASR backpropagates only when its "
@@ -200,14 +201,9 @@ class LayerPath:
             self.control.send_loss(name, state.loss, state.error_signal)
 
 
-def _control(config):
-    """The process's one control (created by the first caller of ``init``)."""
-    import sprintrt_control  # noqa: PLC0415 (it imports this module at its top)
-    return sprintrt_control.init(name="sprintrt.python-layer", config=config)
-
-
-class SprintNnPythonLayer:
-    """RASR's NN python layer (``layer-type = python``) on sprintrt's pipes.
+class PythonLayer:
+    """RASR's NN python layer (``layer-type = python``) on sprintrt's pipes;
+    ``sprintrt_control.SprintNnPythonLayer`` makes it on the process's control.
 
     RASR constructs it with the layer's ``pymod-config`` (which must carry the
     pipes, as sprintrt passes them) and calls the methods below with keyword
@@ -218,8 +214,8 @@ class SprintNnPythonLayer:
     it says it is trainable, since RASR backpropagates only into trainable
     layers."""
 
-    def __init__(self, config: str = "", **_kwargs: Any) -> None:
-        self.path = _control(config).layer_path
+    def __init__(self, path: LayerPath) -> None:
+        self.path = path
         self.path.layers += 1
         self.input_dims: dict[int, int] = {}
         self.output_dim: int | None = None

@@ -12,7 +12,7 @@ import numpy
 from ._arguments import _batch_with_tags, _tag_list, _text_list
 from ._sprintrt import Error, Pool, canonical_options
 from .options import Options
-from .sprint_opts import _check_sprint_opts, _copy_opts, _hashable, _options_json
+from ._sprint_opts import check_sprint_opts, copy_opts, hashable, to_options_json
 
 #: What a pool is made for: RETURNN's dict of ``sprint_opts`` or sprintrt's ``Options``.
 SprintOpts = Union[dict[str, Any], Options]
@@ -65,12 +65,12 @@ class SprintInstancePool:
         with these options, bit for bit, without child processes; sprint-sim's
         fault injection parameters are refused (``sprintrt.Error`` naming
         the parameter)."""
-        _check_sprint_opts(sprint_opts)
+        check_sprint_opts(sprint_opts)
         if not isinstance(in_process, bool):
             raise TypeError(f"in_process must be a bool, got {type(in_process).__name__}")
         raw_key: Hashable | None
         try:
-            raw_key = (_hashable(sprint_opts), in_process)
+            raw_key = (hashable(sprint_opts), in_process)
             hash(raw_key)
         except TypeError:
             raw_key = None  # not hashable: found by its evaluated options only
@@ -78,7 +78,7 @@ class SprintInstancePool:
             instance = cls._instances_by_opts.get(raw_key) if raw_key is not None else None
             if instance is not None:
                 return instance
-            options_json = _options_json(sprint_opts)
+            options_json = to_options_json(sprint_opts)
             key = (canonical_options(options_json), in_process)
             instance = cls.global_instances.get(key)
             if instance is None:
@@ -91,14 +91,14 @@ class SprintInstancePool:
     def __init__(self, sprint_opts: SprintOpts, options_json: str | None = None,
                  in_process: bool = False) -> None:
         """A new pool for ``sprint_opts`` (``options_json``: the options as
-        ``_options_json`` gave them, if the caller has them already), of
+        ``options_json`` gave them, if the caller has them already), of
         in-process simulated workers if ``in_process`` (see
         ``get_global_instance``)."""
         # As RETURNN's: callers that share the pool between threads hold it.
         self.lock = threading.RLock()
-        self.sprint_opts = _copy_opts(sprint_opts)
+        self.sprint_opts = copy_opts(sprint_opts)
         self.in_process = in_process
-        self._pool = Pool(options_json or _options_json(sprint_opts), in_process=in_process)
+        self._pool = Pool(options_json or to_options_json(sprint_opts), in_process=in_process)
         self.max_num_instances: int = self._pool.num_instances
 
     @overload

@@ -50,7 +50,7 @@ def pool_stats(builder):
 def wait_for_prefetches(builder):
     """Returns once the background thread has exported everything queued
     (it ends when its queue is empty)."""
-    thread = builder._thread
+    thread = builder._prefetcher.thread
     if thread is not None:
         thread.join(120)
         assert not thread.is_alive(), "the prefetch thread still runs after 120 s"
@@ -439,7 +439,7 @@ def test_a_failing_prefetch_thread_leaves_later_prefetches_working(corpus, monke
                             export_then_raise(builder.pool, MemoryError()))
     builder.prefetch(names[:3])
     wait_for_prefetches(builder)
-    assert builder._thread is None and builder.stats()["in_flight"] == 0
+    assert builder._prefetcher.thread is None and builder.stats()["in_flight"] == 0
     # Outside an export, the error ends the thread (and is reported); an
     # export ends its segments with it and the thread goes on.
     assert [type(e.exc_value) for e in died] == (
@@ -464,7 +464,7 @@ def test_a_prefetch_thread_that_cannot_start_leaves_its_segments_to_the_builds(
     with pytest.raises(RuntimeError, match="can't start new thread"):
         builder.prefetch(names[:2])
     monkeypatch.undo()
-    assert builder._thread is None and builder.stats()["in_flight"] == 2
+    assert builder._prefetcher.thread is None and builder.stats()["in_flight"] == 2
     # A build does what is queued itself; the next prefetch starts a thread,
     # which also exports what is still queued (names[1]).
     builder.build_batch(names[:1])

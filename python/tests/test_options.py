@@ -17,7 +17,7 @@ from conftest import SPRINT_SIM, random_batch, sim_options
 def sprint_args(sprint_config_str):
     """The arguments sprintrt is given for a sprintConfigStr (as JSON)."""
     opts = {"sprintExecPath": SPRINT_SIM, "sprintConfigStr": sprint_config_str}
-    return json.loads(sprintrt.sprint_opts._options_json(opts))["sprintConfigStr"]
+    return json.loads(sprintrt._sprint_opts.to_options_json(opts))["sprintConfigStr"]
 
 
 def test_a_string_is_split_and_dollar_arguments_are_variables_split_again(monkeypatch):

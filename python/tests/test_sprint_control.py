@@ -151,11 +151,11 @@ def test_without_the_segment_order_rasrs_corpus_order_must_be_the_parents(nn_tra
 
 
 def test_neither_pymod_option_names_this_packages_module():
-    opts = sprintrt.sprint_opts._options_json({"sprintExecPath": "/s"})
+    opts = sprintrt._sprint_opts.to_options_json({"sprintExecPath": "/s"})
     here = os.path.dirname(os.path.dirname(os.path.abspath(sprintrt.__file__)))
     if "SPRINTRT_CONTROL_DIR" not in os.environ:
         assert '"SPRINTRT_CONTROL_DIR": "%s"' % here in opts
-    assert "SPRINTRT_CONTROL_DIR" not in sprintrt.sprint_opts._options_json(
+    assert "SPRINTRT_CONTROL_DIR" not in sprintrt._sprint_opts.to_options_json(
         {"sprintExecPath": "/s", "pymodPath": "/src/returnn"})
 
 

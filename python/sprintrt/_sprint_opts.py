@@ -71,7 +71,7 @@ def _eval_shell_str(value: Any) -> list[str]:
     return args
 
 
-def _check_sprint_opts(sprint_opts: object) -> None:
+def check_sprint_opts(sprint_opts: object) -> None:
     """A TypeError unless ``sprint_opts`` is a dict (RETURNN's) or an
     ``Options`` (sprintrt's)."""
     if not isinstance(sprint_opts, (dict, Options)):
@@ -79,20 +79,20 @@ def _check_sprint_opts(sprint_opts: object) -> None:
                         f"got {type(sprint_opts).__name__}")
 
 
-def _copy_opts(sprint_opts: dict[str, Any] | Options) -> dict[str, Any] | Options:
+def copy_opts(sprint_opts: dict[str, Any] | Options) -> dict[str, Any] | Options:
     """A copy of ``sprint_opts`` that later changes to it do not reach (an
     ``Options`` is immutable and kept)."""
     return sprint_opts if isinstance(sprint_opts, Options) else dict(sprint_opts)
 
 
-def _options_json(sprint_opts: dict[str, Any] | Options) -> str:
+def to_options_json(sprint_opts: dict[str, Any] | Options) -> str:
     """``sprint_opts`` as sprintrt's options JSON. An ``Options`` is taken as
     it is (sprintrt's rules). A dict is RETURNN's: ``sprintConfigStr`` is
     evaluated here, as RETURNN does (``_sprint_args``), and handed over as a
     list in which "$" is escaped, so that sprintrt takes every argument
     literally; where sprintrt's rules would read it differently, a warning
     says so (``_warn_if_read_differently``)."""
-    _check_sprint_opts(sprint_opts)
+    check_sprint_opts(sprint_opts)
     if isinstance(sprint_opts, Options):
         opts = sprint_opts.to_dict()
     else:
@@ -182,12 +182,12 @@ class _FrozenDict(tuple):
     __hash__ = tuple.__hash__
 
 
-def _hashable(value: Any) -> Any:
+def hashable(value: Any) -> Any:
     """``value`` as a hashable key, as RETURNN's ``make_hashable``: dicts
     become ``_FrozenDict``s of their sorted items, lists tuples, anything
     else stays."""
     if isinstance(value, dict):
-        return _FrozenDict(sorted((_hashable(k), _hashable(v)) for k, v in value.items()))
+        return _FrozenDict(sorted((hashable(k), hashable(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):
-        return tuple(_hashable(x) for x in value)
+        return tuple(hashable(x) for x in value)
     return value

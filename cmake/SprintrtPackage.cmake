@@ -26,7 +26,7 @@ set_target_properties(sprintrt_lib PROPERTIES EXPORT_NAME sprintrt)
 add_library(sprintrt::sprintrt ALIAS sprintrt_lib)
 
 install(TARGETS sprintrt_lib sprintrt_actors sprintrt_caller sprintrt_seqtrain sprintrt_sources
-                sprintrt_pool sprintrt_remote sprintrt_worker sprintrt_execution sprintrt_runtime sprintrt_config sprintrt_sim
+                sprintrt_pool sprintrt_remote sprintrt_worker sprintrt_execution sprintrt_process sprintrt_config sprintrt_sim
                 sprintrt_criterion sprintrt_protocol
                 sprintrt_common
         EXPORT sprintrtTargets

@@ -28,7 +28,7 @@ function(sprintrt_configure_target target)
 endfunction()
 
 # sprintrt_add_library(<name> SOURCES <files...> DEPENDS <targets...>)
-#   A static library of one module (protocol/, criterion/, sim/, runtime/,
+#   A static library of one module (protocol/, criterion/, sim/, process/,
 #   actors/).
 function(sprintrt_add_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPENDS" ${ARGN})

@@ -13,7 +13,7 @@ set(layers
     criterion
     sim
     config
-    runtime
+    process
     actors/execution
     actors/worker
     actors/remote

@@ -50,21 +50,106 @@ caf::error make_error(errc code, std::string message) {
                     caf::make_message(std::move(message))};
 }
 
-std::string error_message(const caf::error& err) {
-  if (!err)
-    return {};
+namespace {
+
+/// Whether `what` says more than its cause.
+bool has_fields(const failure& what) noexcept {
+  return !what.outer.empty() || !what.worker.empty() || !what.inner.empty() ||
+         !what.child.ending.empty();
+}
+
+/// `a` and `b` joined with ": ", either of them possibly empty.
+std::string joined(std::string a, const std::string& b) {
+  if (a.empty())
+    return b;
+  if (!b.empty())
+    a += ": " + b;
+  return a;
+}
+
+} // namespace
+
+// The fields travel as a message of builtin types (a plain message when
+// there is only a cause), so that remote pools pass them on without a type
+// of their own to announce.
+caf::error make_error(errc code, failure what) {
+  if (!has_fields(what))
+    return make_error(code, std::move(what.cause));
+  return caf::error{static_cast<uint8_t>(code), error_category,
+                    caf::make_message(std::move(what.outer), std::move(what.worker),
+                                      std::move(what.inner), std::move(what.cause), what.child.pid,
+                                      std::move(what.child.ending),
+                                      std::move(what.child.output_tail))};
+}
+
+failure failure_of(const caf::error& err) {
+  failure what;
+  if (!err || err.category() != error_category)
+    return what;
   const auto& ctx = err.context();
-  if (ctx.size() == 1 && ctx.match_element<std::string>(0))
-    return ctx.get_as<std::string>(0);
-  return {};
+  if (ctx.match_elements<std::string>()) {
+    what.cause = ctx.get_as<std::string>(0);
+  } else if (ctx.match_elements<std::string, std::string, std::string, std::string, int32_t,
+                                std::string, std::string>()) {
+    what.outer = ctx.get_as<std::string>(0);
+    what.worker = ctx.get_as<std::string>(1);
+    what.inner = ctx.get_as<std::string>(2);
+    what.cause = ctx.get_as<std::string>(3);
+    what.child.pid = ctx.get_as<int32_t>(4);
+    what.child.ending = ctx.get_as<std::string>(5);
+    what.child.output_tail = ctx.get_as<std::string>(6);
+  }
+  return what;
+}
+
+std::string to_string(const failure& what) {
+  auto why = what.cause;
+  if (!what.child.ending.empty()) {
+    if (!why.empty())
+      why += "; ";
+    why += "Sprint child";
+    if (what.child.pid >= 0)
+      why += " pid " + std::to_string(what.child.pid);
+    why += " " + what.child.ending;
+    if (!what.child.output_tail.empty())
+      why += "; its output ended with:\n" + what.child.output_tail;
+  }
+  return joined(joined(joined(what.outer, what.worker), what.inner), why);
+}
+
+bool same_cause(const failure& a, const failure& b) noexcept {
+  return a.outer == b.outer && a.inner == b.inner && a.cause == b.cause &&
+         a.child.ending == b.child.ending;
+}
+
+std::string error_message(const caf::error& err) {
+  if (!err || err.category() != error_category)
+    return {};
+  return to_string(failure_of(err));
 }
 
 caf::error with_context(const std::string& context, const caf::error& err) {
   if (!err || err.category() != error_category)
     return err;
-  auto message = error_message(err);
-  return make_error(static_cast<errc>(err.code()),
-                    message.empty() ? context : context + ": " + message);
+  auto code = static_cast<errc>(err.code());
+  auto what = failure_of(err);
+  if (what.worker.empty() && what.child.ending.empty())
+    return make_error(code, joined(context, to_string(what)));
+  if (what.worker.empty())
+    what.inner = joined(context, what.inner);
+  else
+    what.outer = joined(context, what.outer);
+  return make_error(code, std::move(what));
+}
+
+caf::error with_worker(const std::string& worker, const std::string& doing, const caf::error& err) {
+  if (!err || err.category() != error_category)
+    return err;
+  auto what = failure_of(err);
+  what.inner = joined(doing, joined(joined(what.outer, what.worker), what.inner));
+  what.outer.clear();
+  what.worker = worker;
+  return make_error(static_cast<errc>(err.code()), std::move(what));
 }
 
 std::string render(const caf::error& err) {

@@ -48,6 +48,7 @@
 #include "protocol/pickle_repr.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 using namespace sprintrt::protocol;
 using fuzz::require;
 
@@ -134,7 +135,7 @@ void read_reply(const value& reply, const segment_job& job) {
   const auto& out = job.error_signal;
   for (size_t t = 0; t < out.rows; ++t)
     std::fill_n(out.row(t), out.cols, unwritten);
-  auto loss = command_entry<get_loss_command>::decode(reply, job, nullptr);
+  auto loss = command_entry<get_loss_command>::decode(reply, job, array_sink{});
   require(neighbours_unwritten(job), "a reply wrote outside its segment's rows");
   // What the reply says, before any classification or gate.
   auto said = decode_loss_reply(reply, out.rows, out.cols);

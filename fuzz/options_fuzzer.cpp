@@ -5,7 +5,7 @@
 // a pool takes them, with a fixed parent environment:
 //   - a Sprint child's environment (`env` applied) and argument vector
 //     (`build_sprint_args`: `$VAR`s expanded, each word of sprintConfigStr
-//     one argument, the pymod config string), as runtime/child_spawn.cpp
+//     one argument, the pymod config string), as process/child_spawn.cpp
 //     builds them;
 //   - the wire format the options select;
 //   - the canonical JSON (`to_json_string`), which must read back to equal

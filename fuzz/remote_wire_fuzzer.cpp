@@ -46,6 +46,7 @@
 #include "sprintrt/remote_interface.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 using fuzz::require;
 
 namespace {

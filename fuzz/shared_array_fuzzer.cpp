@@ -48,6 +48,7 @@
 #include "sprintrt/logging.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 using namespace sprintrt::protocol;
 using fuzz::require;
 
@@ -162,7 +163,7 @@ std::optional<value> serve(const value& message, shared_region& child_region,
 bool parent_reads(const value& reply, const segment_job& job, const shared_slot& slot) {
   const auto& out = job.error_signal;
   std::fill_n(out.row(0), out.rows * out.cols, unwritten);
-  auto loss = command_entry<get_loss_command>::decode(reply, job, &slot);
+  auto loss = command_entry<get_loss_command>::decode(reply, job, array_sink{slot});
   if (!loss) {
     require(std::all_of(out.row(0), out.row(0) + out.rows * out.cols,
                         [](float x) { return x == unwritten; }),

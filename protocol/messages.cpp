@@ -292,6 +292,19 @@ size_t max_loss_reply_size(size_t frames, size_t dim) noexcept {
   return 8 * frames * dim + reply_margin;
 }
 
+double loss_as_sent(double loss, loss_encoding encoding) noexcept {
+  return encoding == loss_encoding::numpy_float32 ? static_cast<double>(static_cast<float>(loss))
+                                                  : loss;
+}
+
+caf::expected<double> check_reply_loss(double loss) {
+  if (std::isnan(loss) || loss == -std::numeric_limits<double>::infinity())
+    return make_error(errc::child_exception,
+                      std::string{"reply to get_loss_and_error_signal: loss is "} +
+                          (std::isnan(loss) ? "NaN" : "-inf"));
+  return loss;
+}
+
 caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames, size_t dim,
                                             bool shared) {
   auto items = ok_reply(message, loss_command_name, 2);
@@ -301,12 +314,8 @@ caf::expected<loss_reply> decode_loss_reply(const value& message, size_t frames,
   auto loss = as_number(xs[1]);
   if (!loss)
     return invalid("reply to get_loss_and_error_signal: loss must be a number, got " + repr(xs[1]));
-  // +inf marks a skipped segment; NaN and -inf are no loss at all: the
-  // child's computation failed for this segment, as if it had raised.
-  if (std::isnan(*loss) || *loss == -std::numeric_limits<double>::infinity())
-    return make_error(errc::child_exception,
-                      std::string{"reply to get_loss_and_error_signal: loss is "} +
-                          (std::isnan(*loss) ? "NaN" : "-inf"));
+  if (auto checked = check_reply_loss(*loss); !checked)
+    return checked.error();
   constexpr std::string_view what = "reply to get_loss_and_error_signal: error signal";
   if (shared) {
     auto reference = read_shared_array(xs[2], what, frames, dim);

@@ -36,7 +36,7 @@
 #include "protocol/pickle_writer.hpp"
 #include "protocol/shared_array.hpp"
 #include "sprintrt/error.hpp"
-#include "sprintrt/segment.hpp"
+#include "sprintrt/fsa_query.hpp"
 
 namespace sprintrt::protocol {
 
@@ -211,6 +211,17 @@ caf::error encode_init_reply(byte_buffer& out, const wire_format& fmt, std::stri
 /// How a child writes the loss: a Python float (RASR's SprintControl) or a
 /// `numpy.float32` (what some children return).
 enum class loss_encoding : uint8_t { python_float, numpy_float32 };
+
+/// Returns `loss` as a parent reads it from a reply that encodes it as
+/// `encoding`: rounded to float32 for `numpy_float32`.
+double loss_as_sent(double loss, loss_encoding encoding) noexcept;
+
+/// Checks a loss as a parent reads it from a reply: +inf marks a skipped
+/// segment; NaN and -inf are no loss at all, a `child_exception` (the
+/// child's computation failed for this segment, as if it had raised).
+/// `decode_loss_reply` checks with it, and so does the in-process
+/// simulation, which sends no reply.
+caf::expected<double> check_reply_loss(double loss);
 
 /// Appends ("ok", loss, error_signal[frames, dim]) from contiguous data.
 caf::error encode_loss_reply(byte_buffer& out, const wire_format& fmt, double loss, size_t frames,

@@ -26,7 +26,8 @@
 #include "criterion/topology.hpp"
 #include "criterion/viterbi.hpp"
 #include "sprintrt/error.hpp"
-#include "sprintrt/segment.hpp"
+#include "sprintrt/fsa_query.hpp"
+#include "sprintrt/segment_fsa.hpp"
 
 namespace sprintrt::sim {
 

@@ -192,15 +192,8 @@ caf::expected<double> sprint_service::answer(const segment_job& job) {
         make_error(errc::child_exception,
                    protocol::python_decodable(exception_text(result.error()))),
         job.segment);
-  double loss = result->loss;
-  if (options_.loss_encoding == protocol::loss_encoding::numpy_float32)
-    loss = static_cast<double>(static_cast<float>(loss));
-  // What protocol::decode_loss_reply refuses as no loss at all.
-  if (std::isnan(loss) || loss == -std::numeric_limits<double>::infinity())
-    return make_error(errc::invalid_message,
-                      std::string{"reply to get_loss_and_error_signal: loss is "} +
-                          (std::isnan(loss) ? "NaN" : "-inf"));
-  return loss;
+  // The loss as the parent would read it from the reply sprint-sim sends.
+  return protocol::check_reply_loss(protocol::loss_as_sent(result->loss, options_.loss_encoding));
 }
 
 caf::expected<segment_fsa> sprint_service::answer(const fsa_query& query) {

@@ -42,7 +42,9 @@
 #include "protocol/messages.hpp"
 #include "sim/corpus_criterion.hpp"
 #include "sprintrt/error.hpp"
-#include "sprintrt/segment.hpp"
+#include "sprintrt/fsa_query.hpp"
+#include "sprintrt/segment_fsa.hpp"
+#include "sprintrt/segment_job.hpp"
 
 namespace sprintrt::sim {
 

@@ -14,6 +14,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "actors/caller/caller_actors.hpp"
+#include "actors/caller/runtime_access.hpp"
 #include "actors/execution/caller_execution_unit.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/seqtrain_interface.hpp"
@@ -188,14 +189,16 @@ std::vector<caf::expected<T>> ask_each_as(caf::blocking_actor& self, const Handl
 /// `caller_actors`): the facades' way.
 template <class T, class Handle, class... Ts>
 caf::expected<T> blocking_ask(sprint_runtime& rt, const Handle& receiver, Ts&&... xs) {
-  return ask_as<T>(rt.callers().of_this_thread(), receiver, stop_token{}, std::forward<Ts>(xs)...);
+  return ask_as<T>(runtime_access::callers(rt).of_this_thread(), receiver, stop_token{},
+                   std::forward<Ts>(xs)...);
 }
 
 /// `blocking_ask` that `stop` can cancel (see `ask_as`).
 template <class T, class Handle, class... Ts>
 caf::expected<T> stoppable_ask(sprint_runtime& rt, const stop_token& stop, const Handle& receiver,
                                Ts&&... xs) {
-  return ask_as<T>(rt.callers().of_this_thread(), receiver, stop, std::forward<Ts>(xs)...);
+  return ask_as<T>(runtime_access::callers(rt).of_this_thread(), receiver, stop,
+                   std::forward<Ts>(xs)...);
 }
 
 /// `ask_as` through a scoped actor of its own, for callers without a

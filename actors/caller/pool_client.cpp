@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "actors/caller/blocking_ask.hpp"
+#include "actors/caller/runtime_access.hpp"
 #include "actors/worker/commands.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 
@@ -52,8 +53,9 @@ std::vector<caf::expected<segment_fsa>> pool_client::fsas(std::vector<fsa_query>
   }
   if (queries.empty())
     return {};
-  return detail::ask_each_as<segment_fsa>(runtime_->callers().of_this_thread(), pool_, stop,
-                                          fsa_atom::value, std::move(queries));
+  return detail::ask_each_as<segment_fsa>(
+      detail::runtime_access::callers(*runtime_).of_this_thread(), pool_, stop, fsa_atom::value,
+      std::move(queries));
 }
 
 caf::expected<double> pool_client::compute_segment(segment_job job, const stop_token& stop) const {
@@ -64,7 +66,7 @@ template <class Command>
 caf::expected<typename Command::reply> pool_client::ask(typename Command::work work,
                                                         const stop_token& stop) const {
   using reply = typename Command::reply;
-  using entry = command_entry<Command>;
+  using entry = detail::command_entry<Command>;
   if (!pool_)
     return no_pool();
   if (!stop.stop_possible())

@@ -11,7 +11,7 @@
 #include "actors/sources/child_process_source.hpp"
 #include "sprintrt/error.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 worker_pool_actor pool_registry::pool(const sprint_options& opts) {
   auto key = to_json_string(opts);
@@ -77,4 +77,4 @@ void pool_registry::stop_all() {
   own_pools_.clear();
 }
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

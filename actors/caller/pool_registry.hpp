@@ -18,11 +18,11 @@
 #include "sprintrt/pool_interface.hpp"
 #include "sprintrt/worker_source.hpp"
 
-namespace sprintrt::runtime {
+namespace sprintrt::process {
 class io_thread;
-} // namespace sprintrt::runtime
+} // namespace sprintrt::process
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// Maps options to pools, creating a pool the first time its options are
 /// asked for. Safe to use from several threads.
@@ -30,7 +30,7 @@ class pool_registry {
 public:
   /// Pools are spawned in `system`, their children run on `io`; every pool
   /// and every worker a pool makes is enlisted in `census`.
-  pool_registry(caf::actor_system& system, runtime::io_thread& io,
+  pool_registry(caf::actor_system& system, process::io_thread& io,
                 std::shared_ptr<detail::actor_census> census)
       : system_(system), io_(io), census_(std::move(census)) {}
 
@@ -53,7 +53,7 @@ private:
   worker_pool_actor spawn_enlisted(worker_source source, std::string name);
 
   caf::actor_system& system_;
-  runtime::io_thread& io_;
+  process::io_thread& io_;
   std::shared_ptr<detail::actor_census> census_;
   mutable std::mutex mutex_;
   /// Keyed by the canonical JSON of the options: equal options, equal keys.
@@ -67,4 +67,4 @@ private:
   bool stopped_ = false;
 };
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

@@ -10,9 +10,10 @@
 #include "actors/caller/actor_census.hpp"
 #include "actors/caller/caller_actors.hpp"
 #include "actors/caller/pool_registry.hpp"
+#include "actors/caller/runtime_access.hpp"
 #include "actors/execution/affine_sharing.hpp"
 #include "actors/sources/child_process_source.hpp"
-#include "runtime/io_thread.hpp"
+#include "process/io_thread.hpp"
 #include "sprintrt/logging.hpp"
 #include "sprintrt/remote_interface.hpp"
 
@@ -74,13 +75,13 @@ struct sprint_runtime::impl {
 
   // Order matters: the io thread outlives the actor system (workers talk to
   // it until they are done), the registry refers to both.
-  runtime::io_thread io;
+  process::io_thread io;
   /// Null on the program's actor system.
   std::unique_ptr<own_actor_system> own_system;
   caf::actor_system& system;
   std::shared_ptr<detail::actor_census> census = std::make_shared<detail::actor_census>();
   detail::caller_actors callers;
-  pool_registry registry;
+  detail::pool_registry registry;
   bool shut_down = false;
 };
 
@@ -133,16 +134,20 @@ worker_pool_actor sprint_runtime::pool(worker_source source, std::string name) {
 }
 
 worker_source sprint_runtime::child_process_source(const sprint_options& opts) {
-  return sprintrt::child_process_source(impl_->io, opts);
+  return detail::child_process_source(impl_->io, opts);
 }
 
-detail::caller_actors& sprint_runtime::callers() noexcept {
-  return impl_->callers;
+namespace detail {
+
+caller_actors& runtime_access::callers(sprint_runtime& rt) noexcept {
+  return rt.impl_->callers;
 }
 
-detail::actor_census& sprint_runtime::census() noexcept {
-  return *impl_->census;
+actor_census& runtime_access::census(sprint_runtime& rt) noexcept {
+  return *rt.impl_->census;
 }
+
+} // namespace detail
 
 void sprint_runtime::stop_pools() {
   impl_->registry.stop_all();

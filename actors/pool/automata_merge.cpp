@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 caf::expected<batch_automata> merge_automata(const std::vector<segment_fsa>& automata) {
   size_t batch_size = automata.size();
@@ -61,4 +61,4 @@ caf::expected<batch_automata> merge_automata(const std::vector<segment_fsa>& aut
   return merged;
 }
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

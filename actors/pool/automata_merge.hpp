@@ -11,9 +11,9 @@
 
 #include "sprintrt/batch.hpp"
 #include "sprintrt/error.hpp"
-#include "sprintrt/segment.hpp"
+#include "sprintrt/segment_fsa.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// Merges `automata` (one per segment, in batch order). Fails with
 /// `invalid_message` if an automaton is inconsistent (edges not 3 * E values,
@@ -21,4 +21,4 @@ namespace sprintrt {
 /// fit the uint32 state ids.
 caf::expected<batch_automata> merge_automata(const std::vector<segment_fsa>& automata);
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 namespace {
 
@@ -84,4 +84,4 @@ caf::error check_batch(const batch& b, const batch_check_rules& rules) {
   return {};
 }
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

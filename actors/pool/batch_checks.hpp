@@ -12,7 +12,7 @@
 #include "sprintrt/batch.hpp"
 #include "sprintrt/error.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// How `check_batch` names columns.
 struct batch_check_rules {
@@ -39,4 +39,4 @@ std::string batch_major_hint(size_t count, size_t frames, size_t batch_size);
 /// Checks the tags of an automata request: at least one, none empty.
 caf::error check_tags(const std::vector<std::string>& tags);
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

@@ -4,7 +4,7 @@
 #include <numeric>
 #include <optional>
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 std::vector<std::vector<size_t>> lpt_assign(span<const int64_t> lengths,
                                             span<const int64_t> initial_loads,
@@ -43,4 +43,4 @@ std::vector<std::vector<size_t>> lpt_assign(span<const int64_t> lengths,
   return lpt_assign(lengths, initial_loads, equal);
 }
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

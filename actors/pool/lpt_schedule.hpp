@@ -17,7 +17,7 @@
 
 #include "common/span.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// Assigns segments of `lengths` (frames) to `initial_loads.size()` workers
 /// whose queues already hold `initial_loads` frames. Returns, per worker, the
@@ -36,4 +36,4 @@ std::vector<std::vector<size_t>> lpt_assign(span<const int64_t> lengths,
                                             span<const int64_t> initial_loads,
                                             span<const double> rates);
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

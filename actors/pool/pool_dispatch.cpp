@@ -11,7 +11,9 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <caf/sec.hpp>
@@ -41,6 +43,13 @@ void start_worker(pool_pointer self, size_t index) {
   slot.handle = handle;
 }
 
+namespace {
+
+/// Counts an answer of worker `used`, in slot `w`, into what the pool saw of
+/// the slot's workers (`worker_slot::seen`, or `replaced` for a late answer
+/// of a worker replaced meanwhile): served if `err` is null, else failed,
+/// unless `err` says the worker was gone (the request is resent) or that
+/// the request was cancelled (neither kind of worker counts those).
 void count_answer(pool_pointer self, size_t w, const sprint_worker_actor& used,
                   const caf::error* err) {
   auto& slot = self->state.workers[w];
@@ -50,6 +59,8 @@ void count_answer(pool_pointer self, size_t w, const sprint_worker_actor& used,
   else if (*err != caf::sec::request_receiver_down && *err != errc::cancelled)
     ++counts.requests_failed;
 }
+
+} // namespace
 
 void ensure_workers(pool_pointer self, size_t count) {
   auto& st = self->state;
@@ -61,6 +72,82 @@ void ensure_workers(pool_pointer self, size_t count) {
 }
 
 namespace {
+
+/// Sends item `item` of `req` (assigned to worker `w`) to worker `w`.
+void send(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w, placed_item item);
+
+/// Handles an answer to item `sent` of `req`, sent to worker `w` as
+/// `worker_request`, if the request was abandoned meanwhile: it only frees
+/// its worker (counting what it `computed` into its measured speed).
+/// Returns whether it was abandoned.
+bool drop_if_abandoned(pool_pointer self, pool_request& req, size_t w, placed_item& sent,
+                       uint64_t worker_request, bool computed);
+
+/// Ends item `sent` of `req` (answered or failed): frees its worker, then
+/// finishes the request if it was the last, or sends worker `w` the next
+/// of its list.
+void item_done(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w,
+               placed_item& sent);
+
+/// Handles worker `w`'s (`used`'s) error `err` for item `sent` of `req` by
+/// the failure policy: the item is resent, rerouted or failed.
+void item_error(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w,
+                placed_item sent, const sprint_worker_actor& used, caf::error err);
+
+/// Returns item `index`'s weight in its worker's load.
+int64_t item_weight(const pool_request& req, size_t index) {
+  return std::visit(
+      [index](const auto& of) { return entry_of<decltype(of)>::weight(of.work[index]); },
+      req.items);
+}
+
+/// Counts item `index` of `req` as failed with `err` and keeps the failure
+/// (see `item_failure`).
+void item_failed(pool_pointer self, pool_request& req, size_t index, caf::error err,
+                 bool from_pool) {
+  std::visit([self](const auto& of) { entry_of<decltype(of)>::count_failed(self->state.stats); },
+             req.items);
+  req.failures.emplace(index, item_failure{std::move(err), from_pool});
+}
+
+/// Answers the caller of `req`, every item of which is done, and forgets
+/// it in the registry.
+void finish(pool_pointer self, const std::shared_ptr<pool_request>& req) {
+  self->state.complete(req->id);
+  req->answer.done(self, *req);
+}
+
+/// Sends item `item` of `req`, whose items are `of`, to worker `w`.
+template <class Command>
+void send_item(pool_pointer self, const std::shared_ptr<pool_request>& req,
+               const command_items<Command>& of, size_t w, placed_item item) {
+  // Kept until answered, so that it can be placed again.
+  auto sent = std::make_shared<placed_item>(std::move(item));
+  ++req->outstanding[w];
+  auto used = self->state.workers[w].handle;
+  auto asked = self->request(used, caf::infinite, Command::atom::value, of.work[sent->index]);
+  auto worker_request = request_id_of(asked.id());
+  req->at_workers.emplace(worker_request, used);
+  asked.then(
+      [self, req, w, sent, used, worker_request](typename Command::reply& reply) {
+        count_answer(self, w, used, nullptr);
+        if (drop_if_abandoned(self, *req, w, *sent, worker_request, true))
+          return;
+        std::get<command_items<Command>>(req->items).replies[sent->index] = std::move(reply);
+        command_entry<Command>::count_served(self->state.stats);
+        item_done(self, req, w, *sent);
+      },
+      [self, req, w, sent, used, worker_request](caf::error& err) {
+        count_answer(self, w, used, &err);
+        if (drop_if_abandoned(self, *req, w, *sent, worker_request, false))
+          return;
+        item_error(self, req, w, std::move(*sent), used, std::move(err));
+      });
+}
+
+void send(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w, placed_item item) {
+  std::visit([&](const auto& of) { send_item(self, req, of, w, std::move(item)); }, req->items);
+}
 
 /// Returns slot `index`'s state (see `worker_source::slot_state`; the
 /// default for sources without).
@@ -237,20 +324,20 @@ void send_next(pool_pointer self, const std::shared_ptr<pool_request>& req, size
   while (req->outstanding[w] < ahead && !list.empty()) {
     auto segment = std::move(list.front());
     list.pop_front();
-    req->send(self, w, std::move(segment));
+    send(self, req, w, std::move(segment));
   }
 }
 
 /// Fails `segments` of `req` all with `err` (the request's error reports
 /// it once for all of them). Returns whether that finished the request.
 bool fail_segments(pool_pointer self, const std::shared_ptr<pool_request>& req,
-                   const std::vector<request_segment>& segments, const caf::error& err) {
+                   const std::vector<placed_item>& segments, const caf::error& err) {
   for (const auto& segment : segments)
-    req->segment_failed(self, segment.index, err, true);
+    item_failed(self, *req, segment.index, err, true);
   req->pending -= segments.size();
   if (req->pending > 0)
     return false;
-  req->finish(self);
+  finish(self, req);
   return true;
 }
 
@@ -272,7 +359,7 @@ void schedule_slot_check(pool_pointer self) {
 /// without a wait, with an error listing the unavailable workers. Returns
 /// whether that finished the request.
 bool park_or_fail(pool_pointer self, const std::shared_ptr<pool_request>& req,
-                  std::vector<request_segment> segments) {
+                  std::vector<placed_item> segments) {
   auto& st = self->state;
   if (st.source.slot_wait.count() <= 0 || !any_worker_may_return(self))
     return fail_segments(self, req, segments, no_worker_available(self));
@@ -287,11 +374,11 @@ bool park_or_fail(pool_pointer self, const std::shared_ptr<pool_request>& req,
 /// the workers' lists by LPT and sends each worker what it can hold. If no
 /// worker is available, they are parked (`park_or_fail`).
 void place(pool_pointer self, const std::shared_ptr<pool_request>& req,
-           std::vector<request_segment> segments) {
+           std::vector<placed_item> segments) {
   std::vector<int64_t> weights;
   for (auto& segment : segments) {
     segment.held.withdraw();
-    weights.push_back(req->weight(segment.index));
+    weights.push_back(item_weight(*req, segment.index));
   }
   auto lists = lpt_lists(self, weights);
   // Other requests may have made workers since this one started.
@@ -310,14 +397,12 @@ void place(pool_pointer self, const std::shared_ptr<pool_request>& req,
 }
 
 /// Puts `segment` of `req` first in the pool's queue again.
-void requeue(pool_pointer self, const std::shared_ptr<pool_request>& req, request_segment segment) {
+void requeue(pool_pointer self, const std::shared_ptr<pool_request>& req, placed_item segment) {
   self->state.waiting.push_front({req, std::move(segment)});
   serve_waiting(self);
 }
 
-} // namespace
-
-bool drop_if_abandoned(pool_pointer self, pool_request& req, size_t w, request_segment& sent,
+bool drop_if_abandoned(pool_pointer self, pool_request& req, size_t w, placed_item& sent,
                        uint64_t worker_request, bool computed) {
   req.at_workers.erase(worker_request);
   if (!req.abandoned)
@@ -331,13 +416,13 @@ bool drop_if_abandoned(pool_pointer self, pool_request& req, size_t w, request_s
   return true;
 }
 
-void segment_done(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w,
-                  request_segment& sent) {
+void item_done(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w,
+               placed_item& sent) {
   --req->outstanding[w];
   sent.held.release();
   serve_waiting(self);
   if (--req->pending == 0)
-    req->finish(self);
+    finish(self, req);
   else
     send_next(self, req, w);
 }
@@ -346,13 +431,13 @@ void segment_done(pool_pointer self, const std::shared_ptr<pool_request>& req, s
 // batch, a resent segment goes first in `w`'s list, still assigned, for the
 // worker replacing it; a rerouted one is placed again with the rest of `w`'s
 // list (its worker is unavailable for those too).
-void segment_error(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w,
-                   request_segment sent, const sprint_worker_actor& used, caf::error err) {
+void item_error(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w,
+                placed_item sent, const sprint_worker_actor& used, caf::error err) {
   bool from_pool = false;
   auto action = apply_failure_policy(self, w, used, err, sent.retries, from_pool);
   if (action == after_failure::fail) {
-    req->segment_failed(self, sent.index, err, from_pool);
-    segment_done(self, req, w, sent);
+    item_failed(self, *req, sent.index, std::move(err), from_pool);
+    item_done(self, req, w, sent);
     return;
   }
   --req->outstanding[w];
@@ -370,13 +455,15 @@ void segment_error(pool_pointer self, const std::shared_ptr<pool_request>& req, 
     send_next(self, req, w);
     return;
   }
-  std::vector<request_segment> moved;
+  std::vector<placed_item> moved;
   moved.push_back(std::move(sent));
   for (auto& queued : req->lists[w])
     moved.push_back(std::move(queued));
   req->lists[w].clear();
   place(self, req, std::move(moved));
 }
+
+} // namespace
 
 void pool_request::cancel(const caf::error& err) {
   abandoned = true;
@@ -385,7 +472,13 @@ void pool_request::cancel(const caf::error& err) {
       segment.held.withdraw();
     list.clear();
   }
-  answer_cancelled(err);
+  std::visit(
+      [](const auto& of) {
+        for (const auto& work : of.work)
+          entry_of<decltype(of)>::close(work);
+      },
+      items);
+  answer.cancelled(err);
 }
 
 void cancel_request(pool_pointer self, const std::shared_ptr<pool_request>& req,
@@ -395,26 +488,29 @@ void cancel_request(pool_pointer self, const std::shared_ptr<pool_request>& req,
     self->send(worker, cancel_atom::value, worker_request);
   auto& waiting = self->state.waiting;
   waiting.erase(std::remove_if(waiting.begin(), waiting.end(),
-                               [&](const waiting_segment& x) { return x.request == req; }),
+                               [&](const waiting_item& x) { return x.request == req; }),
                 waiting.end());
   auto& parked = self->state.parked;
   parked.erase(std::remove_if(parked.begin(), parked.end(),
-                              [&](const parked_segment& x) { return x.request == req; }),
+                              [&](const parked_item& x) { return x.request == req; }),
                parked.end());
 }
 
-void start_request(pool_pointer self, const std::shared_ptr<pool_request>& req) {
+void start_request(pool_pointer self, const std::shared_ptr<pool_request>& req,
+                   request_shape shape) {
   auto& st = self->state;
-  req->pending = req->size;
-  if (req->shape == request_shape::single) {
-    for (size_t i = 0; i < req->size; ++i)
-      st.waiting.push_back({req, request_segment{i, {}, {}}});
+  const size_t size = req->size();
+  req->shape = shape;
+  req->pending = size;
+  if (shape == request_shape::single) {
+    for (size_t i = 0; i < size; ++i)
+      st.waiting.push_back({req, placed_item{i, {}, {}}});
     serve_waiting(self);
     return;
   }
-  ensure_workers(self, req->size);
+  ensure_workers(self, size);
   ensure_lists(*req, st.workers.size());
-  std::vector<request_segment> segments(req->size);
+  std::vector<placed_item> segments(size);
   for (size_t i = 0; i < segments.size(); ++i)
     segments[i].index = i;
   place(self, req, std::move(segments));
@@ -436,8 +532,8 @@ void serve_waiting(pool_pointer self) {
         for (auto& entry : unplaced) {
           if (entry.request->abandoned)
             continue;
-          std::vector<request_segment> segments;
-          segments.push_back(std::move(entry.segment));
+          std::vector<placed_item> segments;
+          segments.push_back(std::move(entry.item));
           park_or_fail(self, entry.request, std::move(segments));
         }
       }
@@ -446,9 +542,9 @@ void serve_waiting(pool_pointer self) {
     auto entry = std::move(st.waiting.front());
     st.waiting.pop_front();
     auto& req = entry.request;
-    entry.segment.held = assign(self, *idle, req->weight(entry.segment.index));
+    entry.item.held = assign(self, *idle, item_weight(*req, entry.item.index));
     ensure_lists(*req, st.workers.size());
-    req->send(self, *idle, std::move(entry.segment));
+    send(self, req, *idle, std::move(entry.item));
   }
 }
 
@@ -458,21 +554,21 @@ void check_parked(pool_pointer self) {
   auto parked = std::move(st.parked);
   st.parked.clear();
   // Each request's segments together, in the order they were parked.
-  std::vector<std::pair<std::shared_ptr<pool_request>, std::vector<request_segment>>> requests;
+  std::vector<std::pair<std::shared_ptr<pool_request>, std::vector<placed_item>>> requests;
   auto segments_of = [&](const std::shared_ptr<pool_request>& req) -> auto& {
     for (auto& [r, segments] : requests)
       if (r == req)
         return segments;
-    return requests.emplace_back(req, std::vector<request_segment>{}).second;
+    return requests.emplace_back(req, std::vector<placed_item>{}).second;
   };
   if (any_worker_available(self)) {
     for (auto& entry : parked) {
       if (entry.request->abandoned)
         continue;
       if (entry.request->shape == request_shape::single)
-        st.waiting.push_back({entry.request, std::move(entry.segment)});
+        st.waiting.push_back({entry.request, std::move(entry.item)});
       else
-        segments_of(entry.request).push_back(std::move(entry.segment));
+        segments_of(entry.request).push_back(std::move(entry.item));
     }
     for (auto& [req, segments] : requests)
       place(self, req, std::move(segments));
@@ -488,7 +584,7 @@ void check_parked(pool_pointer self) {
       if (may_return && now - entry.since < st.source.slot_wait)
         st.parked.push_back(std::move(entry));
       else
-        segments_of(entry.request).push_back(std::move(entry.segment));
+        segments_of(entry.request).push_back(std::move(entry.item));
     }
     auto err =
         no_worker_available(self, may_return ? st.source.slot_wait : std::chrono::milliseconds{0});

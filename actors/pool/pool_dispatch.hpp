@@ -2,22 +2,25 @@
 
 /// @file
 /// The pool's dispatcher. Every request the pool serves, a single segment
-/// (a request of one segment) as well as a batch's losses or automata, is a
-/// `pool_request` of one command with one or more segments, and goes
-/// through the same code: its segments are placed on the workers (counted
-/// in their loads), sent, answered, and after a worker failure rerouted,
-/// resent or failed by one policy (`failure_policy.hpp`). What differs per
-/// command is its `command_entry`; what differs per shape (what a segment's
-/// worker is asked with, where its reply goes, how the caller is answered)
-/// is in the request's overrides, in `pool_requests.cpp`. Internal to the
-/// actors library.
+/// as well as a batch's losses or automata, is a `pool_request`: data (its
+/// items of one command, one reply or failure per item) and how its caller
+/// is answered. All go through the same code: their items are placed on the
+/// workers (counted in their loads), sent, answered, and after a worker
+/// failure rerouted, resent or failed by one policy (`failure_policy.hpp`).
+/// What differs per command is its `command_entry`; what differs per shape
+/// is how items wait for workers (`request_shape`, a parameter of
+/// `start_request`) and how the caller is answered (`request_answer`, made
+/// in `pool_requests`). Internal to the actors library.
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <caf/error.hpp>
@@ -40,52 +43,77 @@ enum class request_shape {
   batch,
 };
 
-/// A request in progress: its segments, where they are, and what is still
-/// to come. Made by a request shape, then `enroll`ed with the pool and
-/// `start_request`ed; the dispatcher calls the overrides.
-struct pool_request : std::enable_shared_from_this<pool_request> {
-  /// A request of `segments` segments of shape `shape`.
-  pool_request(request_shape shape, size_t segments) : shape(shape), size(segments) {}
+/// The items of a request of command `Command`: what each one's worker is
+/// asked with, and its reply once answered.
+template <class Command>
+struct command_items {
+  using command_type = Command;
 
-  virtual ~pool_request() = default;
+  std::vector<typename Command::work> work;
+  /// One per item: set when its worker answered it.
+  std::vector<std::optional<typename Command::reply>> replies;
 
-  /// Sends segment `segment` (assigned to worker `w`) to worker `w`.
-  virtual void send(pool_pointer self, size_t w, request_segment segment) = 0;
+  /// Items of `work`, none answered yet.
+  explicit command_items(std::vector<typename Command::work> items = {})
+      : work(std::move(items)), replies(work.size()) {}
+};
 
-  /// Returns segment `index`'s weight in its worker's load.
-  virtual int64_t weight(size_t index) const = 0;
+/// An item that failed.
+struct item_failure {
+  caf::error error;
+  /// The error is the pool's own (no worker can take it, its workers kept
+  /// terminating), not a worker's answer.
+  bool from_pool = false;
+};
 
-  /// Counts segment `index` as failed with `err` and keeps the failure;
-  /// `from_pool`: the error is the pool's own (no worker can take it, its
-  /// workers kept terminating), not a worker's answer.
-  virtual void segment_failed(pool_pointer self, size_t index, const caf::error& err,
-                              bool from_pool) = 0;
+struct pool_request;
 
-  /// Answers the caller once every segment is done (and completes it in the
-  /// registry).
-  virtual void finish(pool_pointer self) = 0;
+/// How a request's caller is answered: the one thing that differs between
+/// a single segment, a batch's losses and a batch's automata.
+struct request_answer {
+  /// Once every item is answered or failed (`pool_request::failures`).
+  std::function<void(pool_pointer self, pool_request& req)> done;
+  /// At once with `err`: the caller cancelled, or the pool stops. What a
+  /// worker could still write into is closed first (`command_entry::close`).
+  std::function<void(const caf::error& err)> cancelled;
+};
 
-  /// Answers the caller with `err` at once (it cancelled, or the pool
-  /// stops), first closing whatever a worker could still write into.
-  virtual void answer_cancelled(const caf::error& err) = 0;
+/// A request in progress: its items, where they are, what came back and
+/// what is still to come. Made by `pool_requests`, `enroll`ed with the
+/// pool and `start_request`ed.
+struct pool_request {
+  /// A request of `items`, answered through `answer`.
+  pool_request(sprint_commands::variant<command_items> items, request_answer answer)
+      : items(std::move(items)), answer(std::move(answer)) {}
+
+  /// Returns its number of items.
+  size_t size() const {
+    return std::visit([](const auto& of) { return of.work.size(); }, items);
+  }
 
   /// Stops the request and answers its caller with `err`: nothing more of
-  /// it is sent (its segments in lists are dropped, those in the pool's
-  /// queue skipped when reached), and answers to what was sent only
-  /// release their workers.
+  /// it is sent (its items in lists are dropped, those in the pool's queue
+  /// skipped when reached), and answers to what was sent only release
+  /// their workers.
   void cancel(const caf::error& err);
 
-  const request_shape shape;
-  /// Its number of segments.
-  const size_t size;
-  /// Each worker's segments not sent yet (batch shape), in sending order.
-  std::vector<std::deque<request_segment>> lists;
-  /// Segments sent to each worker and not answered yet.
+  /// Its items; a batch's are made once it was checked (`start_request`
+  /// finds them there).
+  sprint_commands::variant<command_items> items;
+  /// The failed items' errors by index: in item order, whatever order they
+  /// arrived in.
+  std::map<size_t, item_failure> failures;
+  request_answer answer;
+  /// How its items wait for workers (set by `start_request`).
+  request_shape shape = request_shape::single;
+  /// Each worker's items not sent yet (batch shape), in sending order.
+  std::vector<std::deque<placed_item>> lists;
+  /// Items sent to each worker and not answered yet.
   std::vector<size_t> outstanding;
   /// The same by the id of the request to the worker, for telling the
   /// workers to drop them when the caller cancels.
   std::map<uint64_t, sprint_worker_actor> at_workers;
-  /// Segments not done yet.
+  /// Items not done yet.
   size_t pending = 0;
   /// The caller cancelled it (or the pool stopped).
   bool abandoned = false;
@@ -93,85 +121,6 @@ struct pool_request : std::enable_shared_from_this<pool_request> {
   uint64_t id = 0;
   /// Who asked (what a `(cancel, id)` names).
   request_origin origin;
-};
-
-/// Handles an answer to segment `sent` of `req`, sent to worker `w` as
-/// `worker_request`, if the request was abandoned meanwhile: it only frees
-/// its worker (counting what it `computed` into its measured speed).
-/// Returns whether it was abandoned.
-bool drop_if_abandoned(pool_pointer self, pool_request& req, size_t w, request_segment& sent,
-                       uint64_t worker_request, bool computed);
-
-/// Ends segment `sent` of `req` (answered or failed): frees its worker,
-/// then finishes the request if it was the last, or sends worker `w` the
-/// next of its list.
-void segment_done(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w,
-                  request_segment& sent);
-
-/// Handles worker `w`'s (`used`'s) error `err` for segment `sent` of `req`
-/// by the failure policy: the segment is resent, rerouted or failed.
-void segment_error(pool_pointer self, const std::shared_ptr<pool_request>& req, size_t w,
-                   request_segment sent, const sprint_worker_actor& used, caf::error err);
-
-/// Counts an answer of worker `used`, in slot `w`, into what the pool saw of
-/// the slot's workers (`worker_slot::seen`, or `replaced` for a late answer
-/// of a worker replaced meanwhile): served if `err` is null, else failed,
-/// unless `err` says the worker was gone (the request is resent) or that
-/// the request was cancelled (neither kind of worker counts those).
-void count_answer(pool_pointer self, size_t w, const sprint_worker_actor& used,
-                  const caf::error* err);
-
-/// A request of command `Command`: how its segments are sent, weighed and
-/// counted. Its shape says what a segment's worker is asked with (`work`),
-/// where the reply goes (`store`) and what a failure means for its caller
-/// (`record_failure`).
-template <class Command>
-struct command_pool_request : pool_request {
-  using entry = command_entry<Command>;
-  using pool_request::pool_request;
-
-  /// What segment `index`'s worker is asked with.
-  virtual typename Command::work work(size_t index) const = 0;
-
-  /// Keeps segment `index`'s reply.
-  virtual void store(size_t index, typename Command::reply reply) = 0;
-
-  /// Keeps that segment `index` failed with `err` (see `segment_failed`).
-  virtual void record_failure(size_t index, const caf::error& err, bool from_pool) = 0;
-
-  int64_t weight(size_t index) const override { return entry::weight(work(index)); }
-
-  void segment_failed(pool_pointer self, size_t index, const caf::error& err,
-                      bool from_pool) override {
-    entry::count_failed(self->state.stats);
-    record_failure(index, err, from_pool);
-  }
-
-  void send(pool_pointer self, size_t w, request_segment segment) override {
-    auto req = std::static_pointer_cast<command_pool_request>(shared_from_this());
-    // Kept until answered, so that it can be placed again.
-    auto sent = std::make_shared<request_segment>(std::move(segment));
-    ++outstanding[w];
-    auto used = self->state.workers[w].handle;
-    auto asked = self->request(used, caf::infinite, Command::atom::value, work(sent->index));
-    auto worker_request = request_id_of(asked.id());
-    at_workers.emplace(worker_request, used);
-    asked.then(
-        [self, req, w, sent, used, worker_request](typename Command::reply& reply) {
-          count_answer(self, w, used, nullptr);
-          if (drop_if_abandoned(self, *req, w, *sent, worker_request, true))
-            return;
-          req->store(sent->index, std::move(reply));
-          entry::count_served(self->state.stats);
-          segment_done(self, req, w, *sent);
-        },
-        [self, req, w, sent, used, worker_request](caf::error& err) {
-          count_answer(self, w, used, &err);
-          if (drop_if_abandoned(self, *req, w, *sent, worker_request, false))
-            return;
-          segment_error(self, req, w, std::move(*sent), used, std::move(err));
-        });
-  }
 };
 
 /// Makes the worker of slot `index` from the source (first use, or replacing
@@ -183,16 +132,17 @@ void start_worker(pool_pointer self, size_t index);
 /// Creates workers until there are `count` (at most the source's capacity).
 void ensure_workers(pool_pointer self, size_t count);
 
-/// Places an enrolled request's segments: spread over the workers by LPT
-/// and streamed, or queued for idle workers (see `request_shape`).
-void start_request(pool_pointer self, const std::shared_ptr<pool_request>& req);
+/// Places an enrolled request's items as `shape` says: spread over the
+/// workers by LPT and streamed, or queued for idle workers.
+void start_request(pool_pointer self, const std::shared_ptr<pool_request>& req,
+                   request_shape shape);
 
 /// Cancels `req` for its caller (`pool_request::cancel`) and tells its
 /// workers to drop what they hold of it.
 void cancel_request(pool_pointer self, const std::shared_ptr<pool_request>& req,
                     const caf::error& err);
 
-/// Hands queued segments to idle workers, creating workers while fewer
+/// Hands queued items to idle workers, creating workers while fewer
 /// than the source's capacity exist; parks them (or fails them, without a
 /// `slot_wait`) if no worker can take any.
 void serve_waiting(pool_pointer self);

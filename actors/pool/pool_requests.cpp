@@ -52,127 +52,113 @@ std::string segment_list(const std::vector<std::string>& tags, const std::vector
   return text;
 }
 
-/// What both batch shapes have: the segments' tags, and the failures so
-/// far, in batch order.
-struct batch_failures {
-  std::vector<std::string> tags;
-  /// What this pool's workers' labels begin with ("pool 0 worker "): a
-  /// cause is grouped without the worker that met it, since every worker
-  /// meets a missing program or a wrong config alike (the log names them).
-  std::string worker_label;
-  /// The failed segments' errors by index: in batch order, whatever order
-  /// they arrived in.
-  std::map<size_t, caf::error> failures;
+/// The text of `err` as a batch's error tells it: a worker's label as the
+/// pool's (`pool_label`), since every worker meets a missing program or a
+/// wrong config alike (the log names them).
+std::string cause_text(const caf::error& err, const std::string& pool_label) {
+  if (err.category() != error_category)
+    return render(err);
+  auto what = failure_of(err);
+  if (!what.worker.empty())
+    what.worker = pool_label;
+  return std::string{to_string(static_cast<errc>(err.code()))} + ": " + to_string(what);
+}
 
-  /// Notes that segment `index` failed with `err`.
-  void record(size_t index, const caf::error& err) { failures.emplace(index, err); }
+/// Returns whether `a` and `b` fail their segments for the same reason:
+/// equal codes, and `same_cause`.
+bool same_reason(const caf::error& a, const caf::error& b) {
+  if (a.code() != b.code() || a.category() != b.category())
+    return false;
+  if (a.category() != error_category)
+    return render(a) == render(b);
+  return same_cause(failure_of(a), failure_of(b));
+}
 
-  /// `text` with its first "pool 0 worker 3: " as "pool 0: ".
-  std::string without_worker(std::string text) const {
-    auto at = text.find(worker_label);
-    if (worker_label.empty() || at == std::string::npos)
-      return text;
-    auto digits = at + worker_label.size();
-    auto end = digits;
-    while (end < text.size() && text[end] >= '0' && text[end] <= '9')
-      ++end;
-    if (end == digits || text.compare(end, 2, ": ") != 0)
-      return text;
-    // Keep "pool 0", drop " worker 3" up to the ": ".
-    auto pool_end = at + worker_label.size() - std::string_view{" worker "}.size();
-    return text.erase(pool_end, end - pool_end);
+/// The error a batch of segments `tags` of the pool `pool_label` fails with
+/// when some of them failed (`failures`): one entry per distinct reason
+/// (`same_reason`), in the order of its first segment, naming how many
+/// segments it failed and the first few of them, with the first segment's
+/// text. Its code is that of the failed segment first in batch order (not
+/// the first failure to arrive, which depends on the workers' timing), so
+/// that equal batches fail with equal codes; `child_failed` if that error
+/// is not sprintrt's own.
+caf::error combined_error(const std::string& what, const std::string& pool_label,
+                          const std::vector<std::string>& tags,
+                          const std::map<size_t, item_failure>& failures) {
+  std::vector<std::pair<const caf::error*, std::vector<size_t>>> reasons;
+  for (const auto& [index, failed] : failures) {
+    const auto& err = failed.error;
+    auto known = std::find_if(reasons.begin(), reasons.end(), [&err](const auto& reason) {
+      return same_reason(*reason.first, err);
+    });
+    if (known == reasons.end())
+      reasons.emplace_back(&err, std::vector<size_t>{index});
+    else
+      known->second.push_back(index);
   }
+  std::string text = what + ": " + std::to_string(failures.size()) + " of " +
+                     std::to_string(tags.size()) + " segments failed";
+  for (const auto& [first, indices] : reasons)
+    text += "\n  " + segment_list(tags, indices) + ": " + cause_text(*first, pool_label);
+  const auto& first = failures.begin()->second.error;
+  auto code =
+      first.category() == error_category ? static_cast<errc>(first.code()) : errc::child_failed;
+  return make_error(code, text);
+}
 
-  /// The error the request fails with when some of its segments failed:
-  /// one entry per distinct cause (`failure_cause_key`), in the order of its
-  /// first segment, naming how many segments it failed and the first few of
-  /// them, with the first segment's text. Its code is that of the failed
-  /// segment first in batch order (not the first failure to arrive, which
-  /// depends on the workers' timing), so that equal batches fail with equal
-  /// codes; `child_failed` if that error is not sprintrt's own.
-  caf::error combined_error(const std::string& what) const {
-    std::vector<std::pair<std::string, std::vector<size_t>>> causes;
-    std::map<std::string, size_t> cause_index;
-    for (const auto& [index, err] : failures) {
-      auto cause = without_worker(render(err));
-      auto [it, added] = cause_index.emplace(failure_cause_key(cause), causes.size());
-      if (added)
-        causes.emplace_back(cause, std::vector<size_t>{});
-      causes[it->second].second.push_back(index);
-    }
-    std::string text = what + ": " + std::to_string(failures.size()) + " of " +
-                       std::to_string(tags.size()) + " segments failed";
-    for (const auto& [cause, indices] : causes)
-      text += "\n  " + segment_list(tags, indices) + ": " + cause;
-    const auto& first = failures.begin()->second;
-    auto code =
-        first.category() == error_category ? static_cast<errc>(first.code()) : errc::child_failed;
-    return make_error(code, text);
-  }
-};
-
-/// A batch's losses in progress: its result fills in as replies arrive.
-struct batch_progress final : command_pool_request<get_loss_command>, batch_failures {
+/// A batch's losses as they come in: what its answer needs besides the
+/// request's items.
+struct batch_progress {
   batch_result result;
-  tensor log_posteriors;
+  std::vector<std::string> tags;
   std::vector<int64_t> lengths;
   /// `batch::partial`: failures are answered beside the results.
   bool partial = false;
   clock::time_point started = clock::now();
   caf::typed_response_promise<batch_result> promise;
 
-  /// A batch whose segments are not known before it was checked.
-  explicit batch_progress(size_t segments) : command_pool_request(request_shape::batch, segments) {}
-
-  /// Segment `index`'s posteriors, and its rows of the output for its
-  /// error signal.
-  segment_job work(size_t index) const override {
-    auto rows = static_cast<size_t>(lengths[index]);
-    return {tags[index], segment_slice(log_posteriors, index, rows),
-            segment_slice(result.error_signal, index, rows)};
-  }
-
-  void store(size_t index, double loss) override { result.loss[index] = to_float_loss(loss); }
-
-  void record_failure(size_t index, const caf::error& err, bool) override { record(index, err); }
-
-  void finish(pool_pointer self) override;
-
-  void answer_cancelled(const caf::error& err) override { promise.deliver(err); }
-
-private:
   /// Puts the failures into the result of a partial batch: each failed
   /// segment's loss NaN, its rows of the error signal zero (a worker may
   /// have written some before it failed, and a reused output holds the
   /// previous batch's), its error in `result.failures`.
-  void answer_failures_in_result();
+  void answer_failures_in_result(const std::map<size_t, item_failure>& failures);
+
+  /// Answers the caller once every segment of `req` is done: the losses,
+  /// or the batch's error (`combined_error`).
+  void answer(pool_pointer self, pool_request& req);
 };
 
-void batch_progress::answer_failures_in_result() {
+void batch_progress::answer_failures_in_result(const std::map<size_t, item_failure>& failures) {
   const size_t batch_size = lengths.size();
   const size_t dim = result.error_signal.dim(2);
-  for (const auto& [index, err] : failures) {
+  for (const auto& [index, failed] : failures) {
     result.loss[index] = std::numeric_limits<float>::quiet_NaN();
     for (size_t t = 0; t < static_cast<size_t>(lengths[index]); ++t) {
       float* row = result.error_signal.data() + (t * batch_size + index) * dim;
       std::fill(row, row + dim, 0.0f);
     }
-    result.failures.push_back({index, tags[index], err});
+    result.failures.push_back({index, tags[index], failed.error});
   }
 }
 
-void batch_progress::finish(pool_pointer self) {
+void batch_progress::answer(pool_pointer self, pool_request& req) {
   auto& st = self->state;
-  st.complete(id);
   ++st.stats.batches;
-  if (!failures.empty()) {
-    auto combined = combined_error(st.label + ": batch");
+  auto& of = std::get<command_items<get_loss_command>>(req.items);
+  for (size_t b = 0; b < of.replies.size(); ++b)
+    if (of.replies[b])
+      result.loss[b] = to_float_loss(*of.replies[b]);
+  // The jobs' slices share the output's storage: released first, so that
+  // the caller holds it alone (and may hand it back for reuse).
+  of.work.clear();
+  if (!req.failures.empty()) {
+    auto combined = combined_error(st.label + ": batch", st.label, tags, req.failures);
     if (!partial) {
       promise.deliver(std::move(combined));
       return;
     }
     logger().warn("{} (a partial batch: the others' results are returned)", render(combined));
-    answer_failures_in_result();
+    answer_failures_in_result(req.failures);
   }
   // A segment without a path (loss inf, error signal zero) is a result,
   // not a failure: counted, and named once per batch.
@@ -180,7 +166,7 @@ void batch_progress::finish(pool_pointer self) {
   int64_t frame_sum = 0;
   std::vector<size_t> skipped;
   for (size_t b = 0; b < lengths.size(); ++b) {
-    if (failures.count(b) > 0)
+    if (req.failures.count(b) > 0)
       continue;
     if (std::isinf(result.loss[b])) {
       skipped.push_back(b);
@@ -196,46 +182,34 @@ void batch_progress::finish(pool_pointer self) {
   double ms = std::chrono::duration<double, std::milli>(clock::now() - started).count();
   logger().debug("{}: batch of {} segments ({} without a path, {} failed): average frame loss "
                  "{:.6f}, {:.1f} ms",
-                 st.label, lengths.size(), skipped.size(), failures.size(),
+                 st.label, lengths.size(), skipped.size(), req.failures.size(),
                  frame_sum > 0 ? loss_sum / static_cast<double>(frame_sum) : 0.0, ms);
   promise.deliver(std::move(result));
 }
 
-/// An automata request in progress.
-struct automata_progress final : command_pool_request<export_fsa_command>, batch_failures {
-  std::vector<segment_fsa> automata;
-  caf::typed_response_promise<batch_automata> promise;
-
-  explicit automata_progress(std::vector<std::string> segment_tags)
-      : command_pool_request(request_shape::batch, segment_tags.size()) {
-    tags = std::move(segment_tags);
-    automata.resize(tags.size());
-  }
-
-  fsa_query work(size_t index) const override { return {fsa_source::segment_name, tags[index]}; }
-
-  void store(size_t index, segment_fsa fsa) override { automata[index] = std::move(fsa); }
-
-  void record_failure(size_t index, const caf::error& err, bool) override { record(index, err); }
-
-  void finish(pool_pointer self) override;
-
-  void answer_cancelled(const caf::error& err) override { promise.deliver(err); }
-};
-
-void automata_progress::finish(pool_pointer self) {
-  auto& st = self->state;
-  st.complete(id);
-  ++st.stats.automata;
-  if (!failures.empty()) {
-    promise.deliver(combined_error(st.label + ": automata"));
-    return;
-  }
-  auto merged = merge_automata(automata);
-  if (!merged)
-    promise.deliver(with_context(st.label + ": automata", merged.error()));
-  else
-    promise.deliver(std::move(*merged));
+/// How an automata request of segments `tags` is answered: their merged
+/// automata, or the batch's error (`combined_error`).
+request_answer automata_answer(std::vector<std::string> tags,
+                               caf::typed_response_promise<batch_automata> promise) {
+  return {
+      [tags = std::move(tags), promise](pool_pointer self, pool_request& req) mutable {
+        auto& st = self->state;
+        ++st.stats.automata;
+        if (!req.failures.empty()) {
+          promise.deliver(combined_error(st.label + ": automata", st.label, tags, req.failures));
+          return;
+        }
+        std::vector<segment_fsa> automata;
+        for (auto& fsa : std::get<command_items<export_fsa_command>>(req.items).replies)
+          automata.push_back(std::move(*fsa));
+        auto merged = merge_automata(automata);
+        if (!merged)
+          promise.deliver(with_context(st.label + ": automata", merged.error()));
+        else
+          promise.deliver(std::move(*merged));
+      },
+      [promise](const caf::error& err) mutable { promise.deliver(err); },
+  };
 }
 
 /// The error signal output: the caller's tensor if it fits and is not
@@ -282,35 +256,50 @@ caf::result<batch_result> compute_batch(pool_pointer self, batch& b) {
   auto& st = self->state;
   if (!st.preparer)
     st.preparer = self->spawn(batch_preparer, st.label);
-  auto progress = std::make_shared<batch_progress>(b.tags.size());
-  progress->worker_label = st.label + " worker ";
+  auto progress = std::make_shared<batch_progress>();
   // The origin first: making the promise takes the sender out of the message.
   auto origin = request_origin::current(self);
   progress->promise = self->make_response_promise<batch_result>();
-  st.enroll(progress, std::move(origin));
+  // Its items are made once the batch is checked; until then a stopping
+  // pool or its caller can cancel it.
+  auto req = std::make_shared<pool_request>(
+      command_items<get_loss_command>{},
+      request_answer{
+          [progress](pool_pointer self, pool_request& req) { progress->answer(self, req); },
+          [progress](const caf::error& err) { progress->promise.deliver(err); }});
+  st.enroll(req, std::move(origin));
   if (b.time_limit.count() > 0)
-    self->delayed_send(self, b.time_limit, time_limit_atom::value, progress->id,
+    self->delayed_send(self, b.time_limit, time_limit_atom::value, req->id,
                        static_cast<int64_t>(b.time_limit.count()));
   // The batch is this request's own copy: it moves to the preparer and back.
   self->request(st.preparer, caf::infinite, prepare_atom::value, std::move(b))
       .then(
-          [self, progress](batch& ready) {
-            if (!self->state.in_progress(progress->id))
+          [self, req, progress](batch& ready) {
+            if (!self->state.in_progress(req->id))
               return; // the pool stopped meanwhile and failed it
-            progress->result.loss.assign(ready.tags.size(), 0.0f);
-            progress->result.error_signal = std::move(ready.reuse_error_signal);
-            progress->log_posteriors = std::move(ready.log_posteriors);
+            auto& result = progress->result;
+            result.loss.assign(ready.tags.size(), 0.0f);
+            result.error_signal = std::move(ready.reuse_error_signal);
+            // Each segment's posteriors, and its rows of the output for its
+            // error signal.
+            std::vector<segment_job> jobs;
+            for (size_t i = 0; i < ready.tags.size(); ++i) {
+              auto rows = static_cast<size_t>(ready.seq_lengths[i]);
+              jobs.push_back({ready.tags[i], segment_slice(ready.log_posteriors, i, rows),
+                              segment_slice(result.error_signal, i, rows)});
+            }
+            req->items = command_items<get_loss_command>{std::move(jobs)};
             progress->tags = std::move(ready.tags);
             progress->lengths = std::move(ready.seq_lengths);
             progress->partial = ready.partial;
-            start_request(self, progress);
+            start_request(self, req, request_shape::batch);
           },
-          [self, progress](caf::error& err) {
+          [self, req, progress](caf::error& err) {
             if (err == caf::sec::request_receiver_down)
               self->state.preparer = caf::actor{}; // the next batch gets a new one
-            if (!self->state.in_progress(progress->id))
+            if (!self->state.in_progress(req->id))
               return;
-            self->state.complete(progress->id);
+            self->state.complete(req->id);
             progress->promise.deliver(with_context(self->state.label, err));
           });
   return progress->promise;
@@ -320,13 +309,16 @@ caf::result<batch_automata> compute_automata(pool_pointer self, std::vector<std:
   auto& st = self->state;
   if (auto err = check_tags(tags))
     return with_context(st.label, err);
-  auto progress = std::make_shared<automata_progress>(std::move(tags));
-  progress->worker_label = st.label + " worker ";
+  std::vector<fsa_query> queries;
+  for (const auto& tag : tags)
+    queries.push_back({fsa_source::segment_name, tag});
   auto origin = request_origin::current(self); // before the promise, as above
-  progress->promise = self->make_response_promise<batch_automata>();
-  st.enroll(progress, std::move(origin));
-  start_request(self, progress);
-  return progress->promise;
+  auto promise = self->make_response_promise<batch_automata>();
+  auto req = std::make_shared<pool_request>(command_items<export_fsa_command>{std::move(queries)},
+                                            automata_answer(std::move(tags), promise));
+  st.enroll(req, std::move(origin));
+  start_request(self, req, request_shape::batch);
+  return promise;
 }
 
 } // namespace sprintrt::detail

@@ -1,17 +1,18 @@
 #pragma once
 
 /// @file
-/// The pool's request shapes (see `pool_dispatch.hpp`): a single segment of
-/// any command, a batch's losses, and a batch's merged automata; and the
+/// The pool's requests as its callers make them (see `pool_dispatch.hpp`):
+/// a single segment of any command, a batch's losses, and a batch's merged
+/// automata, each made of its items and how its caller is answered; and the
 /// preparer that checks a batch off the pool actor. Internal to the actors
 /// library.
 
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <caf/fwd.hpp>
+#include <caf/typed_response_promise.hpp>
 
 #include "actors/pool/pool_dispatch.hpp"
 #include "actors/pool/worker_pool.hpp"
@@ -20,57 +21,41 @@
 
 namespace sprintrt::detail {
 
-/// A request of one segment: its reply or error goes to its caller as is;
-/// an error of the pool's own names the segment.
+/// How a single request of command `Command` is answered: with its item's
+/// reply, or its error (an error of the pool's own names the segment); a
+/// pool that answers it `cancelled` first closes what a worker could still
+/// write into (`command_entry::close`).
 template <class Command>
-struct single_request final : command_pool_request<Command> {
-  using entry = command_entry<Command>;
-  using reply_type = typename Command::reply;
-
-  single_request(typename Command::work work, caf::typed_response_promise<reply_type> promise)
-      : command_pool_request<Command>(request_shape::single, 1), work_(std::move(work)),
-        promise_(std::move(promise)) {}
-
-  typename Command::work work(size_t) const override { return work_; }
-
-  void store(size_t, reply_type reply) override { reply_ = std::move(reply); }
-
-  void record_failure(size_t, const caf::error& err, bool from_pool) override {
-    error_ = from_pool ? with_context(entry::subject(work_), err) : err;
-  }
-
-  void finish(pool_pointer self) override {
-    self->state.complete(this->id);
-    if (error_)
-      promise_.deliver(error_);
-    else
-      promise_.deliver(std::move(*reply_));
-  }
-
-  void answer_cancelled(const caf::error& err) override {
-    entry::close(work_);
-    promise_.deliver(err);
-  }
-
-private:
-  typename Command::work work_;
-  caf::typed_response_promise<reply_type> promise_;
-  std::optional<reply_type> reply_;
-  caf::error error_;
-};
+request_answer single_answer(caf::typed_response_promise<typename Command::reply> promise) {
+  return {
+      [promise](pool_pointer, pool_request& req) mutable {
+        auto& of = std::get<command_items<Command>>(req.items);
+        if (req.failures.empty()) {
+          promise.deliver(std::move(*of.replies[0]));
+          return;
+        }
+        const auto& failed = req.failures.begin()->second;
+        promise.deliver(failed.from_pool ? with_context(command_entry<Command>::subject(of.work[0]),
+                                                        failed.error)
+                                         : failed.error);
+      },
+      [promise](const caf::error& err) mutable { promise.deliver(err); },
+  };
+}
 
 /// Starts the single request of command `Command` that the pool is handling
-/// now: `work` for one worker, answered with its reply or its error. A pool
-/// that answers it `cancelled` first closes what a worker could still write
-/// into (`command_entry::close`).
+/// now: `work` for one worker, answered by `single_answer`.
 template <class Command>
 caf::result<typename Command::reply> serve_single(pool_pointer self, typename Command::work work) {
   // The origin first: making the promise takes the sender out of the message.
   auto origin = request_origin::current(self);
   auto promise = self->template make_response_promise<typename Command::reply>();
-  auto req = std::make_shared<single_request<Command>>(std::move(work), promise);
+  std::vector<typename Command::work> items;
+  items.push_back(std::move(work));
+  auto req = std::make_shared<pool_request>(command_items<Command>{std::move(items)},
+                                            single_answer<Command>(promise));
   self->state.enroll(req, std::move(origin));
-  start_request(self, req);
+  start_request(self, req, request_shape::single);
   return promise;
 }
 

@@ -233,14 +233,10 @@ pool_impl::behavior_type pool_behavior(pool_pointer self, worker_source source, 
 
 } // namespace
 
-} // namespace sprintrt::detail
-
-namespace sprintrt {
-
 worker_pool_actor spawn_worker_pool(caf::actor_system& system, worker_source source,
                                     std::string name) {
   return caf::actor_cast<worker_pool_actor>(
       system.spawn(detail::pool_behavior, std::move(source), std::move(name)));
 }
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

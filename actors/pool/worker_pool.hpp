@@ -39,7 +39,7 @@
 #include "sprintrt/worker_interface.hpp"
 #include "sprintrt/worker_source.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// Spawns a pool whose workers come from `source`: at most
 /// `source.capacity` of them, each made when first needed; `name` labels
@@ -51,33 +51,29 @@ namespace sprintrt {
 worker_pool_actor spawn_worker_pool(caf::actor_system& system, worker_source source,
                                     std::string name);
 
-} // namespace sprintrt
-
-namespace sprintrt::detail {
-
 struct pool_request;
 
-/// A segment of a request in progress, from when it is placed until it is
-/// answered (waiting in a list or queue, or sent): counted in its worker's
-/// load while `held`.
-struct request_segment {
+/// An item of a request in progress (a segment, or an automaton's
+/// export), from when it is placed until it is answered (waiting in a list
+/// or queue, or sent): counted in its worker's load while `held`.
+struct placed_item {
   /// Its index in its request.
   size_t index = 0;
   assignment held;
   retry_counts retries;
 };
 
-/// A segment waiting in the pool's queue for an idle worker.
-struct waiting_segment {
+/// An item waiting in the pool's queue for an idle worker.
+struct waiting_item {
   std::shared_ptr<pool_request> request;
-  request_segment segment;
+  placed_item item;
 };
 
-/// A segment that no worker could take (every slot unavailable), waiting
-/// for one to come back (`worker_source::slot_wait`) since `since`.
-struct parked_segment {
+/// An item that no worker could take (every slot unavailable), waiting for
+/// one to come back (`worker_source::slot_wait`) since `since`.
+struct parked_item {
   std::shared_ptr<pool_request> request;
-  request_segment segment;
+  placed_item item;
   std::chrono::steady_clock::time_point since;
 };
 
@@ -110,13 +106,13 @@ struct pool_state {
   /// Set when the pool cannot serve anything: every request fails with it.
   caf::error refusal;
   std::vector<worker_slot> workers;
-  /// Segments of single-segment requests waiting for an idle worker, in
+  /// Items of single-segment requests waiting for an idle worker, in
   /// arrival order (those placed again first).
-  std::deque<waiting_segment> waiting;
-  /// Segments waiting for an unavailable slot to come back, in the order
+  std::deque<waiting_item> waiting;
+  /// Items waiting for an unavailable slot to come back, in the order
   /// they were parked; checked by the pool's `slot_check_atom` timer, which
   /// runs while any are here.
-  std::vector<parked_segment> parked;
+  std::vector<parked_item> parked;
   bool slot_check_scheduled = false;
   pool_stats stats;
   /// Checks batches and makes their outputs off the pool actor (see

@@ -6,7 +6,7 @@
 #include "sprintrt/error.hpp"
 #include "sprintrt/remote_interface.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 namespace {
 
@@ -54,4 +54,4 @@ caf::error check_handshake(const std::string& server, const std::string& interfa
                     server + " serves other Sprint options than the trainer's:" + differences);
 }
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

@@ -10,7 +10,7 @@
 
 #include "sprintrt/options.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// The options that must be equal on both ends, as canonical JSON: those the
 /// option table (config/option_table.cpp) declares `shared`, leaving out
@@ -26,4 +26,4 @@ std::string remote_options_key(const sprint_options& opts);
 caf::error check_handshake(const std::string& server, const std::string& interface,
                            const std::string& trainer_key, const std::string& server_key);
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

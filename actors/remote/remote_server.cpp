@@ -15,7 +15,7 @@
 #include "sprintrt/error.hpp"
 #include "sprintrt/logging.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 namespace {
 
@@ -214,4 +214,4 @@ remote_pool_actor spawn_remote_server(caf::actor_system& system, worker_pool_act
                       std::move(name));
 }
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

@@ -12,7 +12,7 @@
 #include "sprintrt/pool_interface.hpp"
 #include "sprintrt/remote_interface.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// Spawns a server for `pool`, a pool of `capacity` workers for `opts`;
 /// `name` labels it in logs and errors ("127.0.0.1:7000").
@@ -30,4 +30,4 @@ remote_pool_actor spawn_remote_server(caf::actor_system& system, worker_pool_act
                                       size_t capacity, const sprint_options& opts,
                                       std::string name);
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

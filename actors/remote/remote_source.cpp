@@ -7,7 +7,7 @@
 #include "actors/remote/remote_handshake.hpp"
 #include "actors/remote/remote_worker.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 namespace {
 
@@ -59,4 +59,4 @@ worker_source with_remote_pools(worker_source local, const sprint_options& opts)
   return source;
 }
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

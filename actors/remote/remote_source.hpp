@@ -7,7 +7,7 @@
 #include "sprintrt/options.hpp"
 #include "sprintrt/worker_source.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// Returns `local` (the source for `numInstances` local workers, children or
 /// simulated) extended by one worker per endpoint in `opts.remote`, each a
@@ -19,4 +19,4 @@ namespace sprintrt {
 /// pool is lost. Without remote endpoints, `local` as it is.
 worker_source with_remote_pools(worker_source local, const sprint_options& opts);
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

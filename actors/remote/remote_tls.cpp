@@ -9,7 +9,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/sec.hpp>
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 std::string tls_problem(caf::actor_system& system, const tls_files& tls) {
   if (tls.empty())
@@ -40,4 +40,4 @@ std::string connect_failure_hint(const tls_files& tls, const caf::error& err) {
   return "";
 }
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

@@ -10,7 +10,7 @@
 
 #include "sprintrt/options.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// Why TLS with `tls` cannot work in `system` (empty if it can, or if no
 /// TLS is asked for): CAF 0.17 sets TLS up once per actor system, and its
@@ -24,4 +24,4 @@ std::string tls_problem(caf::actor_system& system, const tls_files& tls);
 /// the peer disconnected during the handshake). Empty when nothing is known.
 std::string connect_failure_hint(const tls_files& tls, const caf::error& err);
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

@@ -21,7 +21,7 @@
 #include "sprintrt/logging.hpp"
 #include "sprintrt/remote_interface.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 namespace {
 
@@ -91,9 +91,10 @@ std::string connection_broken(const caf::error& err) {
 
 /// What a request's failure at the remote end becomes here: the remote
 /// pool's error (a Sprint exception, a child that kept failing), prefixed
-/// with the endpoint.
+/// with the endpoint. The remote pool's worker that met it is one of the
+/// far end's, not of this pool: it becomes part of the context.
 caf::error remote_error(worker_pointer self, const caf::error& err) {
-  return with_context(self->state.endpoint, err);
+  return with_worker("", self->state.endpoint, err);
 }
 
 /// Sends a request to the connected remote pool.
@@ -133,7 +134,7 @@ void send(worker_pointer self, segment_request req) {
                   if (!result) {
                     // A closed gate is the caller's doing; a wrong reply the server's.
                     if (result.error() == errc::cancelled) {
-                      request.fail(with_context(st.label, result.error()));
+                      request.fail(with_worker(st.label, "", result.error()));
                       return;
                     }
                     ++st.stats.requests_failed;
@@ -166,7 +167,7 @@ void serve(worker_pointer self, segment_request req) {
 void abandon(worker_pointer self, const request_origin& origin) {
   auto& st = self->state;
   auto cancelled = [&](const segment_request& req) {
-    return make_error(errc::cancelled, request_context(st.label, req) + ": cancelled");
+    return request_error(errc::cancelled, st.label, req, "cancelled");
   };
   if (auto req = take_request(st.waiting, origin)) {
     req->cancel(cancelled(*req));
@@ -361,4 +362,4 @@ sprint_worker_actor spawn_remote_worker(caf::actor_system& system, remote_worker
   return caf::actor_cast<sprint_worker_actor>(worker);
 }
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

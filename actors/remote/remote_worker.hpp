@@ -16,7 +16,7 @@
 #include "sprintrt/worker_interface.hpp"
 #include "sprintrt/worker_source.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// A remote worker's state as its pool sees it (`worker_source::slot_state`),
 /// written by the worker, read by the pool, on any threads.
@@ -73,4 +73,4 @@ struct remote_worker_settings {
 sprint_worker_actor spawn_remote_worker(caf::actor_system& system, remote_worker_settings settings,
                                         std::shared_ptr<remote_slot> slot, std::string name);
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

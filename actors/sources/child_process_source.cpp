@@ -6,9 +6,9 @@
 #include "actors/worker/sprint_worker.hpp"
 #include "sprintrt/error.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
-worker_source child_process_source(runtime::io_thread& io, const sprint_options& opts) {
+worker_source child_process_source(process::io_thread& io, const sprint_options& opts) {
   worker_source source;
   source.description = "Sprint children of " + opts.sprint_exec_path;
   source.capacity = opts.num_instances;
@@ -29,4 +29,4 @@ worker_source child_process_source(runtime::io_thread& io, const sprint_options&
   return with_remote_pools(std::move(source), opts);
 }
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

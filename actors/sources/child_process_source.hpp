@@ -7,11 +7,11 @@
 #include "sprintrt/options.hpp"
 #include "sprintrt/worker_source.hpp"
 
-namespace sprintrt::runtime {
+namespace sprintrt::process {
 class io_thread;
-} // namespace sprintrt::runtime
+} // namespace sprintrt::process
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// Returns a source of `numInstances` workers, each owning a Sprint child
 /// started from `opts` whose pipes run on `io` (which must outlive the
@@ -20,6 +20,6 @@ namespace sprintrt {
 /// `numInstances` > 0 give a source that is `unavailable` with an
 /// `invalid_options` error naming the option: a pool over it refuses every
 /// request with it.
-worker_source child_process_source(runtime::io_thread& io, const sprint_options& opts);
+worker_source child_process_source(process::io_thread& io, const sprint_options& opts);
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

@@ -7,7 +7,7 @@
 #include "protocol/ndarray_access.hpp"
 #include "sprintrt/error.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 // -- get_loss_command -----------------------------------------------------------------------
 
@@ -39,19 +39,15 @@ std::string_view command_entry<get_loss_command>::name(const work&) noexcept {
 
 caf::error command_entry<get_loss_command>::encode(protocol::byte_buffer& out,
                                                    const protocol::wire_format& format,
-                                                   const work& job, const shared_slot* slot) {
+                                                   const work& job, const array_sink& sink) {
   const auto& in = job.log_posteriors;
-  if (!slot)
+  if (!sink.shared())
     return protocol::encode_loss_command(out, format, job.segment, in.rows, in.cols, in.row(0),
                                          in.row_stride);
-  auto place = slot->region->view(slot->offset, shared_bytes(job), alignof(float));
-  if (!place)
-    return place.error();
-  auto* to = reinterpret_cast<float*>(*place);
-  for (size_t t = 0; t < in.rows; ++t)
-    std::memcpy(to + t * in.cols, in.row(t), in.cols * sizeof(float));
-  return protocol::encode_loss_command(out, format, job.segment,
-                                       protocol::shared_array{slot->offset, in.rows, in.cols});
+  auto reference = sink.put(in);
+  if (!reference)
+    return reference.error();
+  return protocol::encode_loss_command(out, format, job.segment, *reference);
 }
 
 size_t command_entry<get_loss_command>::max_reply_size(const protocol::wire_format&,
@@ -61,28 +57,20 @@ size_t command_entry<get_loss_command>::max_reply_size(const protocol::wire_form
 
 caf::expected<double> command_entry<get_loss_command>::decode(const protocol::value& reply,
                                                               const work& job,
-                                                              const shared_slot* slot) {
+                                                              const array_sink& sink) {
   const size_t rows = job.log_posteriors.rows;
   const size_t cols = job.log_posteriors.cols;
-  auto decoded = protocol::decode_loss_reply(reply, rows, cols, slot != nullptr);
+  auto decoded = protocol::decode_loss_reply(reply, rows, cols, sink.shared());
   if (!decoded)
     return protocol::classify_segment_error(decoded.error(), job.segment);
   const auto& out = job.error_signal;
   const float* shared = nullptr;
-  if (slot) {
-    // Checked before a byte is read: inside the region, and where the
-    // posteriors were (the child writes the error signal over them).
-    const auto& reference = *decoded->shared_error_signal;
-    auto place = slot->region->view(reference.offset, reference.bytes(), alignof(float));
+  if (sink.shared()) {
+    auto place = sink.get(*decoded->shared_error_signal,
+                          "reply to get_loss_and_error_signal: the error signal");
     if (!place)
       return place.error();
-    if (reference.offset != slot->offset)
-      return make_error(errc::invalid_message,
-                        "reply to get_loss_and_error_signal: the error signal is at offset " +
-                            std::to_string(reference.offset) +
-                            " of the shared region, not over the posteriors at " +
-                            std::to_string(slot->offset));
-    shared = reinterpret_cast<const float*>(*place);
+    shared = *place;
   }
   auto copy = [&] {
     if (!shared) {
@@ -121,13 +109,13 @@ std::string_view command_entry<export_fsa_command>::name(const work& query) noex
 
 caf::error command_entry<export_fsa_command>::encode(protocol::byte_buffer& out,
                                                      const protocol::wire_format& format,
-                                                     const work& query, const shared_slot*) {
+                                                     const work& query, const array_sink&) {
   return protocol::encode_fsa_command(out, format, query.text, query.source);
 }
 
 caf::expected<segment_fsa> command_entry<export_fsa_command>::decode(const protocol::value& reply,
                                                                      const work& query,
-                                                                     const shared_slot*) {
+                                                                     const array_sink&) {
   auto decoded = protocol::decode_fsa_reply(reply, query.source);
   if (!decoded)
     return query.source == fsa_source::segment_name
@@ -142,4 +130,4 @@ caf::expected<segment_fsa> command_entry<export_fsa_command>::decode(const proto
   return fsa;
 }
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

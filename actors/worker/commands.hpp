@@ -19,15 +19,17 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
-#include "actors/worker/shared_slots.hpp"
+#include "actors/worker/array_sink.hpp"
 #include "protocol/byte_buffer.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/pickle_value.hpp"
+#include "sprintrt/fsa_query.hpp"
 #include "sprintrt/pool_interface.hpp"
-#include "sprintrt/segment.hpp"
+#include "sprintrt/segment_fsa.hpp"
+#include "sprintrt/segment_job.hpp"
 #include "sprintrt/worker_interface.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// How command `Command` is served; specialized for each of
 /// `sprint_commands`.
@@ -55,8 +57,8 @@ struct command_entry<get_loss_command> {
   /// Returns how errors name the job: "segment 'x'".
   static std::string subject(const work& job) { return "segment '" + job.segment + "'"; }
 
-  /// Returns the job's segment name.
-  static const std::string& segment(const work& job) noexcept { return job.segment; }
+  /// Returns the text the job names: its segment's name.
+  static const std::string& text(const work& job) noexcept { return job.segment; }
 
   /// Returns the protocol command that serves it.
   static std::string_view name(const work& job) noexcept;
@@ -67,10 +69,10 @@ struct command_entry<get_loss_command> {
     return uint64_t{job.log_posteriors.rows} * job.log_posteriors.cols * sizeof(float);
   }
 
-  /// Appends the command to `out`: with the job's log-posteriors, or with a
-  /// reference to `slot` after writing them there.
+  /// Appends the command to `out`: with the job's log-posteriors, or, for
+  /// a `sink` through the shared region, with the reference it put them at.
   static caf::error encode(protocol::byte_buffer& out, const protocol::wire_format& format,
-                           const work& job, const shared_slot* slot);
+                           const work& job, const array_sink& sink);
 
   /// Returns the largest reply the command allows (its error signal's size
   /// is known).
@@ -78,15 +80,15 @@ struct command_entry<get_loss_command> {
 
   /// Decodes the child's `reply` into the loss and writes its error signal
   /// into `job.error_signal` (through its gate, if it has one): copied from
-  /// the reply, or, for a job sent through `slot`, once from the region
-  /// after checking that the reply's reference is that slot, inside the
-  /// region. Errors (nothing written): `unknown_segment` for an exception
+  /// the reply, or, for a job sent through the shared region, once from
+  /// where `sink` checked the reply's reference to be. Errors (nothing
+  /// written): `unknown_segment` for an exception
   /// reply saying the child does not know the segment
   /// (`protocol::classify_segment_error`), `child_exception` for any other
   /// exception reply, `invalid_message` for a reply of the wrong form, shape or place,
   /// `cancelled` if the job's gate is closed (the reply itself was valid).
   static caf::expected<reply> decode(const protocol::value& reply, const work& job,
-                                     const shared_slot* slot);
+                                     const array_sink& sink);
 
   static void count_served(pool_stats& stats) { ++stats.segments; }
 
@@ -126,8 +128,8 @@ struct command_entry<export_fsa_command> {
   /// Returns how errors name the query: "segment 'x'" or "orthography 'x'".
   static std::string subject(const work& query) { return describe(query); }
 
-  /// Returns the segment's name or the orthography.
-  static const std::string& segment(const work& query) noexcept { return query.text; }
+  /// Returns the text the query names: a segment's name or an orthography.
+  static const std::string& text(const work& query) noexcept { return query.text; }
 
   /// Returns the protocol command that serves it (by source).
   static std::string_view name(const work& query) noexcept;
@@ -135,9 +137,9 @@ struct command_entry<export_fsa_command> {
   /// An export moves nothing through a shared region.
   static uint64_t shared_bytes(const work&) noexcept { return 0; }
 
-  /// Appends the command to `out` (never given a slot).
+  /// Appends the command to `out` (it has no array for `sink`).
   static caf::error encode(protocol::byte_buffer& out, const protocol::wire_format& format,
-                           const work& query, const shared_slot* slot);
+                           const work& query, const array_sink& sink);
 
   /// Returns the largest reply the command allows: an automaton's size is
   /// not known from its request, so the configured maximum.
@@ -150,7 +152,7 @@ struct command_entry<export_fsa_command> {
   /// export saying the child does not know the segment is
   /// `unknown_segment`, as for a loss.
   static caf::expected<reply> decode(const protocol::value& reply, const work& query,
-                                     const shared_slot* slot);
+                                     const array_sink& sink);
 
   static void count_served(pool_stats& stats) { ++stats.fsa_exports; }
 
@@ -162,4 +164,4 @@ struct command_entry<export_fsa_command> {
   static void close(const work&) {}
 };
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

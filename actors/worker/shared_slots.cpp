@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 shared_slots::shared_slots(shared_region region)
     : region_(std::make_shared<shared_region>(std::move(region))) {}
@@ -32,4 +32,4 @@ void shared_slots::release(uint64_t offset) noexcept {
     used_.erase(pos);
 }
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

@@ -15,7 +15,7 @@
 #include "common/shared_region.hpp"
 #include "sprintrt/error.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// Where one request's arrays are in its child's region.
 struct shared_slot {
@@ -57,4 +57,4 @@ private:
   std::vector<span> used_;
 };
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

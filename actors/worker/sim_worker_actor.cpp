@@ -17,7 +17,7 @@
 #include "sim/sprint_service.hpp"
 #include "sprintrt/logging.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 namespace {
 
@@ -35,7 +35,7 @@ struct queued_request {
   /// 1-based arrival number (what `fail_request` counts).
   size_t number = 0;
 
-  const std::string& segment() const noexcept { return request.segment(); }
+  const std::string& text() const noexcept { return request.text(); }
   std::string subject() const { return request.subject(); }
   std::string_view command() const noexcept { return request.command(); }
   void fail(const caf::error& err) { request.fail(err); }
@@ -74,13 +74,12 @@ using sim_worker_pointer = sim_worker_impl::stateful_pointer<sim_worker_state>;
 caf::error injected_failure(const sim_worker_state& st, const queued_request& req) {
   const auto& behavior = st.setup->behavior;
   if (behavior.fail_request != 0 && req.number == behavior.fail_request)
-    return make_error(errc::child_failed,
-                      request_context(st.label, req) + ": request " + std::to_string(req.number) +
-                          " fails on purpose (sim_worker_behavior::fail_request)");
-  if (!behavior.fail_segment.empty() && req.segment() == behavior.fail_segment)
-    return make_error(errc::child_failed,
-                      request_context(st.label, req) +
-                          ": the segment fails on purpose (sim_worker_behavior::fail_segment)");
+    return request_error(errc::child_failed, st.label, req,
+                         "request " + std::to_string(req.number) +
+                             " fails on purpose (sim_worker_behavior::fail_request)");
+  if (!behavior.fail_segment.empty() && req.text() == behavior.fail_segment)
+    return request_error(errc::child_failed, st.label, req,
+                         "the segment fails on purpose (sim_worker_behavior::fail_segment)");
   return {};
 }
 
@@ -103,7 +102,7 @@ void finish_in_flight(sim_worker_pointer self) {
         [&](auto& request) {
           auto result = st.service->answer(request.work);
           if (!result) {
-            fail(with_context(request_context(st.label, req), result.error()));
+            fail(request_error(st.label, req, result.error()));
           } else {
             ++st.stats.requests_served;
             request.promise.deliver(std::move(*result));
@@ -196,7 +195,7 @@ void enqueue(sim_worker_pointer self, segment_request request) {
 void abandon(sim_worker_pointer self, const request_origin& origin) {
   auto& st = self->state;
   auto cancelled = [&](const queued_request& req) {
-    return make_error(errc::cancelled, request_context(st.label, req) + ": cancelled");
+    return request_error(errc::cancelled, st.label, req, "cancelled");
   };
   if (st.in_flight && st.in_flight->request.origin == origin) {
     st.in_flight->request.cancel(cancelled(*st.in_flight));
@@ -280,4 +279,4 @@ sprint_worker_actor spawn_sim_worker(caf::actor_system& system,
   return caf::actor_cast<sprint_worker_actor>(impl);
 }
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

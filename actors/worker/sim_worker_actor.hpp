@@ -19,7 +19,7 @@
 #include "sprintrt/sim_worker.hpp"
 #include "sprintrt/worker_interface.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// What every worker of one simulated source shares: the corpus (read once
 /// per source), the topology, how `sprint-sim` would send the loss, and the
@@ -63,4 +63,4 @@ sprint_worker_actor spawn_sim_worker(caf::actor_system& system,
                                      std::shared_ptr<const sim_worker_setup> setup, size_t slot,
                                      std::string name);
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

@@ -11,11 +11,11 @@
 #include "sprintrt/options.hpp"
 #include "sprintrt/worker_interface.hpp"
 
-namespace sprintrt::runtime {
+namespace sprintrt::process {
 class io_thread;
-} // namespace sprintrt::runtime
+} // namespace sprintrt::process
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// Spawns a worker that starts a Sprint child for `opts` right away (spawn,
 /// then the `init` handshake within `initTimeout`) and serves requests one at
@@ -29,7 +29,7 @@ namespace sprintrt {
 /// how the child ended (exit status or signal) and the last lines of its output. A child that
 /// cannot start fails the queued requests once `maxRetries` restarts did not help (at once if the
 /// executable is missing).
-sprint_worker_actor spawn_sprint_worker(caf::actor_system& system, runtime::io_thread& io,
+sprint_worker_actor spawn_sprint_worker(caf::actor_system& system, process::io_thread& io,
                                         sprint_options opts, std::string name);
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

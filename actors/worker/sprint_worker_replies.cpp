@@ -52,7 +52,7 @@ void on_init_reply(worker_pointer self, const protocol::value& msg) {
                    st.label);
   st.current = phase::ready;
   st.start_failures = 0;
-  st.last_start_failure.clear();
+  st.last_start_failure.reset();
   dispatch(self);
 }
 
@@ -108,7 +108,7 @@ void answer(worker_pointer self, caf::expected<T> result, byte_span bytes, Promi
   }
   auto req = take_answered(st);
   if (!result) {
-    fail_request(self, req, with_context(request_context(st.label, req), result.error()));
+    fail_request(self, req, request_error(st.label, req, result.error()));
     return;
   }
   ++st.stats.requests_served;
@@ -130,12 +130,12 @@ void on_request_reply(worker_pointer self, const protocol::value& msg, byte_span
   // `answer` takes the request out of `in_flight`: `kind_req` is not used
   // after it.
   const auto& front = st.in_flight.front();
-  const shared_slot* slot = front.slot ? &*front.slot : nullptr;
   std::visit(
       [&](const auto& kind_req) {
         using request_type = std::decay_t<decltype(kind_req)>;
+        auto reply = entry_of<request_type>::decode(msg, kind_req.work, front.sink());
         answer(
-            self, kind_req.reply_from(msg, slot), bytes, [](pending_request & req) -> auto& {
+            self, std::move(reply), bytes, [](pending_request & req) -> auto& {
               return std::get<request_type>(req.what).promise;
             });
       },

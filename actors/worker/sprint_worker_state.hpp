@@ -1,10 +1,13 @@
 #pragma once
 
 /// @file
-/// The state of a `sprint_worker` actor and what its two halves share:
-/// `sprint_worker.cpp` runs the child's life (start, writing requests,
-/// deadlines, restarts, stop), `sprint_worker_replies.cpp` handles what the
-/// child sends back. Internal to the actors library.
+/// The state of a `sprint_worker` actor and what its parts share:
+/// `sprint_worker.cpp` takes requests and writes them to the child, and
+/// stops; `sprint_worker_child.cpp` runs the child's life (start, deadlines,
+/// kills, restarts, what a lost child's requests become);
+/// `sprint_worker_replies.cpp` handles what the child sends back; what a
+/// cancelled request's child costs is the pure `cancel_policy.hpp`.
+/// Internal to the actors library.
 
 #include <chrono>
 #include <cstdint>
@@ -21,17 +24,18 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "actors/worker/array_sink.hpp"
 #include "actors/worker/shared_slots.hpp"
 #include "actors/worker/worker_requests.hpp"
 #include "config/wire_format.hpp"
+#include "process/sprint_channel.hpp"
 #include "protocol/byte_buffer.hpp"
-#include "runtime/sprint_channel.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/worker_interface.hpp"
 
-namespace sprintrt::runtime {
+namespace sprintrt::process {
 class io_thread;
-} // namespace sprintrt::runtime
+} // namespace sprintrt::process
 
 namespace sprintrt::detail {
 
@@ -55,7 +59,7 @@ using message_buffer = std::shared_ptr<protocol::byte_buffer>;
 } // namespace sprintrt::detail
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sprintrt::detail::message_buffer)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sprintrt::runtime::child_down)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sprintrt::process::child_down)
 
 namespace sprintrt::detail {
 
@@ -64,7 +68,7 @@ using worker_impl =
     sprint_worker_actor::extend<caf::reacts_to<started_atom, uint64_t, int32_t>,
                                 caf::reacts_to<received_atom, uint64_t, message_buffer>,
                                 caf::reacts_to<sent_atom, uint64_t, message_buffer>,
-                                caf::reacts_to<down_atom, uint64_t, runtime::child_down>,
+                                caf::reacts_to<down_atom, uint64_t, process::child_down>,
                                 caf::reacts_to<timeout_atom, int64_t>,
                                 caf::reacts_to<restart_atom, uint64_t>>;
 
@@ -84,6 +88,11 @@ struct pending_request : segment_request {
   /// it (a request back in the queue from a dead child may still hold one:
   /// dispatch drops it before anything uses it).
   std::optional<shared_slot> slot;
+
+  /// Returns how its arrays go: through its slot, if it has one, else in
+  /// the pipe.
+  array_sink sink() const { return slot ? array_sink{*slot} : array_sink{}; }
+
   /// Its caller cancelled it while the child computed it, and was answered
   /// (`onCancel`, `keeps_child`): the child's reply is read and dropped, and it
   /// is never resent or charged. It still counts for the replyTimeout.
@@ -123,10 +132,10 @@ struct worker_state {
   static inline const char* name = "sprint_worker";
 
   sprint_options opts;
-  runtime::io_thread* io = nullptr;
+  process::io_thread* io = nullptr;
   std::string label;
   protocol::wire_format format;
-  std::optional<runtime::sprint_channel> channel;
+  std::optional<process::sprint_channel> channel;
   /// The current child's shared region with its slots (`sharedMemory`,
   /// docs/protocol.md section 7): made when the child is started and
   /// offered to it, kept once its `init` reply accepted it, dropped if it
@@ -163,10 +172,10 @@ struct worker_state {
   std::vector<protocol::byte_buffer> spares;
   /// Consecutive children that failed before answering `init`.
   size_t start_failures = 0;
-  /// Why the last child failed to start (`failure_cause_key`), until one
-  /// starts: the same cause again (each request of a batch tries anew) is
-  /// logged at info, not warned about once per request.
-  std::string last_start_failure;
+  /// Why the last child failed to start, until one starts: the same cause
+  /// again (`same_cause`; each request of a batch tries anew) is logged at
+  /// info, not warned about once per request.
+  std::optional<failure> last_start_failure;
   /// A restart is scheduled (backoff): requests wait for it.
   bool restart_pending = false;
   clock::time_point started_at;
@@ -199,7 +208,61 @@ struct worker_state {
 
 using worker_pointer = worker_impl::stateful_pointer<worker_state>;
 
-// -- shared by both halves ----------------------------------------------------------
+// -- the child (sprint_worker_child.cpp) ----------------------------------------------
+
+/// Whether the child is kept when `target`, a request in flight, is
+/// cancelled (`onCancel`).
+bool keeps_child(const worker_state& st, const pending_request& target);
+
+/// When a kept child is given up on after all: none while it computes a
+/// request someone waits for.
+std::optional<clock::time_point> give_up_point(const worker_state& st);
+
+/// The deadline of what the worker waits for now: the init reply, or the
+/// reply to the request in flight (or, sooner, the point to give up on a
+/// child that computes for nobody).
+std::optional<clock::time_point> current_deadline(const worker_state& st);
+
+/// Makes sure a timeout message arrives no later than `deadline`. The
+/// message names the due time it was armed for, so that exactly that
+/// arming is forgotten when it arrives, however early or late.
+void arm_timer(worker_pointer self, clock::time_point deadline);
+
+/// Takes a spare buffer for a message to the child (or a new one).
+protocol::byte_buffer take_buffer(worker_state& st);
+
+/// Keeps a buffer back from the channel for the next message.
+void keep_buffer(worker_state& st, protocol::byte_buffer buf);
+
+/// Sends one framed message to the current child, whose reply may take at
+/// most `max_reply_size` bytes (a buffer written at once comes straight back
+/// for the next message).
+void send_to_child(worker_pointer self, protocol::byte_buffer message, size_t max_reply_size);
+
+/// Kills the current child for `cause`; nothing more is written to it.
+void kill_child(worker_pointer self, caf::error cause);
+
+/// Kills the child because it computes for nobody (`onCancel`, `why`):
+/// whatever it still sends would be taken as the answer to the request
+/// behind it, so from now on it is ignored, also from a child that is being
+/// killed already (its down report then handles the rest); what else it
+/// held goes to the next child uncharged.
+void kill_for_cancel(worker_pointer self, const std::string& why);
+
+/// Starts a new child (the next generation): opens its channel, with a
+/// shared region of its own if the options offer one, and writes `init`.
+void start_child(worker_pointer self);
+
+/// Handles a child that is down while the worker still needs it: retries or
+/// fails what it was doing, and starts another child if there is work.
+void on_child_lost(worker_pointer self, const process::child_down& down);
+
+/// Kills the current child because it broke the protocol (`cause`): what it
+/// still sends is ignored too, and its down report charges the request it
+/// was serving and resends the ones written behind it.
+void condemn_child(worker_pointer self, caf::error cause);
+
+// -- requests (sprint_worker.cpp) and replies (sprint_worker_replies.cpp) -----------
 
 /// Writes queued requests to the child while fewer than `write_ahead` are
 /// in flight; starts a child if there is none.
@@ -207,11 +270,6 @@ void dispatch(worker_pointer self);
 
 /// Ends a request with an error, counting it.
 void fail_request(worker_pointer self, pending_request& req, const caf::error& err);
-
-/// Kills the current child because it broke the protocol (`cause`): what it
-/// still sends is ignored too, and its down report charges the request it
-/// was serving and resends the ones written behind it.
-void condemn_child(worker_pointer self, caf::error cause);
 
 /// Handles a message from the child of `generation` (ignored if that child
 /// was replaced): the init reply, the reply to the oldest request in

@@ -1,23 +1,27 @@
 #include "actors/worker/worker_requests.hpp"
 
-#include "runtime/output_tail.hpp"
+#include "process/output_tail.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
-const std::string& segment_request::segment() const noexcept {
-  return std::visit([](const auto& req) -> const std::string& { return req.segment(); }, what);
+const std::string& segment_request::text() const noexcept {
+  return std::visit(
+      [](const auto& req) -> const std::string& { return entry_of<decltype(req)>::text(req.work); },
+      what);
 }
 
 std::string segment_request::subject() const {
-  return std::visit([](const auto& req) { return req.subject(); }, what);
+  return std::visit([](const auto& req) { return entry_of<decltype(req)>::subject(req.work); },
+                    what);
 }
 
 std::string_view segment_request::command() const noexcept {
-  return std::visit([](const auto& req) { return req.command(); }, what);
+  return std::visit([](const auto& req) { return entry_of<decltype(req)>::name(req.work); }, what);
 }
 
 uint64_t segment_request::shared_bytes() const noexcept {
-  return std::visit([](const auto& req) { return req.shared_bytes(); }, what);
+  return std::visit([](const auto& req) { return entry_of<decltype(req)>::shared_bytes(req.work); },
+                    what);
 }
 
 void segment_request::fail(const caf::error& err) {
@@ -28,39 +32,20 @@ void segment_request::cancel(const caf::error& err) {
   std::visit([&err](auto& req) { req.cancel(err); }, what);
 }
 
-namespace {
-
-/// Where `describe_down`'s text of a child's output begins.
-constexpr const char* output_tail_marker = "; its output ended with:\n";
-
-} // namespace
-
-std::string failure_cause_key(const std::string& text) {
-  auto key = text.substr(0, text.find(output_tail_marker));
-  for (auto at = key.find(" pid "); at != std::string::npos; at = key.find(" pid ", at + 1)) {
-    auto end = at + 5;
-    while (end < key.size() && key[end] >= '0' && key[end] <= '9')
-      ++end;
-    if (end > at + 5)
-      key.erase(at, end - at);
-  }
-  return key;
-}
-
-std::string describe_down(const runtime::child_down& down) {
-  std::string text;
+failure child_failure(const process::child_down& down) {
+  failure what;
   if (down.cause) {
     auto message = error_message(down.cause);
-    text = (message.empty() ? render(down.cause) : message) + "; ";
+    what.cause = message.empty() ? render(down.cause) : message;
   }
-  text += "Sprint child";
-  if (down.pid >= 0)
-    text += " pid " + std::to_string(down.pid);
-  text += " " + down.describe();
-  auto lines = runtime::last_lines(down.output, 20);
-  if (!lines.empty())
-    text += output_tail_marker + lines;
-  return text;
+  what.child.pid = down.pid >= 0 ? static_cast<int32_t>(down.pid) : -1;
+  what.child.ending = down.describe();
+  what.child.output_tail = process::last_lines(down.output, 20);
+  return what;
 }
 
-} // namespace sprintrt
+std::string describe_down(const process::child_down& down) {
+  return to_string(child_failure(down));
+}
+
+} // namespace sprintrt::detail

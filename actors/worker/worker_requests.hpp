@@ -20,15 +20,14 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "actors/worker/commands.hpp"
+#include "process/sprint_channel.hpp"
 #include "protocol/byte_buffer.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/pickle_value.hpp"
-#include "runtime/sprint_channel.hpp"
 #include "sprintrt/error.hpp"
-#include "sprintrt/segment.hpp"
 #include "sprintrt/worker_interface.hpp"
 
-namespace sprintrt {
+namespace sprintrt::detail {
 
 /// Who made a request, and its id as the sender knows it: what a later
 /// `(cancel, request_id)` from the same sender names.
@@ -49,46 +48,14 @@ struct request_origin {
 };
 
 /// A request of command `Command`: its work and the promise that answers
-/// it. What differs per command is its `command_entry`.
+/// it. What differs per command is its `command_entry`, which the workers
+/// call on the work (`entry_of`).
 template <class Command>
 struct command_request {
   using command_type = Command;
-  using entry = command_entry<Command>;
 
   typename Command::work work;
   caf::typed_response_promise<typename Command::reply> promise;
-
-  /// Returns the segment's name (or an export's orthography).
-  const std::string& segment() const noexcept { return entry::segment(work); }
-
-  /// Returns how errors name it: "segment 'x'".
-  std::string subject() const { return entry::subject(work); }
-
-  /// Returns the protocol command that serves it.
-  std::string_view command() const noexcept { return entry::name(work); }
-
-  /// Returns the bytes it would move through a child's shared region (see
-  /// `command_entry::shared_bytes`).
-  uint64_t shared_bytes() const noexcept { return entry::shared_bytes(work); }
-
-  /// Appends its command to `out`, through `slot` if given (see
-  /// `command_entry::encode`).
-  caf::error encode(protocol::byte_buffer& out, const protocol::wire_format& format,
-                    const shared_slot* slot) const {
-    return entry::encode(out, format, work, slot);
-  }
-
-  /// Returns the largest reply its command allows.
-  size_t max_reply_size(const protocol::wire_format& format) const noexcept {
-    return entry::max_reply_size(format, work);
-  }
-
-  /// Decodes the child's `reply` to the command sent through `slot`, if
-  /// given (see `command_entry::decode`).
-  caf::expected<typename Command::reply> reply_from(const protocol::value& reply,
-                                                    const shared_slot* slot) const {
-    return entry::decode(reply, work, slot);
-  }
 
   /// Answers it with `err`.
   void fail(const caf::error& err) { promise.deliver(err); }
@@ -97,29 +64,37 @@ struct command_request {
   /// then answers it with `err`: for a caller answered while a worker may
   /// still hold the work.
   void cancel(const caf::error& err) {
-    entry::close(work);
+    command_entry<Command>::close(work);
     fail(err);
   }
 };
 
+/// The `command_entry` of anything of one command (`command_type`): a
+/// `command_request`, a pool's `command_items`.
+template <class Request>
+using entry_of = command_entry<typename std::decay_t<Request>::command_type>;
+
 /// One request of any command, as a worker queues them in arrival order
-/// until they are answered. Code that differs per command visits `what`;
-/// the rest uses the accessors below.
+/// until they are answered. Code that differs per command visits `what`
+/// and calls its entry (`entry_of`); the rest uses the accessors below,
+/// which do the same.
 struct segment_request {
   sprint_commands::variant<command_request> what;
   /// Whose request it answers (what a `(cancel, id)` names).
   request_origin origin{};
 
-  /// Returns the segment's name (or an export's orthography).
-  const std::string& segment() const noexcept;
+  /// Returns the text it names: a segment's name, or an export's
+  /// orthography (`command_entry::text`).
+  const std::string& text() const noexcept;
 
-  /// Returns how errors name it (see `command_entry::subject`).
+  /// Returns how errors name it (`command_entry::subject`).
   std::string subject() const;
 
-  /// Returns the protocol command that serves it.
+  /// Returns the protocol command that serves it (`command_entry::name`).
   std::string_view command() const noexcept;
 
-  /// Returns the bytes it would move through a child's shared region.
+  /// Returns the bytes it would move through a child's shared region
+  /// (`command_entry::shared_bytes`).
   uint64_t shared_bytes() const noexcept;
 
   /// Answers it with `err`.
@@ -165,12 +140,31 @@ auto command_handlers(Self self) {
   return command_handlers<Worker>(self, sprint_commands{});
 }
 
-/// How a worker named `worker` names a request (anything with `command()`
-/// and `subject()`) in front of its errors: "worker 2:
-/// get_loss_and_error_signal of segment 'x'".
+/// What a worker is doing when it serves `req` (anything with `command()`
+/// and `subject()`), as its errors say: "get_loss_and_error_signal of
+/// segment 'x'".
 template <class Request>
-std::string request_context(const std::string& worker, const Request& req) {
-  return worker + ": " + std::string{req.command()} + " of " + req.subject();
+std::string request_doing(const Request& req) {
+  return std::string{req.command()} + " of " + req.subject();
+}
+
+/// `err` as met by the worker labelled `worker` while serving `req`:
+/// "worker 2: get_loss_and_error_signal of segment 'x': <message>".
+template <class Request>
+caf::error request_error(const std::string& worker, const Request& req, const caf::error& err) {
+  return with_worker(worker, request_doing(req), err);
+}
+
+/// A new error of `code` that the worker labelled `worker` met while
+/// serving `req`, because of `cause`.
+template <class Request>
+caf::error request_error(errc code, const std::string& worker, const Request& req,
+                         std::string cause) {
+  failure what;
+  what.worker = worker;
+  what.inner = request_doing(req);
+  what.cause = std::move(cause);
+  return make_error(code, std::move(what));
 }
 
 /// Fails the requests in flight (an optional one, or a deque of those
@@ -204,14 +198,11 @@ std::optional<Request> take_request(std::deque<Request>& queue, const request_or
   return std::nullopt;
 }
 
-/// Describes how a child ended: the cause, pid, exit status or signal, and
-/// the last 20 lines of its output.
-std::string describe_down(const runtime::child_down& down);
+/// How a child ended, as the fields of a failure: the cause, pid, exit
+/// status or signal, and the last 20 lines of its output.
+failure child_failure(const process::child_down& down);
 
-/// The part of a failure's text that says why, without what differs from
-/// child to child when every child fails alike: the pid and the output's
-/// tail of `describe_down` (whose lines carry pids and times). Failures
-/// with equal keys have the same cause.
-std::string failure_cause_key(const std::string& text);
+/// The text of `child_failure(down)`, for the log.
+std::string describe_down(const process::child_down& down);
 
-} // namespace sprintrt
+} // namespace sprintrt::detail

@@ -19,6 +19,7 @@
 #include "sprintrt/remote_interface.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 using fuzz::remote_message;
 using fuzz::remote_wire_case;
 

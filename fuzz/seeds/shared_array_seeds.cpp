@@ -22,6 +22,7 @@
 #include "protocol/messages.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 using namespace sprintrt::protocol;
 
 namespace {

@@ -3,8 +3,11 @@
 /// @file
 /// The error values of sprintrt. Every fallible function returns a `caf::error`
 /// or a `caf::expected<T>`; the errors it creates itself belong to the category
-/// `sprintrt` with one of the codes of `errc` and carry one readable message
-/// string as their context ("pickle: unknown opcode 0x99 at offset 12").
+/// `sprintrt` with one of the codes of `errc` and carry a readable message
+/// as their context ("pickle: unknown opcode 0x99 at offset 12"). A failure
+/// that a worker met keeps the worker, the Sprint child's pid, its end and
+/// its output's tail as fields (`failure`): a pool groups failures by them,
+/// and `render` joins them into text only where a person reads it.
 
 #include <cstdint>
 #include <string>
@@ -56,6 +59,37 @@ enum class errc : uint8_t {
 /// The category atom of all errors created from `errc`.
 constexpr caf::atom_value error_category = caf::atom("sprintrt");
 
+/// How a Sprint child ended, as a failure records it.
+struct child_end {
+  /// Its pid; -1 if it was never started.
+  int32_t pid = -1;
+  /// How it ended ("exited with status 3", "was killed by signal 9
+  /// (Killed)", "was never started"); empty when the failure concerns no
+  /// child.
+  std::string ending;
+  /// The last lines of its output, or empty.
+  std::string output_tail;
+};
+
+/// What an error of category `sprintrt` says, as fields. Its text joins
+/// the non-empty ones with ": " in this order, the child last: "pool 0:
+/// pool 0 worker 3: get_loss_and_error_signal of segment 'a': no reply
+/// within 300 ms (replyTimeout); Sprint child pid 42 was killed by signal
+/// 9 (Killed); its output ended with:\n...".
+struct failure {
+  /// Context put in front after a worker met it.
+  std::string outer;
+  /// The label of the worker that met it ("pool 0 worker 3"), or empty.
+  std::string worker;
+  /// What the worker was doing ("get_loss_and_error_signal of segment
+  /// 'a'"), and any context put in front before a worker met it.
+  std::string inner;
+  /// Why it failed.
+  std::string cause;
+  /// The Sprint child whose end it was, if `child.ending` is not empty.
+  child_end child;
+};
+
 /// Returns the name of `code`, e.g. "protocol_error".
 const char* to_string(errc code) noexcept;
 
@@ -66,14 +100,37 @@ caf::error make_error(errc code);
 /// Creates an error of category `sprintrt` with a readable message.
 caf::error make_error(errc code, std::string message);
 
-/// Returns the message stored in an error created by `make_error(code, message)`,
-/// or an empty string.
+/// Creates an error of category `sprintrt` that says `what` as fields.
+caf::error make_error(errc code, failure what);
+
+/// Returns the fields of an error of category `sprintrt` (a plain message
+/// is the `cause`); empty fields for any other error.
+failure failure_of(const caf::error& err);
+
+/// Joins the fields of `what` into its text (see `failure`).
+std::string to_string(const failure& what);
+
+/// Returns whether `a` and `b` have the same cause: equal but for the
+/// worker that met them and what differs from child to child (the pid and
+/// the output's tail), as when every worker meets a missing program alike.
+bool same_cause(const failure& a, const failure& b) noexcept;
+
+/// Returns the text of an error of category `sprintrt` (its fields joined,
+/// see `failure`), or an empty string.
 std::string error_message(const caf::error& err);
 
 /// Returns `err` with `context` put in front of its message ("worker 2:
-/// segment 'x': <message>"), keeping its code. Errors of other categories are
-/// returned unchanged.
+/// segment 'x': <message>"), keeping its code and fields. Errors of other
+/// categories are returned unchanged.
 caf::error with_context(const std::string& context, const caf::error& err);
+
+/// Returns `err` as met by the worker labelled `worker` while it was doing
+/// `doing` (may be empty): "pool 0 worker 3: <doing>: <message>", with the
+/// worker as a field; a worker that met it before (at the far end of a
+/// remote pool) becomes part of the context; with an empty `worker`, no
+/// worker is named as a field. Errors of other categories are returned
+/// unchanged.
+caf::error with_worker(const std::string& worker, const std::string& doing, const caf::error& err);
 
 /// Renders any error for humans: "protocol_error: <message>" for sprintrt
 /// errors, CAF's own rendering otherwise, "none" for no error.

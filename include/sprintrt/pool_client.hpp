@@ -23,8 +23,9 @@ class sprint_runtime;
 /// A call given a `stop_token` returns `cancelled` within
 /// `stop_token::poll_interval` of a stop requested through it (from any
 /// thread, or by the source's poll hook): the pool computes nothing more of
-/// it, and a Sprint child that was computing part of it is killed and
-/// restarted when next needed (see `worker_pool_actor`). A reply that was
+/// it; a Sprint child that was computing part of it finishes that part
+/// for nobody or is killed and restarted when next needed, as the option
+/// `onCancel` decides (see `worker_pool_actor`). A reply that was
 /// already on its way when the stop came is returned as it is. A call whose
 /// stop was requested before it began sends nothing and returns `cancelled`.
 class pool_client {

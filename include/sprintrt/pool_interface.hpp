@@ -95,7 +95,8 @@ typename Inspector::result_type inspect(Inspector& f, batch_automata& x) {
 ///   id (`request_id_of` its message id); the pool answers it with
 ///   `cancelled` at once and computes nothing more of it: segments not yet
 ///   sent are dropped, and workers drop those they hold (a Sprint child
-///   computing one is killed and restarted when next needed). Nothing is
+///   computing one finishes it for nobody or is killed, as `onCancel`
+///   decides; see `sprint_worker_actor`). Nothing is
 ///   written into a single request's output after that; a batch's output
 ///   is the pool's own and is never delivered. Unknown or answered ids are
 ///   ignored.

@@ -25,7 +25,10 @@
 #include <caf/typed_actor.hpp>
 
 #include "sprintrt/error.hpp"
-#include "sprintrt/segment.hpp"
+#include "sprintrt/fsa_query.hpp"
+#include "sprintrt/matrix_slice.hpp"
+#include "sprintrt/segment_fsa.hpp"
+#include "sprintrt/segment_job.hpp"
 #include "sprintrt/version.hpp"
 #include "sprintrt/worker_interface.hpp"
 

@@ -24,8 +24,7 @@ class logger;
 namespace sprintrt {
 
 namespace detail {
-class actor_census;
-class caller_actors;
+struct runtime_access;
 } // namespace detail
 
 /// Owns everything sprintrt runs: create one per process (or per trainer),
@@ -115,14 +114,6 @@ public:
   /// (so use it for pools of this runtime only, while it lives).
   worker_source child_process_source(const sprint_options& opts);
 
-  /// The blocking actors through which `pool_client` and `seqtrain_client`
-  /// ask, one per calling thread. Internal to sprintrt's facades.
-  detail::caller_actors& callers() noexcept;
-
-  /// The actors this runtime made, which `shutdown` stops and waits for.
-  /// Internal to sprintrt (`spawn_seqtrain_scheduler` enlists in it).
-  detail::actor_census& census() noexcept;
-
   /// Stops every pool and worker (and so the schedulers over them) without
   /// waiting: blocking calls that wait for them on other threads return
   /// with an error, after which `shutdown` may run. Idempotent; no pool is
@@ -141,6 +132,10 @@ public:
   void shutdown();
 
 private:
+  // sprintrt's facades and actors reach the runtime's callers and census
+  // through it (actors/caller/runtime_access.hpp).
+  friend struct detail::runtime_access;
+
   struct impl;
   std::unique_ptr<impl> impl_;
 };

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "sprintrt/error.hpp"
-#include "sprintrt/segment.hpp"
+#include "sprintrt/matrix_slice.hpp"
 
 namespace sprintrt {
 

@@ -8,7 +8,7 @@
 #include <Eigen/Core>
 
 #include "sprintrt/error.hpp"
-#include "sprintrt/segment.hpp"
+#include "sprintrt/matrix_slice.hpp"
 #include "sprintrt/tensor.hpp"
 
 namespace sprintrt {

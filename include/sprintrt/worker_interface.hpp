@@ -14,7 +14,10 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "sprintrt/segment.hpp"
+#include "sprintrt/fsa_query.hpp"
+#include "sprintrt/segment_fsa.hpp"
+#include "sprintrt/segment_job.hpp"
+#include "sprintrt/worker_stats.hpp"
 
 namespace sprintrt {
 
@@ -84,8 +87,9 @@ struct sprint_command_list {
   }
 };
 
-/// The commands every worker serves: a new command is a new entry here and
-/// in `actors/worker/commands.hpp`.
+/// The commands every worker serves: a new command is a new entry here, and
+/// its `command_entry`, `remote_wire`, encoding, simulation and bindings in
+/// the files docs/contributing.md lists ("A new Sprint command").
 using sprint_commands = sprint_command_list<get_loss_command, export_fsa_command>;
 
 /// A worker owning one Sprint child.
@@ -107,8 +111,11 @@ using sprint_commands = sprint_command_list<get_loss_command, export_fsa_command
 /// - `(cancel, request_id)`: the sender no longer wants its request of that
 ///   id; it is answered with `cancelled` at once (nothing is written into
 ///   its job's output after that). A Sprint child already computing it, or
-///   holding it in its pipe, is killed (what else it held is resent,
-///   uncharged, to the next child); a remote pool's reply is discarded.
+///   holding it in its pipe, is kept to compute it for nobody (its reply is
+///   dropped) or killed (what else it held is resent, uncharged, to the
+///   next child), as `onCancel` decides: with "auto", whichever is expected
+///   to cost less (see `cancel_policy`); a remote pool's
+///   reply is discarded.
 ///   Unknown or answered ids are ignored.
 /// - `(stop) -> exit code`: sends `exit`, waits up to `exitGrace` for the child
 ///   to exit (then kills it), replies with its exit status (or minus the

@@ -13,7 +13,7 @@
 #include "config/shell_words.hpp"
 #include "criterion/corpus.hpp"
 #include "criterion/random_posteriors.hpp"
-#include "runtime/temp_directory.hpp"
+#include "process/temp_directory.hpp"
 #include "sprintrt/batch.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/sim_worker.hpp"
@@ -64,14 +64,14 @@ public:
   }
 
 private:
-  static runtime::temp_directory make_dir() {
-    auto dir = runtime::temp_directory::make("sim-corpus");
+  static process::temp_directory make_dir() {
+    auto dir = process::temp_directory::make("sim-corpus");
     if (!dir)
       throw std::runtime_error(render(dir.error()));
     return std::move(*dir);
   }
 
-  runtime::temp_directory dir_;
+  process::temp_directory dir_;
   std::vector<criterion::corpus_entry> entries_;
 };
 

@@ -46,3 +46,75 @@ TEST_CASE("with_context prefixes the message and keeps the code") {
   CHECK(sprintrt::with_context("ctx", foreign) == foreign);
   CHECK_FALSE(sprintrt::with_context("ctx", caf::error{}));
 }
+
+namespace {
+
+/// A child's failure as a worker labelled `worker` meets it.
+caf::error child_failure(const std::string& worker, int32_t pid, std::string tail) {
+  sprintrt::failure what;
+  what.worker = worker;
+  what.inner = "get_loss_and_error_signal of segment 'a'";
+  what.cause = "no reply within 300 ms (replyTimeout)";
+  what.child = {pid, "was killed by signal 9 (Killed)", std::move(tail)};
+  return sprintrt::make_error(errc::timeout, std::move(what));
+}
+
+} // namespace
+
+TEST_CASE("a failure's fields are joined into its text only when it is read") {
+  auto err = child_failure("pool 0 worker 3", 42, "line 1\nline 2");
+  CHECK(err == errc::timeout);
+  CHECK(sprintrt::render(err) ==
+        "timeout: pool 0 worker 3: get_loss_and_error_signal of segment 'a': no reply within "
+        "300 ms (replyTimeout); Sprint child pid 42 was killed by signal 9 (Killed); its output "
+        "ended with:\nline 1\nline 2");
+  auto fields = sprintrt::failure_of(err);
+  CHECK(fields.worker == "pool 0 worker 3");
+  CHECK(fields.child.pid == 42);
+  CHECK(fields.child.output_tail == "line 1\nline 2");
+  // A child never started has no pid; one without output no tail.
+  sprintrt::failure never;
+  never.cause = "sprintExecPath 'x' does not exist";
+  never.child.ending = "was never started";
+  CHECK(sprintrt::to_string(never) ==
+        "sprintExecPath 'x' does not exist; Sprint child was never started");
+  // A plain message is the cause.
+  CHECK(sprintrt::failure_of(sprintrt::make_error(errc::io_error, "disk full")).cause ==
+        "disk full");
+  CHECK(sprintrt::failure_of(caf::make_error(caf::sec::request_timeout)).cause.empty());
+}
+
+TEST_CASE("failures have the same cause whatever worker, pid or output tail they have") {
+  auto a = sprintrt::failure_of(child_failure("pool 0 worker 3", 42, "pid 42 says hello"));
+  auto b = sprintrt::failure_of(child_failure("pool 0 worker 1", 77, "pid 77 says hello"));
+  CHECK(sprintrt::same_cause(a, b));
+  b.child.ending = "exited with status 2";
+  CHECK_FALSE(sprintrt::same_cause(a, b));
+  auto c = sprintrt::failure_of(child_failure("pool 0 worker 1", 77, ""));
+  c.inner = "get_loss_and_error_signal of segment 'b'";
+  CHECK_FALSE(sprintrt::same_cause(a, c));
+}
+
+TEST_CASE("context goes in front of the worker once a worker met a failure") {
+  auto met = child_failure("pool 0 worker 3", 42, "");
+  auto outer = sprintrt::with_context("127.0.0.1:7000", met);
+  CHECK(sprintrt::failure_of(outer).worker == "pool 0 worker 3");
+  CHECK(sprintrt::failure_of(outer).outer == "127.0.0.1:7000");
+  CHECK(sprintrt::error_message(outer).rfind("127.0.0.1:7000: pool 0 worker 3: get_loss", 0) == 0);
+  // Met again by another worker (the near end of a remote pool): the first
+  // worker becomes context, the pid stays a field.
+  auto again = sprintrt::with_worker("pool 1 worker 0", "", outer);
+  auto fields = sprintrt::failure_of(again);
+  CHECK(fields.worker == "pool 1 worker 0");
+  CHECK(fields.inner ==
+        "127.0.0.1:7000: pool 0 worker 3: get_loss_and_error_signal of segment 'a'");
+  CHECK(fields.child.pid == 42);
+  CHECK(sprintrt::error_message(again) == "pool 1 worker 0: " + sprintrt::error_message(outer));
+  // No worker: the context alone.
+  auto unnamed = sprintrt::with_worker("", "127.0.0.1:7000", met);
+  CHECK(sprintrt::failure_of(unnamed).worker.empty());
+  CHECK(sprintrt::error_message(unnamed) == sprintrt::error_message(outer));
+  // Other categories are not sprintrt's to change.
+  auto theirs = caf::make_error(caf::sec::request_receiver_down);
+  CHECK(sprintrt::with_worker("pool 0 worker 1", "x", theirs) == theirs);
+}

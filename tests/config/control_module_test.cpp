@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "config/child_environment.hpp"
-#include "runtime/temp_directory.hpp"
+#include "process/temp_directory.hpp"
 
 using namespace sprintrt::config;
 
@@ -24,7 +24,7 @@ bool has_module(const std::string& dir) {
 } // namespace
 
 TEST_CASE("SPRINTRT_CONTROL_DIR names the module's directory") {
-  auto dir = sprintrt::runtime::temp_directory::make("control-module");
+  auto dir = sprintrt::process::temp_directory::make("control-module");
   REQUIRE(dir);
   const auto path = dir->path();
   const auto lookup = environment_lookup({"SPRINTRT_CONTROL_DIR=" + path});

@@ -18,15 +18,16 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/worker/worker_requests.hpp"
-#include "runtime/io_thread.hpp"
-#include "runtime/output_file.hpp"
-#include "runtime/output_tail.hpp"
-#include "runtime/sprint_channel.hpp"
+#include "process/io_thread.hpp"
+#include "process/output_file.hpp"
+#include "process/output_tail.hpp"
+#include "process/sprint_channel.hpp"
 #include "sprintrt/logging.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/process_checks.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 namespace {
 
@@ -44,18 +45,18 @@ sprint_options chatty_child(child_output_mode mode) {
 
 /// Runs `opts`' child on a channel named "pool 0 worker 1" until it is
 /// down; returns the down report (none if it did not come within 10 s).
-std::optional<runtime::child_down> run_child(const sprint_options& opts) {
+std::optional<process::child_down> run_child(const sprint_options& opts) {
   std::mutex mutex;
   std::condition_variable changed;
-  std::optional<runtime::child_down> down;
-  runtime::io_thread io;
-  runtime::channel_events events;
-  events.down = [&](runtime::child_down d) {
+  std::optional<process::child_down> down;
+  process::io_thread io;
+  process::channel_events events;
+  events.down = [&](process::child_down d) {
     std::lock_guard<std::mutex> guard{mutex};
     down = std::move(d);
     changed.notify_all();
   };
-  auto channel = runtime::sprint_channel::open(io, opts, "pool 0 worker 1", events);
+  auto channel = process::sprint_channel::open(io, opts, "pool 0 worker 1", events);
   {
     std::unique_lock<std::mutex> guard{mutex};
     changed.wait_for(guard, std::chrono::seconds{10}, [&] { return down.has_value(); });
@@ -99,7 +100,7 @@ struct captured_logger {
   }
 };
 
-void check_quoted_in_errors(const std::optional<runtime::child_down>& report) {
+void check_quoted_in_errors(const std::optional<process::child_down>& report) {
   REQUIRE(report);
   const auto& down = *report;
   CHECK(down.output == said);
@@ -119,7 +120,7 @@ std::string read_file(const std::string& path) {
 } // namespace
 
 TEST_CASE("childOutput log: each line at info with the worker's name, to sprintrt.child") {
-  captured_logger child_logger{runtime::output_tail::logger_name};
+  captured_logger child_logger{process::output_tail::logger_name};
   captured_logger sprintrt_logger{""};
   auto down = run_child(chatty_child({child_output_mode::log, ""}));
   CHECK(child_logger.worker_lines() ==
@@ -132,7 +133,7 @@ TEST_CASE("childOutput log: each line at info with the worker's name, to sprintr
 }
 
 TEST_CASE("childOutput log goes to sprintrt's logger when no sprintrt.child is registered") {
-  REQUIRE(spdlog::get(runtime::output_tail::logger_name) == nullptr);
+  REQUIRE(spdlog::get(process::output_tail::logger_name) == nullptr);
   captured_logger sprintrt_logger{""};
   auto down = run_child(chatty_child({}));
   auto lines = sprintrt_logger.worker_lines();
@@ -148,7 +149,7 @@ TEST_CASE("childOutput file: the output appended to DIR/<worker>.log, DIR made i
   auto opts = chatty_child({child_output_mode::file, logs});
   auto first = run_child(opts);
   auto second = run_child(opts);
-  REQUIRE(runtime::flush_output_files(std::chrono::seconds{5}));
+  REQUIRE(process::flush_output_files(std::chrono::seconds{5}));
   // Both children of the worker, one after the other, unchanged.
   CHECK(read_file(logs + "/pool-0-worker-1.log") == std::string{said} + said);
   check_quoted_in_errors(first);
@@ -184,8 +185,8 @@ TEST_CASE("childOutput inherit: the child writes to the trainer's stdout and std
     spdlog::set_level(spdlog::level::off);
     auto down = run_child(chatty_child({child_output_mode::inherit, ""}));
     const bool as_expected =
-        down && down->exit_code() == 3 && down->output == runtime::output_tail::inherited_note &&
-        describe_down(*down).find(runtime::output_tail::inherited_note) != std::string::npos;
+        down && down->exit_code() == 3 && down->output == process::output_tail::inherited_note &&
+        describe_down(*down).find(process::output_tail::inherited_note) != std::string::npos;
     ::_exit(as_expected ? 0 : 11);
   }
   int status = 0;

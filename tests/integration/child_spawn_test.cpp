@@ -3,7 +3,7 @@
 // section 1, the environment changes of the options, default signals; and
 // nothing of the parent's leaks into the child or stays open in the parent.
 
-#include "runtime/child_spawn.hpp"
+#include "process/child_spawn.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -16,7 +16,7 @@
 #include <map>
 #include <sstream>
 
-#include "runtime/io_thread.hpp"
+#include "process/io_thread.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/process_checks.hpp"
 
@@ -104,8 +104,8 @@ TEST_CASE("a child gets exactly fds 0-4, the protocol's argv and the options' en
   int careless = ::open("/dev/null", O_RDONLY);
   REQUIRE(careless >= 0);
   {
-    runtime::io_thread io; // ignores SIGPIPE in the parent, as in production
-    auto child = runtime::spawn_sprint_child(probe_options(), environ);
+    process::io_thread io; // ignores SIGPIPE in the parent, as in production
+    auto child = process::spawn_sprint_child(probe_options(), environ);
     REQUIRE(child);
     CHECK(child->pid > 0);
     auto report = parse_report(read_all(child->from_child.get()));
@@ -164,17 +164,17 @@ TEST_CASE("a missing or non-executable program is an error before anything is sp
   test::temp_dir dir;
   auto opts = probe_options();
   opts.sprint_exec_path = dir.path() + "/missing";
-  auto missing = runtime::spawn_sprint_child(opts, environ);
+  auto missing = process::spawn_sprint_child(opts, environ);
   REQUIRE_FALSE(missing);
   CHECK(missing.error() == errc::spawn_failed);
   CHECK_THAT(render(missing.error()), Catch::Contains("/missing' does not exist"));
   opts.sprint_exec_path = dir.path();
-  CHECK_THAT(render(runtime::spawn_sprint_child(opts, environ).error()),
+  CHECK_THAT(render(process::spawn_sprint_child(opts, environ).error()),
              Catch::Contains("is not a regular file"));
   auto plain = dir.path() + "/plain";
   ::close(::open(plain.c_str(), O_CREAT | O_WRONLY, 0644));
   opts.sprint_exec_path = plain;
-  CHECK_THAT(render(runtime::spawn_sprint_child(opts, environ).error()),
+  CHECK_THAT(render(process::spawn_sprint_child(opts, environ).error()),
              Catch::Contains("is not executable"));
   CHECK(fds.leaked_fds().empty());
   CHECK(test::child_processes().empty());
@@ -190,7 +190,7 @@ TEST_CASE("a child starts with no signal ignored or blocked, whatever its parent
   sigaddset(&usr2, SIGUSR2);
   sigset_t mask_before;
   REQUIRE(::pthread_sigmask(SIG_BLOCK, &usr2, &mask_before) == 0);
-  auto child = runtime::spawn_sprint_child(probe_options(), environ);
+  auto child = process::spawn_sprint_child(probe_options(), environ);
   ::pthread_sigmask(SIG_SETMASK, &mask_before, nullptr);
   ::sigaction(SIGUSR1, &usr1_before, nullptr);
   REQUIRE(child);
@@ -207,7 +207,7 @@ TEST_CASE("with childOutput inherit a child writes to its parent's own stdout an
   auto opts = probe_options();
   opts.child_output = {child_output_mode::inherit, ""};
   {
-    auto child = runtime::spawn_sprint_child(opts, environ);
+    auto child = process::spawn_sprint_child(opts, environ);
     REQUIRE(child);
     CHECK_FALSE(child->output);
     auto report = parse_report(read_all(child->from_child.get()));
@@ -242,7 +242,7 @@ TEST_CASE("a program the kernel cannot execute is an error with the OS reason, a
     script << "no #! line and no ELF header\n";
   }
   ::chmod(opts.sprint_exec_path.c_str(), 0755);
-  auto child = runtime::spawn_sprint_child(opts, environ);
+  auto child = process::spawn_sprint_child(opts, environ);
   REQUIRE_FALSE(child);
   CHECK(child.error() == errc::spawn_failed);
   CHECK(error_message(child.error()) ==

@@ -22,7 +22,7 @@
 #include "actors/worker/sprint_worker.hpp"
 #include "criterion/corpus.hpp"
 #include "criterion/ctc_topology.hpp"
-#include "runtime/child_reaper.hpp"
+#include "process/child_reaper.hpp"
 #include "sim/corpus_criterion.hpp"
 #include "tests/support/process_checks.hpp"
 
@@ -30,8 +30,8 @@ namespace sprintrt::test {
 
 namespace {
 
-runtime::temp_directory make_temp_directory() {
-  auto dir = runtime::temp_directory::make("sprintrt-test");
+process::temp_directory make_temp_directory() {
+  auto dir = process::temp_directory::make("sprintrt-test");
   if (!dir)
     throw std::runtime_error(render(dir.error()));
   return std::move(*dir);
@@ -115,7 +115,7 @@ test_runtime::~test_runtime() {
 }
 
 sprint_worker_actor test_runtime::spawn_worker(sprint_options opts, std::string name) {
-  auto worker = spawn_sprint_worker(system_, io_, std::move(opts), std::move(name));
+  auto worker = detail::spawn_sprint_worker(system_, io_, std::move(opts), std::move(name));
   workers_.push_back(worker);
   return worker;
 }
@@ -184,7 +184,7 @@ segment_job make_job(const std::string& segment, const std::vector<float>& log_p
   return job;
 }
 
-void set_kill_signal(runtime::io_thread& io, int signal) {
+void set_kill_signal(process::io_thread& io, int signal) {
   if (io.stopped())
     return; // nothing would run the change, and no kill comes any more
   std::promise<void> taken;

@@ -21,8 +21,8 @@
 
 #include "criterion/corpus.hpp"
 #include "criterion/random_posteriors.hpp"
-#include "runtime/io_thread.hpp"
-#include "runtime/temp_directory.hpp"
+#include "process/io_thread.hpp"
+#include "process/temp_directory.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/worker_interface.hpp"
 
@@ -38,7 +38,7 @@ public:
   const std::string& path() const noexcept { return dir_.path(); }
 
 private:
-  runtime::temp_directory dir_;
+  process::temp_directory dir_;
 };
 
 /// One segment of a test corpus.
@@ -78,7 +78,7 @@ public:
   ~test_runtime();
 
   caf::actor_system& system() noexcept { return system_; }
-  runtime::io_thread& io() noexcept { return io_; }
+  process::io_thread& io() noexcept { return io_; }
 
   /// Spawns a worker for `opts`; `shutdown` stops it.
   sprint_worker_actor spawn_worker(sprint_options opts, std::string name = "test worker");
@@ -89,7 +89,7 @@ public:
 private:
   static caf::actor_system_config& make_config(caf::actor_system_config& cfg);
 
-  runtime::io_thread io_;
+  process::io_thread io_;
   caf::actor_system_config config_;
   caf::actor_system system_;
   std::vector<sprint_worker_actor> workers_;
@@ -99,14 +99,14 @@ private:
 /// Makes the kills of `io`'s reaper send `signal` from now on (0: none, so
 /// that children behave like ones stuck in the kernel), waiting until the
 /// io thread has taken it. Does nothing once `io` was stopped.
-void set_kill_signal(runtime::io_thread& io, int signal);
+void set_kill_signal(process::io_thread& io, int signal);
 
 /// Makes the kills of `io`'s reaper send `signal` while it lives, and real
 /// SIGKILLs again after it, even when a test failed half-way, so that the
 /// teardown can kill what is left.
 class kill_signal_override {
 public:
-  kill_signal_override(runtime::io_thread& io, int signal) : io_(io) {
+  kill_signal_override(process::io_thread& io, int signal) : io_(io) {
     set_kill_signal(io_, signal);
   }
   ~kill_signal_override();
@@ -114,7 +114,7 @@ public:
   kill_signal_override& operator=(const kill_signal_override&) = delete;
 
 private:
-  runtime::io_thread& io_;
+  process::io_thread& io_;
 };
 
 /// Waits up to `limit` until `pid` is no child of this process any more

@@ -26,6 +26,7 @@
 #include "tests/support/process_checks.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 using namespace std::chrono_literals;
 using test::check_nothing_left;
 using test::compute;

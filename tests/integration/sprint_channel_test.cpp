@@ -3,7 +3,7 @@
 // io thread stopped reports at once, messages written on the caller's
 // thread and by the io thread keep their order, and nothing is left behind.
 
-#include "runtime/sprint_channel.hpp"
+#include "process/sprint_channel.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -17,11 +17,11 @@
 #include <stdexcept>
 
 #include "config/wire_format.hpp"
+#include "process/child_reaper.hpp"
+#include "process/io_thread.hpp"
+#include "process/output_tail.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/pickle_reader.hpp"
-#include "runtime/child_reaper.hpp"
-#include "runtime/io_thread.hpp"
-#include "runtime/output_tail.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/leak_check.hpp"
 #include "tests/support/process_checks.hpp"
@@ -35,11 +35,11 @@ struct collector {
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<size_t> message_sizes;
-  std::optional<runtime::child_down> down;
+  std::optional<process::child_down> down;
   pid_t pid = -1;
 
-  runtime::channel_events events() {
-    runtime::channel_events e;
+  process::channel_events events() {
+    process::channel_events e;
     e.started = [this](pid_t child, const std::vector<std::string>&) {
       std::lock_guard<std::mutex> guard{mutex};
       pid = child;
@@ -49,7 +49,7 @@ struct collector {
       std::lock_guard<std::mutex> guard{mutex};
       message_sizes.push_back(msg.size());
     };
-    e.down = [this](runtime::child_down d) {
+    e.down = [this](process::child_down d) {
       std::lock_guard<std::mutex> guard{mutex};
       down = std::move(d);
       changed.notify_all();
@@ -91,9 +91,9 @@ template <class Check>
 void with_burst_child(const sprint_options& opts, Check check) {
   test::fd_snapshot fds;
   {
-    runtime::io_thread io;
+    process::io_thread io;
     collector seen;
-    auto channel = runtime::sprint_channel::open(io, opts, "burst", seen.events());
+    auto channel = process::sprint_channel::open(io, opts, "burst", seen.events());
     REQUIRE(seen.wait_down());
     check(seen);
     io.stop();
@@ -106,13 +106,13 @@ void with_burst_child(const sprint_options& opts, Check check) {
 TEST_CASE("a message written right before the child exits is delivered") {
   test::fd_snapshot fds;
   {
-    runtime::io_thread io;
+    process::io_thread io;
     for (size_t bytes : {size_t{1000}, size_t{1} << 20}) {
       for (int round = 0; round < 25; ++round) {
         INFO(bytes << " bytes, round " << round);
         collector seen;
         auto channel =
-            runtime::sprint_channel::open(io, burst_options(bytes), "burst", seen.events());
+            process::sprint_channel::open(io, burst_options(bytes), "burst", seen.events());
         REQUIRE(seen.wait_down());
         // The child's own status, whichever the channel saw first: the end
         // of the pipe ("closed its pipe", a cause) or the exit.
@@ -128,10 +128,10 @@ TEST_CASE("a message written right before the child exits is delivered") {
 }
 
 TEST_CASE("a channel opened after the io thread stopped is down at once") {
-  runtime::io_thread io;
+  process::io_thread io;
   io.stop();
   collector seen;
-  auto channel = runtime::sprint_channel::open(io, burst_options(10), "late", seen.events());
+  auto channel = process::sprint_channel::open(io, burst_options(10), "late", seen.events());
   REQUIRE(seen.wait_down());
   CHECK(seen.down->cause == errc::cancelled);
   CHECK(seen.down->pid == -1);
@@ -156,7 +156,7 @@ TEST_CASE("a stdout flood is kept to its last 64 KiB and the message still arriv
   with_burst_child(opts, [](collector& seen) {
     CHECK(seen.down->clean_exit());
     REQUIRE(seen.message_sizes.size() == 1);
-    CHECK(seen.down->output.size() == runtime::output_tail::capacity);
+    CHECK(seen.down->output.size() == process::output_tail::capacity);
     CHECK(seen.down->output.find_first_not_of('o') == std::string::npos);
   });
 }
@@ -179,17 +179,17 @@ TEST_CASE("a killed child that does not exit is given up on, then reaped when it
   auto opts = closing_reply_pipe(milliseconds{100});
   test::fd_snapshot fds;
   {
-    runtime::io_thread io;
+    process::io_thread io;
     test::kill_signal_override no_kills{io, 0};
     collector seen;
     auto began = steady_clock::now();
-    auto channel = runtime::sprint_channel::open(io, opts, "stuck", seen.events());
+    auto channel = process::sprint_channel::open(io, opts, "stuck", seen.events());
     REQUIRE(seen.wait_down());
     auto took = steady_clock::now() - began;
     // Killed exit_grace after the pipe closed, given up on kill_wait later.
-    CHECK(took >= runtime::kill_wait + opts.exit_grace);
-    CHECK(took < runtime::kill_wait + opts.exit_grace + seconds{3});
-    CHECK(seen.down->wait_status == runtime::not_reaped);
+    CHECK(took >= process::kill_wait + opts.exit_grace);
+    CHECK(took < process::kill_wait + opts.exit_grace + seconds{3});
+    CHECK(seen.down->wait_status == process::not_reaped);
     CHECK(seen.down->exit_code() == -9);
     CHECK_THAT(seen.down->describe(), Catch::Contains("did not exit within 1000 ms of SIGKILL"));
     REQUIRE(seen.down->cause);
@@ -208,19 +208,19 @@ TEST_CASE("stopping the io thread takes no longer than its grace and kill_wait f
   test::fd_snapshot fds;
   pid_t pid = -1;
   {
-    runtime::io_thread io;
+    process::io_thread io;
     test::kill_signal_override no_kills{io, 0};
     collector seen;
-    auto channel = runtime::sprint_channel::open(io, opts, "stuck", seen.events());
+    auto channel = process::sprint_channel::open(io, opts, "stuck", seen.events());
     REQUIRE(seen.wait_started());
     pid = seen.pid;
     auto began = steady_clock::now();
     io.stop(milliseconds{200});
     auto took = steady_clock::now() - began;
-    CHECK(took >= milliseconds{200} + runtime::kill_wait);
-    CHECK(took < milliseconds{200} + runtime::kill_wait + seconds{2});
+    CHECK(took >= milliseconds{200} + process::kill_wait);
+    CHECK(took < milliseconds{200} + process::kill_wait + seconds{2});
     REQUIRE(seen.wait_down());
-    CHECK(seen.down->wait_status == runtime::not_reaped);
+    CHECK(seen.down->wait_status == process::not_reaped);
   }
   // Left to a thread that reaps it once it exits. The io thread that
   // spawned it has ended, so PR_SET_PDEATHSIG may have killed it already:
@@ -239,14 +239,14 @@ TEST_CASE("a message handler that throws fails its channel, which still reports 
     INFO(then_wait);
     test::fd_snapshot fds;
     {
-      runtime::io_thread io;
+      process::io_thread io;
       for (int round = 0; round < 10; ++round) {
         collector seen;
         auto events = seen.events();
         events.message = [](protocol::byte_buffer) { throw std::runtime_error("no room left"); };
         auto opts = burst_options(100);
         opts.sprint_config.push_back({{word_piece::literal, then_wait}});
-        auto channel = runtime::sprint_channel::open(io, opts, "thrower", events);
+        auto channel = process::sprint_channel::open(io, opts, "thrower", events);
         REQUIRE(seen.wait_down());
         REQUIRE(seen.down->cause);
         CHECK(seen.down->cause == errc::io_error);
@@ -255,7 +255,7 @@ TEST_CASE("a message handler that throws fails its channel, which still reports 
       }
       // The io thread still serves channels.
       collector after;
-      auto channel = runtime::sprint_channel::open(io, burst_options(10), "after", after.events());
+      auto channel = process::sprint_channel::open(io, burst_options(10), "after", after.events());
       REQUIRE(after.wait_down());
       CHECK(after.message_sizes.size() == 1);
       io.stop();
@@ -265,11 +265,11 @@ TEST_CASE("a message handler that throws fails its channel, which still reports 
 }
 
 TEST_CASE("messages completed before a framing error are still delivered") {
-  runtime::io_thread io;
+  process::io_thread io;
   collector seen;
   auto opts = burst_options(100);
   opts.sprint_config.push_back({{word_piece::literal, "--*.burst-garbage=1"}});
-  auto channel = runtime::sprint_channel::open(io, opts, "garbage", seen.events());
+  auto channel = process::sprint_channel::open(io, opts, "garbage", seen.events());
   REQUIRE(seen.wait_down());
   REQUIRE(seen.message_sizes.size() == 1);
   CHECK(seen.message_sizes[0] == 109);
@@ -291,10 +291,10 @@ struct message_collector {
   bool started = false;
   std::vector<protocol::byte_buffer> messages;
   size_t buffers_back = 0;
-  std::optional<runtime::child_down> down;
+  std::optional<process::child_down> down;
 
-  runtime::channel_events events() {
-    runtime::channel_events e;
+  process::channel_events events() {
+    process::channel_events e;
     e.started = [this](pid_t, const std::vector<std::string>&) {
       std::lock_guard<std::mutex> guard{mutex};
       started = true;
@@ -310,7 +310,7 @@ struct message_collector {
       ++buffers_back;
       changed.notify_all();
     };
-    e.down = [this](runtime::child_down d) {
+    e.down = [this](process::child_down d) {
       std::lock_guard<std::mutex> guard{mutex};
       down = std::move(d);
       changed.notify_all();
@@ -334,9 +334,9 @@ TEST_CASE("messages sent back to back, written at once or by the io thread, arri
   auto opts = test::sim_options(test::corpus_path(dir));
   auto format = config::wire_format_of(opts);
   {
-    runtime::io_thread io;
+    process::io_thread io;
     message_collector seen;
-    auto channel = runtime::sprint_channel::open(io, opts, "sim", seen.events());
+    auto channel = process::sprint_channel::open(io, opts, "sim", seen.events());
     REQUIRE(seen.wait_for([&] { return seen.started; }));
     // Nothing is queued and the pipe is empty: the first message goes out
     // on this thread, and its buffer comes straight back.

@@ -23,6 +23,7 @@
 #include "tests/support/process_checks.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 using test::check_nothing_left;
 using namespace std::chrono_literals;
 using test::compute;

@@ -16,13 +16,14 @@
 #include <optional>
 #include <thread>
 
+#include "process/child_reaper.hpp"
 #include "protocol/messages.hpp"
-#include "runtime/child_reaper.hpp"
 #include "tests/integration/integration_support.hpp"
 #include "tests/support/leak_check.hpp"
 #include "tests/support/process_checks.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 using test::check_nothing_left;
 using namespace std::chrono_literals;
 using test::compute;
@@ -252,7 +253,7 @@ TEST_CASE("a reply timeout resends the request even if the killed child never ex
     auto began = std::chrono::steady_clock::now();
     compute_exact(env, 1, 2);
     auto took = std::chrono::steady_clock::now() - began;
-    CHECK(took >= opts.reply_timeout + runtime::kill_wait);
+    CHECK(took >= opts.reply_timeout + process::kill_wait);
     auto stats = stats_of(self, env.worker);
     CHECK(stats.restarts == 1);
     CHECK(stats.requests_served == 2);
@@ -310,7 +311,7 @@ TEST_CASE("stopping a worker whose child is being killed but never exits returns
     self->request(worker, 10s, stop_atom::value)
         .receive([&](int32_t s) { status = s; }, [](caf::error&) {});
     REQUIRE(status);
-    CHECK(std::chrono::steady_clock::now() - began < runtime::kill_wait + 2s);
+    CHECK(std::chrono::steady_clock::now() - began < process::kill_wait + 2s);
     CHECK(*status == -9);
     // Still alive; reaped once it exits.
     test::check_reaped_once_killed(stuck_pid);

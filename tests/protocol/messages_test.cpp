@@ -277,6 +277,13 @@ TEST_CASE("malformed replies are invalid messages that say what was wrong") {
   auto minus_inf = decode_loss_reply(ok3(value::floating(-INFINITY), es({3, 4})), 3, 4);
   CHECK(minus_inf.error() == errc::child_exception);
   CHECK(error_text(minus_inf.error()).find("loss is -inf") != std::string::npos);
+  // The same check for a loss that never was a reply (the in-process
+  // simulation's), and +inf (a skipped segment) is a loss.
+  CHECK(check_reply_loss(std::nan("")).error() == errc::child_exception);
+  CHECK(check_reply_loss(-INFINITY).error() == errc::child_exception);
+  CHECK(*check_reply_loss(INFINITY) == INFINITY);
+  CHECK(loss_as_sent(0.1, loss_encoding::numpy_float32) == static_cast<double>(0.1f));
+  CHECK(loss_as_sent(0.1, loss_encoding::python_float) == 0.1);
   check(decode_fsa_reply(
             value::tuple({value::str("ok"), value::integer(int64_t{1} << 32), value::integer(0),
                           value::array(ndarray{dtype::uint32, {0}, {}}),

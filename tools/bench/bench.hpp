@@ -27,13 +27,12 @@
 #include <nlohmann/json.hpp>
 
 #include "criterion/corpus.hpp"
-#include "runtime/io_thread.hpp"
-#include "runtime/temp_directory.hpp"
+#include "process/io_thread.hpp"
+#include "process/temp_directory.hpp"
 #include "sim/corpus_criterion.hpp"
 #include "sprintrt/batch.hpp"
 #include "sprintrt/options.hpp"
 #include "sprintrt/pool_client.hpp"
-#include "sprintrt/segment.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 #include "sprintrt/worker_interface.hpp"
 
@@ -163,7 +162,7 @@ public:
 private:
   bench_settings settings_;
   // Declared before the runtime: destroyed after it has awaited the worker.
-  std::unique_ptr<runtime::io_thread> worker_io_;
+  std::unique_ptr<process::io_thread> worker_io_;
   std::unique_ptr<sprint_runtime> runtime_;
   sprint_worker_actor worker_;
   std::vector<std::pair<std::string, std::shared_ptr<void>>> rigs_; ///< in creation order
@@ -278,7 +277,7 @@ std::vector<std::string> numbered(const std::string& prefix, size_t count);
 
 /// A corpus file (`path`) in a directory of its own, removed with it.
 struct bench_corpus {
-  runtime::temp_directory dir;
+  process::temp_directory dir;
   std::string path;
 };
 

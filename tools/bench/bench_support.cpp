@@ -119,7 +119,7 @@ std::vector<std::string> numbered(const std::string& prefix, size_t count) {
 }
 
 bench_corpus write_corpus(const std::vector<criterion::corpus_entry>& segments) {
-  auto dir = runtime::temp_directory::make("sprintrt-bench");
+  auto dir = process::temp_directory::make("sprintrt-bench");
   if (!dir)
     throw_error("temporary directory", dir.error());
   std::string path = dir->path() + "/corpus.txt";
@@ -200,8 +200,8 @@ sprint_runtime& bench_world::runtime() {
 const sprint_worker_actor& bench_world::direct_worker(const sprint_options& opts) {
   if (!worker_) {
     auto& rt = runtime();
-    worker_io_ = std::make_unique<runtime::io_thread>();
-    worker_ = spawn_sprint_worker(rt.system(), *worker_io_, opts, "bench worker");
+    worker_io_ = std::make_unique<process::io_thread>();
+    worker_ = detail::spawn_sprint_worker(rt.system(), *worker_io_, opts, "bench worker");
   }
   return worker_;
 }

@@ -10,7 +10,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "runtime/child_spawn.hpp"
+#include "process/child_spawn.hpp"
 #include "sprintrt/logging.hpp"
 #include "tools/bench/bench.hpp"
 
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
       std::cerr << "sprintrt-bench: unknown argument " << rest.front() << "\n" << usage;
       return 2;
     }
-    if (auto err = sprintrt::runtime::check_executable(settings.sprint_sim)) {
+    if (auto err = sprintrt::process::check_executable(settings.sprint_sim)) {
       std::cerr << "sprintrt-bench: sprint-sim not found (" << sprintrt::render(err)
                 << "); build the sprint-sim target or pass --sprint-sim=PATH\n";
       return 2;

@@ -73,13 +73,14 @@ caf::expected<batch> read_batch(const std::string& log_posteriors, const std::st
                                                "': sequence lengths must be int32 or int64, got " +
                                                protocol::to_string(lengths_file->type));
   if (lengths_file->shape.size() != 1 || lengths_file->shape[0] != lp->shape[1])
-    return make_error(
-        errc::invalid_input,
-        "npy file '" + seq_lengths + "': sequence lengths must be [B] = [" +
-            std::to_string(lp->shape[1]) + "], got " + cli::npy_shape_string(lengths_file->shape) +
-            (lengths_file->shape.size() == 1
-                 ? batch_major_hint(lengths_file->shape[0], lp->shape[0], lp->shape[1])
-                 : std::string{}));
+    return make_error(errc::invalid_input,
+                      "npy file '" + seq_lengths + "': sequence lengths must be [B] = [" +
+                          std::to_string(lp->shape[1]) + "], got " +
+                          cli::npy_shape_string(lengths_file->shape) +
+                          (lengths_file->shape.size() == 1
+                               ? sprintrt::detail::batch_major_hint(lengths_file->shape[0],
+                                                                    lp->shape[0], lp->shape[1])
+                               : std::string{}));
   auto lengths = cli::values_as<int64_t>(*lengths_file);
   if (!lengths)
     return lengths.error();
@@ -87,10 +88,11 @@ caf::expected<batch> read_batch(const std::string& log_posteriors, const std::st
   if (!names)
     return names.error();
   if (names->size() != lp->shape[1])
-    return make_error(errc::invalid_input,
-                      "tags file '" + tags + "' has " + std::to_string(names->size()) +
-                          " tags, the batch has B = " + std::to_string(lp->shape[1]) +
-                          batch_major_hint(names->size(), lp->shape[0], lp->shape[1]));
+    return make_error(
+        errc::invalid_input,
+        "tags file '" + tags + "' has " + std::to_string(names->size()) +
+            " tags, the batch has B = " + std::to_string(lp->shape[1]) +
+            sprintrt::detail::batch_major_hint(names->size(), lp->shape[0], lp->shape[1]));
   auto posteriors = tensor::from_vector(std::move(lp->values), lp->shape);
   if (!posteriors)
     return posteriors.error();

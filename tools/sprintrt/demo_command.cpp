@@ -23,7 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/edit_distance.hpp"
-#include "runtime/temp_directory.hpp"
+#include "process/temp_directory.hpp"
 #include "sprintrt/seqtrain_client.hpp"
 #include "sprintrt/sim_worker.hpp"
 #include "sprintrt/sprint_runtime.hpp"
@@ -197,7 +197,7 @@ int run(const demo_options& cli) {
   if (!cli.report_dir.empty())
     if (auto err = make_output_directory(cli.report_dir))
       return fail(err);
-  auto scratch = runtime::temp_directory::make("sprintrt-demo");
+  auto scratch = process::temp_directory::make("sprintrt-demo");
   if (!scratch)
     return fail(scratch.error());
   auto corpus = scratch->path() + "/corpus.txt";

@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sprintrt/segment.hpp"
+#include "sprintrt/matrix_slice.hpp"
 #include "tools/sprintrt/demo_task.hpp"
 
 namespace sprintrt::cli {

@@ -32,13 +32,13 @@
 #include "config/option_table.hpp"
 #include "config/sprint_args.hpp"
 #include "config/wire_format.hpp"
+#include "process/child_spawn.hpp"
+#include "process/io_thread.hpp"
+#include "process/output_tail.hpp"
+#include "process/sprint_channel.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/ndarray_access.hpp"
 #include "protocol/pickle_reader.hpp"
-#include "runtime/child_spawn.hpp"
-#include "runtime/io_thread.hpp"
-#include "runtime/output_tail.hpp"
-#include "runtime/sprint_channel.hpp"
 #include "tools/sprintrt/commands.hpp"
 #include "tools/sprintrt/doctor_remote.hpp"
 #include "tools/sprintrt/python_reading.hpp"
@@ -72,18 +72,18 @@ struct started_event {
   pid_t pid;
   std::vector<std::string> argv;
 };
-using channel_event = std::variant<started_event, protocol::byte_buffer, runtime::child_down>;
+using channel_event = std::variant<started_event, protocol::byte_buffer, process::child_down>;
 
 /// Collects the channel's reports (made on the io thread) for the main thread.
 class event_queue {
 public:
-  runtime::channel_events callbacks() {
-    runtime::channel_events events;
+  process::channel_events callbacks() {
+    process::channel_events events;
     events.started = [this](pid_t pid, const std::vector<std::string>& argv) {
       push(started_event{pid, argv});
     };
     events.message = [this](protocol::byte_buffer msg) { push(std::move(msg)); };
-    events.down = [this](runtime::child_down down) { push(std::move(down)); };
+    events.down = [this](process::child_down down) { push(std::move(down)); };
     return events;
   }
 
@@ -145,7 +145,7 @@ public:
     say_options();
     const bool local = opts_.num_instances > 0;
     if (local)
-      if (auto err = runtime::check_executable(opts_.sprint_exec_path))
+      if (auto err = process::check_executable(opts_.sprint_exec_path))
         return diagnose("program", render(err));
     // The arguments as the child will get them: an unset variable is named
     // here, before anything starts. (Remote pools expand them in their own
@@ -198,7 +198,7 @@ public:
     if (config::offers_shared_memory(opts_))
       if (auto region = shared_region::create("doctor"))
         region_ = std::make_shared<shared_region>(std::move(*region));
-    channel_ = runtime::sprint_channel::open(*io_, opts_, "doctor", events_.callbacks(), region_);
+    channel_ = process::sprint_channel::open(*io_, opts_, "doctor", events_.callbacks(), region_);
     int status = steps(start);
     if (!down_) {
       // Make sure the child is gone, whatever step failed.
@@ -214,7 +214,7 @@ private:
     auto first = events_.wait(opts_.init_timeout);
     if (!first)
       return fail_child("start", "the child did not start within initTimeout");
-    if (auto* down = std::get_if<runtime::child_down>(&*first))
+    if (auto* down = std::get_if<process::child_down>(&*first))
       return child_down_diagnosis("start", *down);
     const auto& started = std::get<started_event>(*first);
     json argv = started.argv;
@@ -322,7 +322,7 @@ private:
                                        std::to_string(timeout.count()) + " ms");
       return std::nullopt;
     }
-    if (auto* down = std::get_if<runtime::child_down>(&*event)) {
+    if (auto* down = std::get_if<process::child_down>(&*event)) {
       status = child_down_diagnosis(command, *down);
       return std::nullopt;
     }
@@ -343,19 +343,19 @@ private:
       auto event = events_.wait(std::max(left, std::chrono::milliseconds{0}));
       if (!event)
         return false;
-      if (auto* down = std::get_if<runtime::child_down>(&*event))
+      if (auto* down = std::get_if<process::child_down>(&*event))
         down_ = std::move(*down);
     }
     return true;
   }
 
-  int child_down_diagnosis(const std::string& step, const runtime::child_down& down) {
+  int child_down_diagnosis(const std::string& step, const process::child_down& down) {
     down_ = down;
     std::string text = "the child " + down.describe();
     if (down.cause)
       text = render(down.cause) + "; " + text;
     summary_["exit_code"] = down.exit_code();
-    auto lines = runtime::last_lines(down.output, 30);
+    auto lines = process::last_lines(down.output, 30);
     if (!lines.empty())
       text += "\nits output ended with:\n" + lines;
     return diagnose(step, text);
@@ -402,11 +402,11 @@ private:
   protocol::wire_format format_;
   event_queue events_;
   // Declared before the channel: the io thread must outlive it.
-  std::optional<runtime::io_thread> io_;
-  std::optional<runtime::sprint_channel> channel_;
+  std::optional<process::io_thread> io_;
+  std::optional<process::sprint_channel> channel_;
   /// The shared region offered to the child, if the options offer one.
   std::shared_ptr<shared_region> region_;
-  std::optional<runtime::child_down> down_;
+  std::optional<process::child_down> down_;
 };
 
 } // namespace

@@ -64,7 +64,7 @@ public:
     const auto& tls = opts_.remote_tls;
     entry_["endpoint"] = name_;
     entry_["tls"] = !tls.empty();
-    if (auto problem = tls_problem(system_, tls); !problem.empty())
+    if (auto problem = sprintrt::detail::tls_problem(system_, tls); !problem.empty())
       return fail(problem);
     auto remote = connect();
     if (!remote)
@@ -100,7 +100,7 @@ private:
             },
             [&](caf::error& err) {
               fail("cannot connect" + std::string{tls.empty() ? "" : " over TLS"} + ": " +
-                   render(err) + connect_failure_hint(tls, err));
+                   render(err) + sprintrt::detail::connect_failure_hint(tls, err));
             });
     if (remote) {
       entry_["connect_ms"] =
@@ -112,7 +112,7 @@ private:
   }
 
   bool handshake(const remote_pool_actor& remote) {
-    auto key = remote_options_key(opts_);
+    auto key = sprintrt::detail::remote_options_key(opts_);
     auto start = clock::now();
     bool ok = false;
     self_

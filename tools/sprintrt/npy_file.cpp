@@ -12,7 +12,7 @@
 #include <optional>
 #include <string_view>
 
-#include "runtime/unique_fd.hpp"
+#include "process/unique_fd.hpp"
 
 namespace sprintrt::cli {
 
@@ -77,7 +77,7 @@ ssize_t read_at(int fd, void* buffer, size_t size, uint64_t offset) {
 
 /// An open npy file whose header has been checked against its size.
 struct npy_layout {
-  runtime::unique_fd fd;
+  process::unique_fd fd;
   dtype type = dtype::float32;
   std::vector<size_t> shape;
   uint64_t data_offset = 0;
@@ -300,7 +300,7 @@ caf::error write_npy(const std::string& path, dtype type, span<const size_t> sha
                      "cannot write a shape of " + std::to_string(shape.size()) +
                          " dimensions: the header would exceed 4 GiB");
   std::string temp;
-  runtime::unique_fd fd;
+  process::unique_fd fd;
   for (int attempt = 0; !fd && attempt < 100; ++attempt) {
     temp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(temp_counter++);
     fd.reset(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));

@@ -114,8 +114,8 @@ int run(const serve_options& cli) {
   settings.tls = tls;
   sprint_runtime rt{settings};
   auto pool = rt.pool(*opts);
-  auto server =
-      spawn_remote_server(rt.system(), pool, opts->num_instances, *opts, "sprintrt serve");
+  auto server = sprintrt::detail::spawn_remote_server(rt.system(), pool, opts->num_instances, *opts,
+                                                      "sprintrt serve");
   auto port = tls.empty()
                   ? rt.system().middleman().publish(server, cli.port, cli.bind.c_str(), true)
                   : caf::openssl::publish(server, cli.port, cli.bind.c_str(), true);

@@ -12,9 +12,11 @@
 #include <caf/event_based_actor.hpp>
 
 #include "actors/caller/blocking_ask.hpp"
+#include "actors/caller/runtime_access.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 namespace {
 
@@ -28,7 +30,7 @@ caf::behavior doubler(caf::event_based_actor*, int) {
 
 TEST_CASE("each thread asks through an actor of its own, the same on every call") {
   sprint_runtime rt;
-  auto& callers = rt.callers();
+  auto& callers = detail::runtime_access::callers(rt);
   auto* mine = &callers.of_this_thread();
   CHECK(&callers.of_this_thread() == mine);
   caf::blocking_actor* theirs = nullptr;
@@ -56,8 +58,8 @@ TEST_CASE("many facade calls from several threads get their own replies, and shu
   for (auto& thread : threads)
     thread.join();
   CHECK(wrong == 0);
-  CHECK(rt.callers().size() == 4);
+  CHECK(detail::runtime_access::callers(rt).size() == 4);
   caf::anon_send_exit(echo, caf::exit_reason::user_shutdown);
   rt.shutdown(); // returns: the kept actors do not hold up the actor system
-  CHECK(rt.callers().size() == 0);
+  CHECK(detail::runtime_access::callers(rt).size() == 0);
 }

@@ -15,17 +15,18 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "runtime/io_thread.hpp"
+#include "process/io_thread.hpp"
 #include "sprintrt/error.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 namespace {
 
 /// An io thread and an actor system that the registry's pools live in;
 /// the registry stops its pools before the system waits for them.
 struct registry_fixture {
-  runtime::io_thread io;
+  process::io_thread io;
   caf::actor_system_config config;
   caf::actor_system system{config};
   std::shared_ptr<detail::actor_census> census = std::make_shared<detail::actor_census>();

@@ -12,6 +12,7 @@
 #include "actors/execution/affine_sharing.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 TEST_CASE("the runtime schedules actors from a shared queue unless told otherwise") {
   sprint_runtime shared;

@@ -21,6 +21,7 @@
 #include "sprintrt/sprint_runtime.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 namespace {
 

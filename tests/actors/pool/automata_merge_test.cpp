@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 TEST_CASE("automata merge with state offsets, a segment row and start/end states") {
   // Segment 0: 3 states, edges 0->0 (e0, w.7), 0->1 (e1, w.7), 1->1 (e1, w.5), 1->2 (e2, w.9)

@@ -5,6 +5,7 @@
 #include <cmath>
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
-using sprintrt::lpt_assign;
+using sprintrt::detail::lpt_assign;
 
 namespace {
 

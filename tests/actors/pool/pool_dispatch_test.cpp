@@ -19,6 +19,7 @@
 #include "sprintrt/sprint_runtime.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 namespace {
 

@@ -20,6 +20,7 @@
 #include "tests/actors/sim_corpus_fixture.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 namespace {
 

@@ -19,6 +19,7 @@
 #include "sprintrt/version.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 namespace {
 

@@ -16,6 +16,7 @@
 #include "sprintrt/error.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 namespace {
 

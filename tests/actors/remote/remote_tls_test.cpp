@@ -13,11 +13,12 @@
 #include <caf/error.hpp>
 #include <caf/sec.hpp>
 
-#include "runtime/temp_directory.hpp"
+#include "process/temp_directory.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/sprint_runtime.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 namespace {
 
@@ -46,7 +47,7 @@ TEST_CASE("TLS asked of a runtime made without it names the files and the way ou
 }
 
 TEST_CASE("TLS files other than the runtime's, or unreadable ones, are a problem") {
-  auto dir = runtime::temp_directory::make("remote-tls-test");
+  auto dir = process::temp_directory::make("remote-tls-test");
   REQUIRE(dir);
   const auto tls = files_in(dir->path());
   sprint_runtime::settings settings;

@@ -15,6 +15,7 @@
 #include "sprintrt/error.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 namespace {
 

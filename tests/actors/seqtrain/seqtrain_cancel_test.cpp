@@ -15,6 +15,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "actors/caller/caller_actors.hpp"
+#include "actors/caller/runtime_access.hpp"
 #include "sprintrt/error.hpp"
 #include "sprintrt/sim_worker.hpp"
 #include "sprintrt/sprint_runtime.hpp"
@@ -22,6 +23,7 @@
 #include "tests/actors/sim_corpus_fixture.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 using namespace std::chrono_literals;
 
 namespace {
@@ -129,9 +131,9 @@ TEST_CASE("a stopped seqtrain_client::train takes the cancel's answer with it") 
   CHECK(result.error() == errc::cancelled);
   // The train request's answer and the cancel's were both taken: the
   // thread's actor serves the next call with an empty mailbox.
-  CHECK(fx.rt.callers().of_this_thread().mailbox().empty());
+  CHECK(detail::runtime_access::callers(fx.rt).of_this_thread().mailbox().empty());
   auto stats = fx.sched.stats();
   REQUIRE(stats);
   CHECK(stats->forwarded == 2);
-  CHECK(fx.rt.callers().of_this_thread().mailbox().empty());
+  CHECK(detail::runtime_access::callers(fx.rt).of_this_thread().mailbox().empty());
 }

@@ -6,13 +6,14 @@
 
 #include <catch2/catch.hpp>
 
-#include "runtime/io_thread.hpp"
+#include "process/io_thread.hpp"
 #include "sprintrt/error.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 TEST_CASE("a child source has numInstances slots, maxRetries resends and names its program") {
-  runtime::io_thread io;
+  process::io_thread io;
   sprint_options opts;
   opts.sprint_exec_path = "/opt/rasr/nn-trainer";
   opts.num_instances = 3;
@@ -27,7 +28,7 @@ TEST_CASE("a child source has numInstances slots, maxRetries resends and names i
 }
 
 TEST_CASE("a child source with remote pools adds their slots after the children") {
-  runtime::io_thread io;
+  process::io_thread io;
   sprint_options opts;
   opts.sprint_exec_path = "/opt/rasr/nn-trainer";
   opts.num_instances = 2;
@@ -42,7 +43,7 @@ TEST_CASE("a child source with remote pools adds their slots after the children"
 }
 
 TEST_CASE("a child source without sprintExecPath refuses, naming the option; remote-only is fine") {
-  runtime::io_thread io;
+  process::io_thread io;
   sprint_options opts;
   opts.num_instances = 2;
   auto source = child_process_source(io, opts);

@@ -13,7 +13,8 @@
 #include "protocol/byte_buffer.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/pickle_reader.hpp"
-#include "sprintrt/segment.hpp"
+#include "sprintrt/matrix_slice.hpp"
+#include "sprintrt/segment_job.hpp"
 
 namespace sprintrt::test {
 

@@ -17,6 +17,7 @@
 #include "tests/actors/worker/command_fixtures.hpp"
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 using test::job_2x3;
 using test::unframe;
 
@@ -40,7 +41,7 @@ TEST_CASE("a loss reply's error signal goes into the job's strided slice") {
   float es[6] = {1, 2, 3, 4, 5, 6};
   protocol::byte_buffer wire;
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 2.5, 2, 3, es));
-  auto loss = command_entry<get_loss_command>::decode(unframe(wire), job, nullptr);
+  auto loss = command_entry<get_loss_command>::decode(unframe(wire), job, array_sink{});
   REQUIRE(loss);
   CHECK(*loss == 2.5);
   CHECK(job.error_signal.storage->to_vector() ==
@@ -51,26 +52,26 @@ TEST_CASE("an exception or misshapen loss reply writes nothing") {
   auto job = job_2x3();
   protocol::byte_buffer wire;
   REQUIRE_FALSE(protocol::encode_exception_reply(wire, {}, "KeyError: 'seg'"));
-  auto raised = command_entry<get_loss_command>::decode(unframe(wire), job, nullptr);
+  auto raised = command_entry<get_loss_command>::decode(unframe(wire), job, array_sink{});
   CHECK(raised.error() == errc::child_exception);
   // A child that says it does not know the segment asked for.
   wire.clear();
   const std::string unknown_text = "unknown segment '" + job.segment + "': not in corpus 'c'";
   REQUIRE_FALSE(protocol::encode_exception_reply(wire, {}, unknown_text));
-  auto unknown = command_entry<get_loss_command>::decode(unframe(wire), job, nullptr);
+  auto unknown = command_entry<get_loss_command>::decode(unframe(wire), job, array_sink{});
   CHECK(unknown.error() == errc::unknown_segment);
   CHECK(error_message(unknown.error()) == unknown_text);
   auto fsa = command_entry<export_fsa_command>::decode(
-      unframe(wire), {fsa_source::segment_name, job.segment}, nullptr);
+      unframe(wire), {fsa_source::segment_name, job.segment}, array_sink{});
   CHECK(fsa.error() == errc::unknown_segment);
   // An orthography is no segment: its exception stays what it was.
   auto by_orthography = command_entry<export_fsa_command>::decode(
-      unframe(wire), {fsa_source::orthography, job.segment}, nullptr);
+      unframe(wire), {fsa_source::orthography, job.segment}, array_sink{});
   CHECK(by_orthography.error() == errc::child_exception);
   float es[3] = {1, 2, 3};
   wire.clear();
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 1.0, 1, 3, es));
-  CHECK(command_entry<get_loss_command>::decode(unframe(wire), job, nullptr).error() ==
+  CHECK(command_entry<get_loss_command>::decode(unframe(wire), job, array_sink{}).error() ==
         errc::invalid_message);
   CHECK(job.error_signal.storage->to_vector() == std::vector<float>(12, -1.0f));
 }
@@ -83,7 +84,7 @@ TEST_CASE("a valid loss reply for a job whose gate is closed writes nothing and 
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 2.5, 2, 3, es));
   auto reply = unframe(wire);
   job.gate->close();
-  auto loss = command_entry<get_loss_command>::decode(reply, job, nullptr);
+  auto loss = command_entry<get_loss_command>::decode(reply, job, array_sink{});
   REQUIRE_FALSE(loss);
   CHECK(loss.error() == errc::cancelled);
   CHECK_THAT(render(loss.error()), Catch::Contains("segment 'seg': its caller stopped waiting"));
@@ -92,7 +93,7 @@ TEST_CASE("a valid loss reply for a job whose gate is closed writes nothing and 
   float short_es[3] = {1, 2, 3};
   wire.clear();
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 1.0, 1, 3, short_es));
-  CHECK(command_entry<get_loss_command>::decode(unframe(wire), job, nullptr).error() ==
+  CHECK(command_entry<get_loss_command>::decode(unframe(wire), job, array_sink{}).error() ==
         errc::invalid_message);
 }
 
@@ -101,7 +102,7 @@ TEST_CASE("an FSA reply becomes a segment_fsa") {
   std::vector<float> weights{0.5f, 0.25f};
   protocol::byte_buffer wire;
   REQUIRE_FALSE(protocol::encode_fsa_reply(wire, {}, 3, edges, weights));
-  auto fsa = command_entry<export_fsa_command>::decode(unframe(wire), fsa_query{}, nullptr);
+  auto fsa = command_entry<export_fsa_command>::decode(unframe(wire), fsa_query{}, array_sink{});
   REQUIRE(fsa);
   CHECK(fsa->num_states == 3);
   CHECK(fsa->edges == edges);
@@ -127,7 +128,7 @@ TEST_CASE("a loss job weighs its frames, is named by its segment and counts as a
   auto job = job_2x3();
   CHECK(entry::weight(job) == 2);
   CHECK(entry::subject(job) == "segment 'seg'");
-  CHECK(entry::segment(job) == "seg");
+  CHECK(entry::text(job) == "seg");
   CHECK(entry::name(job) == "get_loss_and_error_signal");
   pool_stats stats;
   entry::count_served(stats);
@@ -164,7 +165,7 @@ TEST_CASE("an export weighs one frame, is named by its source and counts as an e
   CHECK(entry::weight(by_orthography) == 1);
   CHECK(entry::subject(by_name) == "segment 'corpus/rec/seg-7'");
   CHECK(entry::subject(by_orthography) == "orthography '3 17 5'");
-  CHECK(entry::segment(by_orthography) == "3 17 5");
+  CHECK(entry::text(by_orthography) == "3 17 5");
   CHECK(entry::name(by_name) == "export_allophone_state_fsa_by_segment_name");
   CHECK(entry::name(by_orthography) == "export_allophone_state_fsa_by_orthography");
   // Admitting checks the query.
@@ -186,7 +187,7 @@ TEST_CASE("a loss job is encoded as its segment and strided log-posteriors") {
   job.log_posteriors = {input, 0, 2, 3, 6};
   protocol::byte_buffer wire;
   protocol::wire_format format;
-  REQUIRE_FALSE(entry::encode(wire, format, job, nullptr));
+  REQUIRE_FALSE(entry::encode(wire, format, job, array_sink{}));
   auto command = protocol::decode_command(unframe(wire));
   REQUIRE(command);
   auto* loss = std::get_if<protocol::loss_command>(&*command);
@@ -229,7 +230,7 @@ TEST_CASE("a loss job through a shared slot: posteriors written there, a referen
   region_fixture region;
   auto job = strided_job();
   protocol::byte_buffer wire;
-  REQUIRE_FALSE(command_entry<get_loss_command>::encode(wire, {}, job, &region.slot));
+  REQUIRE_FALSE(command_entry<get_loss_command>::encode(wire, {}, job, array_sink{region.slot}));
   auto command = protocol::decode_command(unframe(wire));
   REQUIRE(command);
   const auto& sent = std::get<protocol::loss_command>(*command);
@@ -250,7 +251,7 @@ TEST_CASE("a shared reply's error signal is copied once from the slot into the s
     in_region[i] = static_cast<float>(i + 1);
   protocol::byte_buffer wire;
   REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 2.5, {region.slot.offset, 2, 3}));
-  auto loss = command_entry<get_loss_command>::decode(unframe(wire), job, &region.slot);
+  auto loss = command_entry<get_loss_command>::decode(unframe(wire), job, array_sink{region.slot});
   REQUIRE(loss);
   CHECK(*loss == 2.5);
   CHECK(job.error_signal.storage->to_vector() ==
@@ -266,7 +267,7 @@ TEST_CASE("a shared reply that points outside the region or away from the slot i
   auto decode_reply_at = [&](uint64_t offset) {
     protocol::byte_buffer wire;
     REQUIRE_FALSE(protocol::encode_loss_reply(wire, {}, 0.0, {offset, 2, 3}));
-    return command_entry<get_loss_command>::decode(unframe(wire), job, &region.slot);
+    return command_entry<get_loss_command>::decode(unframe(wire), job, array_sink{region.slot});
   };
   const uint64_t end = region.slots.region()->size();
   auto outside = decode_reply_at(end);
@@ -289,8 +290,8 @@ TEST_CASE("a shared reply that points outside the region or away from the slot i
   float es[6] = {};
   protocol::byte_buffer piped;
   REQUIRE_FALSE(protocol::encode_loss_reply(piped, {}, 0.0, 2, 3, es));
-  CHECK(command_entry<get_loss_command>::decode(unframe(piped), job, &region.slot).error() ==
-        errc::invalid_message);
+  CHECK(command_entry<get_loss_command>::decode(unframe(piped), job, array_sink{region.slot})
+            .error() == errc::invalid_message);
   CHECK(job.error_signal.storage->to_vector() == std::vector<float>(12, -1.0f));
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 using namespace sprintrt;
+using namespace sprintrt::detail;
 
 namespace {
 

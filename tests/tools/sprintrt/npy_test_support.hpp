@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/temp_directory.hpp"
+#include "process/temp_directory.hpp"
 #include "tools/sprintrt/npy_file.hpp"
 
 namespace npy_test {
@@ -26,11 +26,11 @@ using shape_type = std::vector<size_t>;
 
 /// A fresh directory that is removed with everything in it.
 struct temp_dir {
-  sprintrt::runtime::temp_directory dir = make_directory();
+  sprintrt::process::temp_directory dir = make_directory();
   std::string path = dir.path();
 
-  static sprintrt::runtime::temp_directory make_directory() {
-    auto made = sprintrt::runtime::temp_directory::make("npy_test");
+  static sprintrt::process::temp_directory make_directory() {
+    auto made = sprintrt::process::temp_directory::make("npy_test");
     if (!made)
       FAIL(sprintrt::render(made.error()));
     return std::move(*made);

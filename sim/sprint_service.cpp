@@ -41,15 +41,29 @@ service_action sprint_service::handle(const protocol::value& message, protocol::
 
 service_action sprint_service::handle(const protocol::command& request,
                                       protocol::byte_buffer& out) {
-  if (std::holds_alternative<protocol::exit_command>(request))
-    return service_action::exit;
-  if (const auto* init = std::get_if<protocol::init_command>(&request))
-    answer_init(*init, out);
-  else if (const auto* loss = std::get_if<protocol::loss_command>(&request))
-    answer_loss(*loss, out);
-  else
-    answer_fsa(std::get<protocol::fsa_command>(request), out);
+  return std::visit([this, &out](const auto& command) { return serve(command, out); }, request);
+}
+
+service_action sprint_service::serve(const protocol::init_command& request,
+                                     protocol::byte_buffer& out) {
+  answer_init(request, out);
   return service_action::reply;
+}
+
+service_action sprint_service::serve(const protocol::loss_command& request,
+                                     protocol::byte_buffer& out) {
+  answer_loss(request, out);
+  return service_action::reply;
+}
+
+service_action sprint_service::serve(const protocol::fsa_command& request,
+                                     protocol::byte_buffer& out) {
+  answer_fsa(request, out);
+  return service_action::reply;
+}
+
+service_action sprint_service::serve(const protocol::exit_command&, protocol::byte_buffer&) {
+  return service_action::exit;
 }
 
 void sprint_service::reply_exception(std::string_view message, protocol::byte_buffer& out) {
@@ -214,22 +228,37 @@ caf::expected<segment_fsa> sprint_service::answer(const fsa_query& query) {
   return result;
 }
 
-std::string describe(const protocol::command& request) {
-  if (const auto* init = std::get_if<protocol::init_command>(&request))
-    return std::string{protocol::init_command_name} + " '" + init->client_name + "' version " +
-           std::to_string(init->version);
-  if (const auto* loss = std::get_if<protocol::loss_command>(&request)) {
-    const auto& shape = loss->log_posteriors.shape;
-    const auto& shared = loss->shared_posteriors;
-    const size_t rows = shared ? shared->rows : shape.size() == 2 ? shape[0] : 0;
-    const size_t cols = shared ? shared->cols : shape.size() == 2 ? shape[1] : 0;
-    return std::string{protocol::loss_command_name} + " '" + loss->segment_name + "' [" +
-           std::to_string(rows) + " x " + std::to_string(cols) + "]" +
-           (shared ? " in shared memory at " + std::to_string(shared->offset) : "");
-  }
-  if (const auto* fsa = std::get_if<protocol::fsa_command>(&request))
-    return std::string{protocol::fsa_command_name_of(fsa->source)} + " '" + fsa->text + "'";
+namespace {
+
+// One overload per command of `protocol::command`, as `serve`'s.
+
+std::string described(const protocol::init_command& init) {
+  return std::string{protocol::init_command_name} + " '" + init.client_name + "' version " +
+         std::to_string(init.version);
+}
+
+std::string described(const protocol::loss_command& loss) {
+  const auto& shape = loss.log_posteriors.shape;
+  const auto& shared = loss.shared_posteriors;
+  const size_t rows = shared ? shared->rows : shape.size() == 2 ? shape[0] : 0;
+  const size_t cols = shared ? shared->cols : shape.size() == 2 ? shape[1] : 0;
+  return std::string{protocol::loss_command_name} + " '" + loss.segment_name + "' [" +
+         std::to_string(rows) + " x " + std::to_string(cols) + "]" +
+         (shared ? " in shared memory at " + std::to_string(shared->offset) : "");
+}
+
+std::string described(const protocol::fsa_command& fsa) {
+  return std::string{protocol::fsa_command_name_of(fsa.source)} + " '" + fsa.text + "'";
+}
+
+std::string described(const protocol::exit_command&) {
   return std::string{protocol::exit_command_name};
+}
+
+} // namespace
+
+std::string describe(const protocol::command& request) {
+  return std::visit([](const auto& command) { return described(command); }, request);
 }
 
 } // namespace sprintrt::sim

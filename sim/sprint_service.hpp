@@ -121,6 +121,13 @@ public:
   void reply_error(const caf::error& err, protocol::byte_buffer& out);
 
 private:
+  // One overload per command of `protocol::command`, which `handle` visits:
+  // a command without one does not compile.
+  service_action serve(const protocol::init_command& request, protocol::byte_buffer& out);
+  service_action serve(const protocol::loss_command& request, protocol::byte_buffer& out);
+  service_action serve(const protocol::fsa_command& request, protocol::byte_buffer& out);
+  service_action serve(const protocol::exit_command& request, protocol::byte_buffer& out);
+
   void answer_init(const protocol::init_command& request, protocol::byte_buffer& out);
   void answer_loss(const protocol::loss_command& request, protocol::byte_buffer& out);
   void answer_shared_loss(const protocol::loss_command& request, protocol::byte_buffer& out);

@@ -5,13 +5,23 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <type_traits>
 
 #include "binding_support.hpp"
 #include "process_runtime.hpp"
 #include "sprintrt/sim_worker.hpp"
 #include "sprintrt/sprint_runtime.hpp"
+#include "sprintrt/worker_interface.hpp"
 
 namespace sprintrt::python {
+
+// Every command the workers serve has its Python call here: `compute`
+// (get_loss_command) and `export_fsas` (export_fsa_command). A new command
+// stops the build here until it has one (docs/contributing.md, "A new
+// Sprint command").
+static_assert(
+    std::is_same_v<sprint_commands, sprint_command_list<get_loss_command, export_fsa_command>>,
+    "a command of sprint_commands has no Python call in pool_binding.cpp");
 
 namespace {
 

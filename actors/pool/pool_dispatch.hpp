@@ -25,6 +25,7 @@
 
 #include <caf/error.hpp>
 
+#include "actors/pool/pool_slots.hpp"
 #include "actors/pool/worker_pool.hpp"
 #include "actors/worker/commands.hpp"
 #include "actors/worker/worker_requests.hpp"
@@ -122,15 +123,6 @@ struct pool_request {
   /// Who asked (what a `(cancel, id)` names).
   request_origin origin;
 };
-
-/// Makes the worker of slot `index` from the source (first use, or replacing
-/// one that terminated; the slot's load stays, and what the pool saw of the
-/// old worker moves into the slot's `replaced` counters, with one restart).
-/// The pool monitors it.
-void start_worker(pool_pointer self, size_t index);
-
-/// Creates workers until there are `count` (at most the source's capacity).
-void ensure_workers(pool_pointer self, size_t count);
 
 /// Places an enrolled request's items as `shape` says: spread over the
 /// workers by LPT and streamed, or queued for idle workers.

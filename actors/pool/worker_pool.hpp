@@ -3,13 +3,15 @@
 /// @file
 /// The worker pool actor (see `worker_pool_actor` for its messages): its
 /// state, its one registry of the requests in progress, and spawning it.
-/// Internal to the actors library. The actor is three files:
+/// Internal to the actors library. The actor is four files:
 /// `worker_pool.cpp` (behavior, life cycle, stats, the registry),
-/// `pool_dispatch.cpp` (the worker slots and every request's segments:
-/// placement, replies, failures, loads) and `pool_requests.cpp` (the
-/// request shapes: single segments, batch losses and automata, and the
-/// batch preparer). Its pure parts are `lpt_schedule`, `failure_policy`,
-/// `pool_assignment`, `batch_checks` and `automata_merge`.
+/// `pool_slots.cpp` (the worker slots, their loads and rates),
+/// `pool_dispatch.cpp` (every request's items: placement, replies,
+/// failures) and `pool_requests.cpp` (the requests as their callers make
+/// them: single segments, batch losses and automata, each answered its
+/// way; and the batch preparer). Its pure parts are `lpt_schedule`,
+/// `failure_policy`, `pool_assignment`, `batch_checks` and
+/// `automata_merge`.
 ///
 /// How a pool keeps count: every segment sent (or queued) to a worker holds
 /// an `assignment` on the worker's load, which uncounts it exactly once when

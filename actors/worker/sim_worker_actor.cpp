@@ -30,15 +30,9 @@ using sim_worker_impl = sprint_worker_actor::extend<caf::reacts_to<serve_atom, u
 using clock = std::chrono::steady_clock;
 
 /// A request the worker took from its mailbox.
-struct queued_request {
-  segment_request request;
+struct queued_request : segment_request {
   /// 1-based arrival number (what `fail_request` counts).
   size_t number = 0;
-
-  const std::string& text() const noexcept { return request.text(); }
-  std::string subject() const { return request.subject(); }
-  std::string_view command() const noexcept { return request.command(); }
-  void fail(const caf::error& err) { request.fail(err); }
 };
 
 struct sim_worker_state {
@@ -108,7 +102,7 @@ void finish_in_flight(sim_worker_pointer self) {
             request.promise.deliver(std::move(*result));
           }
         },
-        req.request.what);
+        req.what);
   }
   st.stats.busy_ns +=
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - st.served_since).count();
@@ -197,16 +191,16 @@ void abandon(sim_worker_pointer self, const request_origin& origin) {
   auto cancelled = [&](const queued_request& req) {
     return request_error(errc::cancelled, st.label, req, "cancelled");
   };
-  if (st.in_flight && st.in_flight->request.origin == origin) {
-    st.in_flight->request.cancel(cancelled(*st.in_flight));
+  if (st.in_flight && st.in_flight->origin == origin) {
+    st.in_flight->cancel(cancelled(*st.in_flight));
     st.in_flight.reset();
     ++st.serial;
     serve_next(self);
     return;
   }
   for (auto i = st.queue.begin(); i != st.queue.end(); ++i)
-    if (i->request.origin == origin) {
-      i->request.cancel(cancelled(*i));
+    if (i->origin == origin) {
+      i->cancel(cancelled(*i));
       st.queue.erase(i);
       return;
     }

@@ -54,7 +54,7 @@ namespace {
 
 /// Whether `what` says more than its cause.
 bool has_fields(const failure& what) noexcept {
-  return !what.outer.empty() || !what.worker.empty() || !what.inner.empty() ||
+  return !what.outer.empty() || !what.worker.empty() || !what.pool.empty() || !what.inner.empty() ||
          !what.child.ending.empty();
 }
 
@@ -75,11 +75,11 @@ std::string joined(std::string a, const std::string& b) {
 caf::error make_error(errc code, failure what) {
   if (!has_fields(what))
     return make_error(code, std::move(what.cause));
-  return caf::error{static_cast<uint8_t>(code), error_category,
-                    caf::make_message(std::move(what.outer), std::move(what.worker),
-                                      std::move(what.inner), std::move(what.cause), what.child.pid,
-                                      std::move(what.child.ending),
-                                      std::move(what.child.output_tail))};
+  return caf::error{
+      static_cast<uint8_t>(code), error_category,
+      caf::make_message(std::move(what.outer), std::move(what.worker), std::move(what.pool),
+                        std::move(what.inner), std::move(what.cause), what.child.pid,
+                        std::move(what.child.ending), std::move(what.child.output_tail))};
 }
 
 failure failure_of(const caf::error& err) {
@@ -89,15 +89,16 @@ failure failure_of(const caf::error& err) {
   const auto& ctx = err.context();
   if (ctx.match_elements<std::string>()) {
     what.cause = ctx.get_as<std::string>(0);
-  } else if (ctx.match_elements<std::string, std::string, std::string, std::string, int32_t,
-                                std::string, std::string>()) {
+  } else if (ctx.match_elements<std::string, std::string, std::string, std::string, std::string,
+                                int32_t, std::string, std::string>()) {
     what.outer = ctx.get_as<std::string>(0);
     what.worker = ctx.get_as<std::string>(1);
-    what.inner = ctx.get_as<std::string>(2);
-    what.cause = ctx.get_as<std::string>(3);
-    what.child.pid = ctx.get_as<int32_t>(4);
-    what.child.ending = ctx.get_as<std::string>(5);
-    what.child.output_tail = ctx.get_as<std::string>(6);
+    what.pool = ctx.get_as<std::string>(2);
+    what.inner = ctx.get_as<std::string>(3);
+    what.cause = ctx.get_as<std::string>(4);
+    what.child.pid = ctx.get_as<int32_t>(5);
+    what.child.ending = ctx.get_as<std::string>(6);
+    what.child.output_tail = ctx.get_as<std::string>(7);
   }
   return what;
 }
@@ -118,14 +119,29 @@ std::string to_string(const failure& what) {
 }
 
 bool same_cause(const failure& a, const failure& b) noexcept {
-  return a.outer == b.outer && a.inner == b.inner && a.cause == b.cause &&
+  return a.outer == b.outer && a.pool == b.pool && a.inner == b.inner && a.cause == b.cause &&
          a.child.ending == b.child.ending;
 }
 
-std::string error_message(const caf::error& err) {
+caf::error in_pool(const std::string& pool, const caf::error& err) {
   if (!err || err.category() != error_category)
+    return err;
+  auto what = failure_of(err);
+  if (what.worker.empty() || !what.pool.empty())
+    return err;
+  what.pool = pool;
+  return make_error(static_cast<errc>(err.code()), std::move(what));
+}
+
+std::string error_message(const caf::error& err) {
+  if (!err)
     return {};
-  return to_string(failure_of(err));
+  if (err.category() == error_category)
+    return to_string(failure_of(err));
+  const auto& ctx = err.context();
+  if (ctx.match_elements<std::string>())
+    return ctx.get_as<std::string>(0);
+  return {};
 }
 
 caf::error with_context(const std::string& context, const caf::error& err) {
@@ -149,6 +165,7 @@ caf::error with_worker(const std::string& worker, const std::string& doing, cons
   what.inner = joined(doing, joined(joined(what.outer, what.worker), what.inner));
   what.outer.clear();
   what.worker = worker;
+  what.pool.clear();
   return make_error(static_cast<errc>(err.code()), std::move(what));
 }
 

@@ -54,12 +54,13 @@ int64_t item_weight(const pool_request& req, size_t index) {
 }
 
 /// Counts item `index` of `req` as failed with `err` and keeps the failure
-/// (see `item_failure`).
+/// (see `item_failure`), as met in this pool (`in_pool`) if no pool saw it
+/// before.
 void item_failed(pool_pointer self, pool_request& req, size_t index, caf::error err,
                  bool from_pool) {
   std::visit([self](const auto& of) { entry_of<decltype(of)>::count_failed(self->state.stats); },
              req.items);
-  req.failures.emplace(index, item_failure{std::move(err), from_pool});
+  req.failures.emplace(index, item_failure{in_pool(self->state.label, err), from_pool});
 }
 
 /// Answers the caller of `req`, every item of which is done, and forgets

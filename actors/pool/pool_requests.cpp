@@ -52,15 +52,15 @@ std::string segment_list(const std::vector<std::string>& tags, const std::vector
   return text;
 }
 
-/// The text of `err` as a batch's error tells it: a worker's label as the
-/// pool's (`pool_label`), since every worker meets a missing program or a
-/// wrong config alike (the log names them).
-std::string cause_text(const caf::error& err, const std::string& pool_label) {
+/// The text of `err` as a batch's error tells it: a worker's label as its
+/// pool's (`failure::pool`), since every worker of a pool meets a missing
+/// program or a wrong config alike (the log names them).
+std::string cause_text(const caf::error& err) {
   if (err.category() != error_category)
     return render(err);
   auto what = failure_of(err);
   if (!what.worker.empty())
-    what.worker = pool_label;
+    what.worker = what.pool;
   return std::string{to_string(static_cast<errc>(err.code()))} + ": " + to_string(what);
 }
 
@@ -74,16 +74,15 @@ bool same_reason(const caf::error& a, const caf::error& b) {
   return same_cause(failure_of(a), failure_of(b));
 }
 
-/// The error a batch of segments `tags` of the pool `pool_label` fails with
-/// when some of them failed (`failures`): one entry per distinct reason
+/// The error a batch of segments `tags` fails with when some of them failed
+/// (`failures`): one entry per distinct reason
 /// (`same_reason`), in the order of its first segment, naming how many
 /// segments it failed and the first few of them, with the first segment's
 /// text. Its code is that of the failed segment first in batch order (not
 /// the first failure to arrive, which depends on the workers' timing), so
 /// that equal batches fail with equal codes; `child_failed` if that error
 /// is not sprintrt's own.
-caf::error combined_error(const std::string& what, const std::string& pool_label,
-                          const std::vector<std::string>& tags,
+caf::error combined_error(const std::string& what, const std::vector<std::string>& tags,
                           const std::map<size_t, item_failure>& failures) {
   std::vector<std::pair<const caf::error*, std::vector<size_t>>> reasons;
   for (const auto& [index, failed] : failures) {
@@ -99,7 +98,7 @@ caf::error combined_error(const std::string& what, const std::string& pool_label
   std::string text = what + ": " + std::to_string(failures.size()) + " of " +
                      std::to_string(tags.size()) + " segments failed";
   for (const auto& [first, indices] : reasons)
-    text += "\n  " + segment_list(tags, indices) + ": " + cause_text(*first, pool_label);
+    text += "\n  " + segment_list(tags, indices) + ": " + cause_text(*first);
   const auto& first = failures.begin()->second.error;
   auto code =
       first.category() == error_category ? static_cast<errc>(first.code()) : errc::child_failed;
@@ -152,7 +151,7 @@ void batch_progress::answer(pool_pointer self, pool_request& req) {
   // the caller holds it alone (and may hand it back for reuse).
   of.work.clear();
   if (!req.failures.empty()) {
-    auto combined = combined_error(st.label + ": batch", st.label, tags, req.failures);
+    auto combined = combined_error(st.label + ": batch", tags, req.failures);
     if (!partial) {
       promise.deliver(std::move(combined));
       return;
@@ -196,7 +195,7 @@ request_answer automata_answer(std::vector<std::string> tags,
         auto& st = self->state;
         ++st.stats.automata;
         if (!req.failures.empty()) {
-          promise.deliver(combined_error(st.label + ": automata", st.label, tags, req.failures));
+          promise.deliver(combined_error(st.label + ": automata", tags, req.failures));
           return;
         }
         std::vector<segment_fsa> automata;

@@ -91,10 +91,10 @@ std::string connection_broken(const caf::error& err) {
 
 /// What a request's failure at the remote end becomes here: the remote
 /// pool's error (a Sprint exception, a child that kept failing), prefixed
-/// with the endpoint. The remote pool's worker that met it is one of the
-/// far end's, not of this pool: it becomes part of the context.
+/// with the endpoint. The far worker that met it stays its worker, with
+/// the far pool as its pool (`in_pool`, which that pool applied).
 caf::error remote_error(worker_pointer self, const caf::error& err) {
-  return with_worker("", self->state.endpoint, err);
+  return with_context(self->state.endpoint, err);
 }
 
 /// Sends a request to the connected remote pool.

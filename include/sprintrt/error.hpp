@@ -81,6 +81,11 @@ struct failure {
   std::string outer;
   /// The label of the worker that met it ("pool 0 worker 3"), or empty.
   std::string worker;
+  /// The label of the pool whose worker that is ("pool 0"), once that pool
+  /// saw the failure (`in_pool`): a pool tells a cause that several of its
+  /// workers met as its own, with this label in the worker's place. Not
+  /// part of the text.
+  std::string pool;
   /// What the worker was doing ("get_loss_and_error_signal of segment
   /// 'a'"), and any context put in front before a worker met it.
   std::string inner;
@@ -112,15 +117,23 @@ std::string to_string(const failure& what);
 
 /// Returns whether `a` and `b` have the same cause: equal but for the
 /// worker that met them and what differs from child to child (the pid and
-/// the output's tail), as when every worker meets a missing program alike.
+/// the output's tail), as when every worker of a pool meets a missing
+/// program alike.
 bool same_cause(const failure& a, const failure& b) noexcept;
 
+/// Returns `err` as seen by the pool labelled `pool`: a failure that a
+/// worker met and no pool saw yet gets `pool` as its worker's pool. Errors
+/// of other categories are returned unchanged.
+caf::error in_pool(const std::string& pool, const caf::error& err);
+
 /// Returns the text of an error of category `sprintrt` (its fields joined,
-/// see `failure`), or an empty string.
+/// see `failure`), the message of any other error whose context is one
+/// string, or an empty string.
 std::string error_message(const caf::error& err);
 
 /// Returns `err` with `context` put in front of its message ("worker 2:
-/// segment 'x': <message>"), keeping its code and fields. Errors of other
+/// segment 'x': <message>"), keeping its code and fields (a worker stays
+/// the one that met it: the context goes in front of it). Errors of other
 /// categories are returned unchanged.
 caf::error with_context(const std::string& context, const caf::error& err);
 

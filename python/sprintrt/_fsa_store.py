@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import collections
 import threading
-from collections.abc import MutableMapping, Sequence
-from typing import NamedTuple
+from collections.abc import Iterator, MutableMapping, Sequence
 
 from ._lru import ByteBoundedLru
 from .fsa_exports import ExportResult, Fsa, FsaKey, _Export, _Failure, _InFlight
@@ -46,15 +45,20 @@ class _Held:
         self.result = result
 
 
-class BuildLookup(NamedTuple):
-    """What a build's lookup found: ``found``, key -> a cached FSA or a
-    prefetch's held result (FSA or ``_Failure``), which the build now takes;
-    ``waited``, key -> an export under way elsewhere; ``exports``, key -> an
-    export the build makes itself, registered in flight and started."""
+class BuildLookup:
+    """What a build's lookup found, filled in as it goes (so that whatever
+    interrupts the lookup, the build can end the exports it registered):
+    ``found``, key -> a cached FSA or a prefetch's held result (FSA or
+    ``_Failure``), which the build now takes; ``waited``, key -> an export
+    under way elsewhere; ``exports``, key -> an export the build makes
+    itself, registered in flight and started."""
 
-    found: dict[FsaKey, ExportResult]
-    waited: dict[FsaKey, _Export]
-    exports: dict[FsaKey, _Export]
+    __slots__ = ("found", "waited", "exports")
+
+    def __init__(self) -> None:
+        self.found: dict[FsaKey, ExportResult] = {}
+        self.waited: dict[FsaKey, _Export] = {}
+        self.exports: dict[FsaKey, _Export] = {}
 
 
 class FsaStore:
@@ -89,41 +93,29 @@ class FsaStore:
 
     # --- lookups -------------------------------------------------------------------
 
-    def look_up_for_build(self, keys: Sequence[FsaKey],
-                          counts: MutableMapping[str, int]) -> BuildLookup:
-        """Sorts the distinct keys of ``keys`` for a build, counting the
-        lookups in ``counts`` (see ``BuildLookup``). A key queued for the
-        background but not under way yet is exported by the build itself, so
-        that it waits for nothing queued before it. If anything interrupts
-        the lookup, the exports it registered end as interrupted (their
-        waiters look them up again)."""
-        found: dict[FsaKey, ExportResult] = {}
-        waited: dict[FsaKey, _Export] = {}
-        exports: dict[FsaKey, _Export] = {}
-        try:
-            for key in self._distinct(keys, counts, found):
-                held = self._ready.get(key)
-                if held is not None:
-                    counts["taken"] += 1
-                    found[key] = held.result
-                    self.take(key, held.result)
-                    continue
-                export = self.in_flight.get(key)
-                if export is None:
-                    exports[key] = self.in_flight.register(key, None)
-                    continue
-                counts["waits"] += 1
-                if export.started:
-                    waited[key] = export
-                else:
-                    export.started = True
-                    exports[key] = export
-        except BaseException:
-            self.end_unfinished(exports, _Failure(
-                "cancelled", "the build was interrupted before exporting it", interrupted=True),
-                background=False)
-            raise
-        return BuildLookup(found, waited, exports)
+    def look_up_for_build(self, keys: Sequence[FsaKey], counts: MutableMapping[str, int],
+                          lookup: BuildLookup) -> None:
+        """Sorts the distinct keys of ``keys`` for a build into ``lookup``,
+        counting the lookups in ``counts``. A key queued for the background
+        but not under way yet is exported by the build itself, so that it
+        waits for nothing queued before it."""
+        for key in self._misses(keys, counts, lookup.found):
+            held = self._ready.get(key)
+            if held is not None:
+                counts["taken"] += 1
+                lookup.found[key] = held.result
+                self.take(key, held.result)
+                continue
+            export = self.in_flight.get(key)
+            if export is None:
+                lookup.exports[key] = self.in_flight.register(key, None)
+                continue
+            counts["waits"] += 1
+            if export.started:
+                lookup.waited[key] = export
+            else:
+                export.started = True
+                lookup.exports[key] = export
 
     def look_up_for_prefetch(self, keys: Sequence[FsaKey]) -> dict[FsaKey, _Export]:
         """Counts a new prefetch of ``keys`` and returns the exports it
@@ -131,11 +123,11 @@ class FsaStore:
         are neither cached, held nor in flight. What is held or in flight
         already is marked as asked for by this prefetch, but a held failure
         is exported again. The lookups are not counted (the build's are).
-        Then drops the held results that the last
-        ``PREFETCHES_KEPT`` prefetches did not ask for."""
+        Then drops the held results that the last ``PREFETCHES_KEPT``
+        prefetches did not ask for."""
         self._prefetches += 1
         queued: dict[FsaKey, _Export] = {}
-        for key in self._distinct(keys, collections.Counter(), {}):
+        for key in self._misses(keys, collections.Counter(), {}):
             held = self._ready.get(key)
             if held is not None:
                 if not isinstance(held.result, _Failure):
@@ -152,12 +144,13 @@ class FsaStore:
         self.counts["prefetched"] += len(queued)
         return queued
 
-    def _distinct(self, keys: Sequence[FsaKey], counts: MutableMapping[str, int],
-                  found: dict[FsaKey, ExportResult]) -> list[FsaKey]:
-        """The distinct keys of ``keys`` that are not cached, in order; the
-        cached ones go into ``found``. Every key of ``keys`` counts as a hit
-        (cached, or served by this lookup's first sight of it) or a miss."""
-        missing = []
+    def _misses(self, keys: Sequence[FsaKey], counts: MutableMapping[str, int],
+                found: dict[FsaKey, ExportResult]) -> Iterator[FsaKey]:
+        """Yields the distinct keys of ``keys`` that are not cached, in order
+        and one at a time (what the caller does with one, taking a held
+        result into the cache, may evict a later one); the cached ones go
+        into ``found``. Every key of ``keys`` counts as a hit (cached, or
+        served by this lookup's first sight of it) or a miss."""
         seen = set()
         for key in keys:
             if key in seen:
@@ -170,8 +163,7 @@ class FsaStore:
                 found[key] = fsa
                 continue
             counts["misses"] += 1
-            missing.append(key)
-        return missing
+            yield key
 
     # --- results -------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from ._arguments import _tag_list, _text, _text_list
 from ._fsa_prefetch import ORTHOGRAPHY as _ORTHOGRAPHY
 from ._fsa_prefetch import SEGMENT as _SEGMENT
 from ._fsa_prefetch import Prefetcher
-from ._fsa_store import ENTRY_OVERHEAD_BYTES, PREFETCHES_KEPT, FsaStore
+from ._fsa_store import ENTRY_OVERHEAD_BYTES, PREFETCHES_KEPT, BuildLookup, FsaStore
 from ._pool import SprintInstancePool, SprintOpts
 from ._sprint_opts import check_sprint_opts, copy_opts, to_options_json
 from ._sprintrt import Error, canonical_options
@@ -159,8 +159,13 @@ class FsaBuilder:
 
     @property
     def cache_bytes(self) -> int:
-        """The bound of the cache, in bytes (0 caches nothing)."""
+        """The bound of the cache, in bytes (0 caches nothing); a new bound
+        applies from the next FSA stored."""
         return self._store.cache_bytes
+
+    @cache_bytes.setter
+    def cache_bytes(self, value: int) -> None:
+        self._store.cache_bytes = value
 
     def build_batch(self, tags: Any) -> BatchFsa:
         """The FSAs of the segments ``tags`` (str or bytes names, or an array
@@ -299,9 +304,10 @@ class FsaBuilder:
         todo: list[FsaKey] = keys
         counts: MutableMapping[str, int] = store.counts
         while todo:
-            with store.lock:
-                lookup = store.look_up_for_build(todo, counts)
+            lookup = BuildLookup()
             try:
+                with store.lock:
+                    store.look_up_for_build(todo, counts, lookup)
                 results.update(lookup.found)
                 if lookup.exports:
                     results.update(self._export(lookup.exports))

@@ -340,6 +340,29 @@ def test_a_prefetched_fsa_is_held_until_a_build_takes_it(corpus, cache):
     assert (stats["entries"], stats["bytes"], stats["evictions"]) == lru_model(sizes, limit, tags)
 
 
+def test_a_build_looks_its_keys_up_in_order_as_taking_one_evicts_another(corpus):
+    path, names = corpus
+    opts = sim_options(path)
+    a, b, c = names[:3]
+    sizes = entry_sizes(opts, [a, b, c])
+    # Any two fit, three do not.
+    limit = max(sizes[a] + sizes[b], sizes[a] + sizes[c], sizes[b] + sizes[c])
+    builder = FsaBuilder(opts, in_process=True, cache_bytes=limit)
+    builder.build_batch([b])
+    builder.build_batch([c])  # the cache: b (least recent), c
+    builder.prefetch([a])
+    wait_for_prefetches(builder)
+    before = builder.stats()
+    builder.build_batch([a, b])
+    after = builder.stats()
+    grew = {key: after[key] - before[key]
+            for key in ("hits", "misses", "taken", "exports", "evictions")}
+    # Taking a (held) into the cache evicts b before b is looked up: b is
+    # exported again, and evicts c.
+    assert grew == {"hits": 0, "misses": 2, "taken": 1, "exports": 1, "evictions": 2}
+    assert (after["entries"], after["bytes"]) == (2, sizes[a] + sizes[b])
+
+
 def test_a_held_prefetch_is_not_exported_again_by_a_later_prefetch(corpus):
     path, names = corpus
     builder = FsaBuilder(sim_options(path), in_process=True, cache_bytes=0)

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <caf/atom.hpp>
+#include <caf/make_message.hpp>
 #include <caf/sec.hpp>
 
 #include <set>
@@ -93,6 +95,33 @@ TEST_CASE("failures have the same cause whatever worker, pid or output tail they
   auto c = sprintrt::failure_of(child_failure("pool 0 worker 1", 77, ""));
   c.inner = "get_loss_and_error_signal of segment 'b'";
   CHECK_FALSE(sprintrt::same_cause(a, c));
+  // Met in different pools, they are told apart.
+  auto d = sprintrt::failure_of(child_failure("pool 1 worker 3", 42, ""));
+  a.pool = "pool 0";
+  d.pool = "pool 1";
+  CHECK_FALSE(sprintrt::same_cause(a, d));
+}
+
+TEST_CASE(
+    "the first pool that sees a worker's failure is its worker's pool, not part of its text") {
+  auto met = child_failure("pool 0 worker 3", 42, "");
+  auto seen = sprintrt::in_pool("pool 0", met);
+  CHECK(sprintrt::failure_of(seen).pool == "pool 0");
+  CHECK(sprintrt::error_message(seen) == sprintrt::error_message(met));
+  // Across a remote pool: the far pool saw it first.
+  auto near = sprintrt::in_pool("pool 7", sprintrt::with_context("127.0.0.1:7000", seen));
+  CHECK(sprintrt::failure_of(near).pool == "pool 0");
+  CHECK(sprintrt::failure_of(near).worker == "pool 0 worker 3");
+  // A failure no worker met has no worker's pool.
+  auto own = sprintrt::make_error(errc::worker_unavailable, "no worker can take it");
+  CHECK(sprintrt::failure_of(sprintrt::in_pool("pool 0", own)).pool.empty());
+  // Another worker that meets it again is of no pool yet.
+  CHECK(sprintrt::failure_of(sprintrt::with_worker("pool 7 worker 0", "", near)).pool.empty());
+}
+
+TEST_CASE("error_message reads a one-string context of any category") {
+  caf::error theirs{uint8_t{1}, caf::atom("theirs"), caf::make_message(std::string{"their text"})};
+  CHECK(sprintrt::error_message(theirs) == "their text");
 }
 
 TEST_CASE("context goes in front of the worker once a worker met a failure") {

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -437,4 +438,71 @@ TEST_CASE("a pool gives a worker that computes three at once three times the wor
   REQUIRE(stats->workers.size() == 2);
   CHECK(stats->workers[0].requests_served == 2);
   CHECK(stats->workers[1].requests_served == 6);
+}
+
+namespace {
+
+/// A worker, `name`, that fails every loss job as a far pool's worker
+/// (`far_worker`, of the pool "far pool") would, seen through a remote
+/// worker to 127.0.0.1:7000 (as `remote_worker`'s `remote_error` makes it);
+/// or, without `far`, as it met that failure itself.
+sprint_worker_actor::behavior_type failing_worker(sprint_worker_actor::pointer self,
+                                                  std::string name, bool far) {
+  return {
+      [name, far](compute_atom, segment_job&) -> caf::result<double> {
+        failure what;
+        what.cause = "sprintExecPath '/no/sprint' does not exist";
+        what.child.ending = "was never started";
+        auto err = make_error(errc::spawn_failed, what);
+        if (!far)
+          return with_worker(name, "the Sprint child could not be started", err);
+        auto far_worker = "far pool worker " + name.substr(name.size() - 1);
+        err = in_pool("far pool",
+                      with_worker(far_worker, "the Sprint child could not be started", err));
+        return with_context("127.0.0.1:7000", err);
+      },
+      [](fsa_atom, fsa_query&) -> caf::result<segment_fsa> {
+        return make_error(errc::invalid_input, "no FSAs here");
+      },
+      [](stats_atom) { return worker_stats{}; },
+      [](cancel_atom, uint64_t) {},
+      [self](stop_atom) {
+        self->quit();
+        return int32_t{0};
+      },
+  };
+}
+
+/// A source of two `failing_worker`s.
+worker_source failing_source(bool far) {
+  worker_source source;
+  source.description = "failing workers";
+  source.capacity = 2;
+  source.make = [far](caf::actor_system& system, size_t, const std::string& name) {
+    return system.spawn(failing_worker, name, far);
+  };
+  return source;
+}
+
+} // namespace
+
+TEST_CASE("a cause that every worker of a pool meets is one line of a batch's error, near or far") {
+  sprint_runtime rt;
+  for (bool far : {false, true}) {
+    INFO((far ? "far" : "near"));
+    auto pool = rt.pool(failing_source(far), "near pool");
+    auto result = compute(rt.system(), pool, uniform_batch(3, {3, 2, 1, 3}));
+    REQUIRE_FALSE(result);
+    CHECK(result.error() == errc::spawn_failed);
+    auto text = error_message(result.error());
+    INFO(text);
+    // Both workers met it: one line, the worker told as its pool.
+    CHECK(std::count(text.begin(), text.end(), '\n') == 1);
+    const std::string where = far ? "127.0.0.1:7000: far pool: " : "near pool: ";
+    CHECK(text.find("near pool: batch: 4 of 4 segments failed\n  4 segments: 0 ('a'), 1 ('bb'), "
+                    "2 ('ccc') and 1 more: spawn_failed: " +
+                    where +
+                    "the Sprint child could not be started: sprintExecPath '/no/sprint' does "
+                    "not exist; Sprint child was never started") == 0);
+  }
 }

@@ -222,7 +222,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Sending the request puts its posteriors into the slot (the command's
   // bytes are the seeds' business).
   byte_buffer request;
-  require(!command_entry<get_loss_command>::encode(request, wire_format{}, job, &slot),
+  require(!command_entry<get_loss_command>::encode(request, wire_format{}, job, array_sink{slot}),
           "the parent cannot write into its own slot");
 
   auto& region = *slots.region();

@@ -60,10 +60,12 @@ void write_case(fuzz::seed_writer& seeds, const fuzz::shared_array_case& c,
   const shared_array reference{slot.offset, c.frames, c.dim};
 
   byte_buffer request;
-  check(command_entry<get_loss_command>::encode(request, unframed, job, &slot), "request");
+  check(command_entry<get_loss_command>::encode(request, unframed, job, array_sink{slot}),
+        "request");
   seeds.write("request-" + name, header, request);
   byte_buffer piped;
-  check(command_entry<get_loss_command>::encode(piped, unframed, job, nullptr), "piped request");
+  check(command_entry<get_loss_command>::encode(piped, unframed, job, array_sink{}),
+        "piped request");
   seeds.write("piped-request-" + name, header, piped);
 
   byte_buffer reply;
